@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what fusioncheck needs from Debian's packages (and cuobjdump from PyPI for the
+# audit). Safe to run again: apt-get and pip skip what is already there.
+set -euo pipefail
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  cmake ninja-build g++ git python3 \
+  libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libfmt-dev >/dev/null
+# cuobjdump disassembles the compiled kernels for `fusioncheck audit`.
+if ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
+  python3 -m pip install -q nvidia-cuda-cuobjdump 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages nvidia-cuda-cuobjdump ||
+    echo "warning: cuobjdump not installed; audit tests will be skipped"
+fi
+echo "fusioncheck: dependencies installed"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# README command 2: build (if needed) and run the test suite: every test that needs no GPU
+# runs; GPU tests report as skipped where no GPU is present. Then the CPU tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer. JUnit XML lands in build/*/junit.xml.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source ci/env.sh
+jobs=$(nproc)
+cmake --preset default >/dev/null
+cmake --build --preset default -j "$jobs"
+ctest --preset default -j "$jobs"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan -j "$jobs"

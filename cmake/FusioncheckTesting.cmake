@@ -1,0 +1,11 @@
+# fusioncheck_add_gtest(NAME LABELS <labels...> SOURCES <files...> LIBS <libs...>)
+# One test executable whose GoogleTest cases are registered with ctest under the given
+# labels (cpu, sim, audit, gpu, mpi). A GTEST_SKIP shows as "skipped" in ctest, never "passed".
+function(fusioncheck_add_gtest name)
+  cmake_parse_arguments(ARG "" "" "LABELS;SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name}
+    PROPERTIES LABELS "${ARG_LABELS}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

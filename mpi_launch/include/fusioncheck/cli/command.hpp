@@ -1,0 +1,27 @@
+#pragma once
+// The error model and registration hook of the `fusioncheck` command line.
+// Each module adds its own subcommand with a function of the shape
+//   void add_<name>_command(CLI::App& app, int& exit_code);
+// whose callback stores the subcommand's exit code: 0 clean, 1 findings, 2 bad input.
+// Bad input anywhere below a subcommand throws UsageError; main() turns it into one line
+// on stderr and exit code 2.
+#include <stdexcept>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace fusioncheck::cli {
+
+inline constexpr int kExitClean = 0;
+inline constexpr int kExitFindings = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct UsageError : std::runtime_error {
+  explicit UsageError(const std::string& what) : std::runtime_error(what) {}
+};
+
+void add_mutants_command(CLI::App& app, int& exit_code);
+
+}  // namespace fusioncheck::cli

@@ -1,0 +1,107 @@
+#pragma once
+// The bug catalogue (DESIGN.md): each mutant rebuilds a broken protocol on purpose. The
+// sim takes the mutant at run time, the kernels as a template argument; both take the
+// ids and the meaning from here.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace fusioncheck::protocol {
+
+enum class Mutant : std::uint8_t {
+  none = 0,
+  pdl_wait_missing,
+  early_trigger,
+  float_sentinel,
+  no_canonicalize,
+  wrong_clear_buffer,
+  clear_size_current,
+  counter_not_reset,
+  flag_before_arrival,
+  two_buffers,
+  sentinel_width,
+  pointer_stride,
+  barrier_no_release,
+  divergent_config,
+  empty_body,
+  no_init_barrier,
+  shared_counter,
+  torn_element,
+};
+
+// Where a mutant can be expressed. Bits, so a row can say "both".
+enum MutantLayer : std::uint8_t { kInSim = 1u, kInKernel = 2u };
+
+struct MutantInfo {
+  Mutant mutant;
+  std::string_view id;           // command-line id, as in DESIGN.md
+  std::string_view what;         // what the broken protocol does
+  std::string_view real_world;   // the report behind it
+  std::uint8_t layers;           // MutantLayer bits
+};
+
+inline constexpr std::array<MutantInfo, 17> kMutantCatalogue{{
+    {Mutant::pdl_wait_missing, "pdl-wait-missing",
+     "launched with PDL, grid-dependency wait compiled out",
+     "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel},
+    {Mutant::early_trigger, "early-trigger",
+     "dependents triggered before outputs are written, consumer reads them", "vLLM PR 45448",
+     kInSim | kInKernel},
+    {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==",
+     "FlashInfer 1136", kInSim | kInKernel},
+    {Mutant::no_canonicalize, "no-canonicalize", "producer does not map input -0 to +0",
+     "TRT-LLM PR 4226 class", kInSim | kInKernel},
+    {Mutant::wrong_clear_buffer, "wrong-clear-buffer", "clears (f+1)%3 instead of (f+2)%3",
+     "rotation bugs", kInSim | kInKernel},
+    {Mutant::clear_size_current, "clear-size-current",
+     "clears with the current call's size, not the previous", "TRT-LLM 6237",
+     kInSim | kInKernel},
+    {Mutant::counter_not_reset, "counter-not-reset", "arrival counter never reset", "-",
+     kInSim | kInKernel},
+    {Mutant::flag_before_arrival, "flag-before-arrival",
+     "flag advanced without waiting for all blocks", "-", kInSim | kInKernel},
+    {Mutant::two_buffers, "two-buffers", "double instead of triple buffering", "-",
+     kInSim | kInKernel},
+    {Mutant::sentinel_width, "sentinel-width", "16-bit sentinel fill read as fp32",
+     "use_fp32_lamport mismatch", kInSim | kInKernel},
+    {Mutant::pointer_stride, "pointer-stride",
+     "host packs peer pointers at one stride, kernel reads another", "FlashInfer PR 3903",
+     kInSim | kInKernel},
+    {Mutant::barrier_no_release, "barrier-no-release", "two-shot flag without release/acquire",
+     "TRT-LLM 8612, vLLM 2760", kInSim | kInKernel},
+    {Mutant::divergent_config, "divergent-config", "one rank launches a different grid",
+     "vLLM 43616", kInSim | kInKernel},
+    {Mutant::empty_body, "empty-body", "kernel body compiled out for one arch",
+     "FlashInfer PR 3903", kInSim | kInKernel},
+    {Mutant::no_init_barrier, "no-init-barrier", "a rank pushes before a peer initialised its buffer",
+     "-", kInSim | kInKernel},
+    {Mutant::shared_counter, "shared-counter",
+     "one-shot and two-shot share counter state while alternating", "tokenspeed 351",
+     kInSim | kInKernel},
+    {Mutant::torn_element, "torn-element", "element stored in pieces smaller than the element",
+     "PTX single-copy atomicity", kInSim | kInKernel},
+}};
+
+constexpr std::string_view mutant_id(Mutant m) {
+  if (m == Mutant::none) return "none";
+  for (const auto& info : kMutantCatalogue)
+    if (info.mutant == m) return info.id;
+  return "?";
+}
+
+constexpr const MutantInfo* find_mutant_info(Mutant m) {
+  for (const auto& info : kMutantCatalogue)
+    if (info.mutant == m) return &info;
+  return nullptr;
+}
+
+// "none" names the correct protocol; any other id must be in the catalogue.
+constexpr std::optional<Mutant> parse_mutant(std::string_view id) {
+  if (id == "none") return Mutant::none;
+  for (const auto& info : kMutantCatalogue)
+    if (info.id == id) return info.mutant;
+  return std::nullopt;
+}
+
+}  // namespace fusioncheck::protocol
