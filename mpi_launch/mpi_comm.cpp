@@ -59,6 +59,14 @@ void MpiComm::all_gather(const void* send, void* recv, std::size_t bytes, const 
   wait_bounded(&request, what);
 }
 
+void MpiComm::gather(const void* send, void* recv, std::size_t bytes, int root,
+                     const char* what) {
+  MPI_Request request;
+  MPI_Igather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
+              root, MPI_COMM_WORLD, &request);
+  wait_bounded(&request, what);
+}
+
 void MpiComm::barrier(const char* what) {
   MPI_Request request;
   MPI_Ibarrier(MPI_COMM_WORLD, &request);

@@ -35,6 +35,8 @@ class MpiComm {
   void barrier(const char* what);
   // Every rank learns every rank's value; used to agree on verdicts and seeds.
   std::vector<long long> all_gather_value(long long value, const char* what);
+  // recv (root only) holds size() * bytes; rank r's bytes land at offset r * bytes.
+  void gather(const void* send, void* recv, std::size_t bytes, int root, const char* what);
   void broadcast(void* data, std::size_t bytes, int root, const char* what);
 
   // Ends every rank of the job: the last resort after a diagnosis was printed.

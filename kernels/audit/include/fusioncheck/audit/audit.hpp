@@ -1,0 +1,66 @@
+#pragma once
+// The audit proper: groups a binary's functions into kernels, decides which are launched
+// with PDL, and reports findings:
+//   sync-differs-between-archs  a kernel's set of sync classes differs between architectures
+//   pdl-wait-missing            a PDL-launched kernel lacks griddep.wait on some architecture
+//   empty-body                  a kernel is (nearly) empty on one architecture, real on another
+// Architectures are only compared within one source (SASS with SASS, PTX with PTX).
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fusioncheck/audit/listing.hpp"
+
+namespace fusioncheck::audit {
+
+// A body of at most this many instructions (padding and exit excluded) is "empty" ...
+inline constexpr int kEmptyBodyMaxInstructions = 2;
+// ... when the same kernel has at least this many on another architecture.
+inline constexpr int kRealBodyMinInstructions = 8;
+
+struct AuditOptions {
+  std::optional<std::regex> pdl_kernels;  // searched in the demangled (and mangled) name
+  bool pdl_all = false;                   // every kernel is launched with PDL
+  bool pdl_heuristic = true;              // a kernel with wait or trigger on some arch is PDL
+};
+
+enum class FindingKind { kSyncDiffersBetweenArchs, kPdlWaitMissing, kEmptyBody };
+std::string_view finding_kind_name(FindingKind kind);
+
+struct Finding {
+  FindingKind kind;
+  std::string kernel;   // demangled
+  std::string mangled;
+  std::string arch;
+  CodeSource source;
+  std::string detail;   // what is missing or different, in words
+};
+
+struct KernelReport {
+  std::string mangled;
+  std::string name;        // demangled
+  bool is_entry = true;
+  bool pdl = false;
+  std::string pdl_reason;  // why it is considered PDL-launched; empty when it is not
+  std::vector<FunctionCode> code;  // SASS first, then PTX, each by architecture
+};
+
+struct FileReport {
+  std::string path;
+  std::vector<KernelReport> kernels;  // by demangled name
+  std::vector<Finding> findings;
+};
+
+std::string demangle(const std::string& mangled);
+
+FileReport audit_listing(const std::string& path, const Listing& listing, const AuditOptions& options);
+
+nlohmann::json to_json(const std::vector<FileReport>& reports);
+std::string format_table(const std::vector<FileReport>& reports);
+
+std::size_t count_findings(const std::vector<FileReport>& reports);
+
+}  // namespace fusioncheck::audit

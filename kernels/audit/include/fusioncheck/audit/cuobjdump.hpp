@@ -1,0 +1,33 @@
+#pragma once
+// Finding and running NVIDIA's cuobjdump, with a time limit, feeding its output to the
+// listing parser as it arrives.
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "fusioncheck/audit/listing.hpp"
+
+namespace fusioncheck::audit {
+
+// The audit's error model: anything wrong with the input or the tools (missing file, not a
+// CUDA binary, cuobjdump missing or failing) throws AuditInputError with a one-line message.
+// The CLI reports it as bad input (exit 2).
+struct AuditInputError : std::runtime_error {
+  explicit AuditInputError(const std::string& what) : std::runtime_error(what) {}
+};
+
+inline constexpr const char* kCuobjdumpInstallHint =
+    "python3 -m pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm";
+
+// $CUOBJDUMP if set (it must then name an executable), else `cuobjdump` on PATH, else
+// /usr/local/cuda/bin/cuobjdump. Nothing when none is found.
+std::optional<std::string> find_cuobjdump();
+
+// Runs `<cuobjdump> -sass -ptx <file>` and parses its output. Throws AuditInputError when the
+// file is missing or unreadable, holds no device code, or cuobjdump fails or runs past
+// `time_limit` (it is then killed).
+Listing dump_listing(const std::string& cuobjdump, const std::string& file,
+                     std::chrono::milliseconds time_limit);
+
+}  // namespace fusioncheck::audit

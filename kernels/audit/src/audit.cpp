@@ -1,0 +1,209 @@
+#include "fusioncheck/audit/audit.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace fusioncheck::audit {
+namespace {
+
+bool code_order(const FunctionCode& a, const FunctionCode& b) {
+  return std::tuple(a.source, arch_number(a.arch), a.arch) < std::tuple(b.source, arch_number(b.arch), b.arch);
+}
+
+std::set<std::string> sync_classes(const FunctionCode& code) {
+  std::set<std::string> classes;
+  for (const auto& [name, count] : code.sync_counts) classes.insert(name);
+  return classes;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string text;
+  for (const auto& item : items) {
+    if (!text.empty()) text += separator;
+    text += item;
+  }
+  return text;
+}
+
+// Several copies of one function for one arch and source (e.g. the same kernel in two
+// embedded fatbins) are merged: counts add up, so a sync instruction in any copy shows.
+void add_code(KernelReport& kernel, const FunctionCode& code) {
+  for (auto& existing : kernel.code) {
+    if (existing.arch != code.arch || existing.source != code.source) continue;
+    existing.instructions += code.instructions;
+    existing.body_instructions += code.body_instructions;
+    for (const auto& [name, count] : code.sync_counts) existing.sync_counts[name] += count;
+    return;
+  }
+  kernel.code.push_back(code);
+}
+
+std::string pdl_reason(const KernelReport& kernel, const AuditOptions& options) {
+  if (options.pdl_all) return "--pdl-all";
+  if (options.pdl_kernels && (std::regex_search(kernel.name, *options.pdl_kernels) ||
+                              std::regex_search(kernel.mangled, *options.pdl_kernels)))
+    return "matches --pdl-kernels";
+  if (!options.pdl_heuristic) return {};
+  for (const auto& code : kernel.code)
+    for (std::string_view marker : {kGridDependencyWait, kGridDependencyTrigger})
+      if (code.sync_counts.contains(std::string(marker)))
+        return "has " + std::string(marker) + " on " + code.arch + " (" +
+               std::string(source_name(code.source)) + ")";
+  return {};
+}
+
+void find_sync_differences(const KernelReport& kernel, const std::vector<const FunctionCode*>& codes,
+                           std::vector<Finding>& findings) {
+  std::map<std::string, std::vector<std::string>> archs_with_class;
+  for (const auto* code : codes)
+    for (const auto& name : sync_classes(*code)) archs_with_class[name].push_back(code->arch);
+  for (const auto* code : codes) {
+    std::vector<std::string> missing;
+    for (const auto& [name, archs] : archs_with_class)
+      if (!code->sync_counts.contains(name)) missing.push_back(name + " (present on " + join(archs, ", ") + ")");
+    if (missing.empty()) continue;
+    findings.push_back({FindingKind::kSyncDiffersBetweenArchs, kernel.name, kernel.mangled, code->arch,
+                        code->source, "lacks " + join(missing, "; ")});
+  }
+}
+
+void find_empty_bodies(const KernelReport& kernel, const std::vector<const FunctionCode*>& codes,
+                       std::vector<Finding>& findings) {
+  const auto largest = *std::max_element(codes.begin(), codes.end(), [](const auto* a, const auto* b) {
+    return a->body_instructions < b->body_instructions;
+  });
+  if (largest->body_instructions < kRealBodyMinInstructions) return;
+  for (const auto* code : codes) {
+    if (code->body_instructions > kEmptyBodyMaxInstructions) continue;
+    findings.push_back({FindingKind::kEmptyBody, kernel.name, kernel.mangled, code->arch, code->source,
+                        "body has " + std::to_string(code->body_instructions) + " instruction(s) here but " +
+                            std::to_string(largest->body_instructions) + " on " + largest->arch});
+  }
+}
+
+void find_missing_waits(const KernelReport& kernel, std::vector<Finding>& findings) {
+  for (const auto& code : kernel.code) {
+    if (code.sync_counts.contains(std::string(kGridDependencyWait))) continue;
+    const std::string instruction = code.source == CodeSource::kSass ? "ACQBULK" : "griddepcontrol.wait";
+    findings.push_back({FindingKind::kPdlWaitMissing, kernel.name, kernel.mangled, code.arch, code.source,
+                        "no grid-dependency wait (" + instruction + ") although launched with PDL (" +
+                            kernel.pdl_reason + ")"});
+  }
+}
+
+}  // namespace
+
+std::string_view finding_kind_name(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kSyncDiffersBetweenArchs: return "sync-differs-between-archs";
+    case FindingKind::kPdlWaitMissing: return "pdl-wait-missing";
+    case FindingKind::kEmptyBody: return "empty-body";
+  }
+  return "unknown";
+}
+
+std::string demangle(const std::string& mangled) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> text(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && text ? std::string(text.get()) : mangled;  // C names stay as they are
+}
+
+FileReport audit_listing(const std::string& path, const Listing& listing, const AuditOptions& options) {
+  std::map<std::string, KernelReport> by_mangled;
+  for (const auto& code : listing.functions) {
+    auto& kernel = by_mangled[code.mangled];
+    if (kernel.mangled.empty()) {
+      kernel.mangled = code.mangled;
+      kernel.name = demangle(code.mangled);
+    }
+    if (!code.is_entry) kernel.is_entry = false;  // only PTX can tell a device function
+    add_code(kernel, code);
+  }
+  FileReport report{path, {}, {}};
+  for (auto& [mangled, kernel] : by_mangled) {
+    std::sort(kernel.code.begin(), kernel.code.end(), code_order);
+    if (kernel.is_entry) kernel.pdl_reason = pdl_reason(kernel, options);
+    kernel.pdl = !kernel.pdl_reason.empty();
+    for (CodeSource source : {CodeSource::kSass, CodeSource::kPtx}) {
+      std::vector<const FunctionCode*> codes;
+      for (const auto& code : kernel.code)
+        if (code.source == source) codes.push_back(&code);
+      if (codes.size() < 2) continue;
+      find_sync_differences(kernel, codes, report.findings);
+      if (kernel.is_entry) find_empty_bodies(kernel, codes, report.findings);
+    }
+    if (kernel.pdl) find_missing_waits(kernel, report.findings);
+    report.kernels.push_back(std::move(kernel));
+  }
+  std::sort(report.kernels.begin(), report.kernels.end(),
+            [](const KernelReport& a, const KernelReport& b) { return a.name < b.name; });
+  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    return std::tuple(a.kernel, a.kind, a.source, arch_number(a.arch), a.arch) <
+           std::tuple(b.kernel, b.kind, b.source, arch_number(b.arch), b.arch);
+  });
+  return report;
+}
+
+std::size_t count_findings(const std::vector<FileReport>& reports) {
+  std::size_t total = 0;
+  for (const auto& report : reports) total += report.findings.size();
+  return total;
+}
+
+nlohmann::json to_json(const std::vector<FileReport>& reports) {
+  auto files = nlohmann::json::array();
+  for (const auto& report : reports) {
+    auto kernels = nlohmann::json::array();
+    for (const auto& kernel : report.kernels) {
+      auto code = nlohmann::json::array();
+      for (const auto& c : kernel.code)
+        code.push_back({{"arch", c.arch}, {"source", source_name(c.source)}, {"instructions", c.instructions},
+                        {"body_instructions", c.body_instructions}, {"sync", c.sync_counts}});
+      kernels.push_back({{"name", kernel.name}, {"mangled", kernel.mangled}, {"is_entry", kernel.is_entry},
+                         {"pdl", kernel.pdl}, {"pdl_reason", kernel.pdl_reason}, {"code", code}});
+    }
+    auto findings = nlohmann::json::array();
+    for (const auto& f : report.findings)
+      findings.push_back({{"kind", finding_kind_name(f.kind)}, {"kernel", f.kernel}, {"mangled", f.mangled},
+                          {"arch", f.arch}, {"source", source_name(f.source)}, {"detail", f.detail}});
+    files.push_back({{"path", report.path}, {"kernels", kernels}, {"findings", findings}});
+  }
+  return {{"files", files}, {"findings_total", count_findings(reports)}};
+}
+
+std::string format_table(const std::vector<FileReport>& reports) {
+  std::ostringstream out;
+  for (const auto& report : reports) {
+    out << "== " << report.path << ": " << report.kernels.size() << " function(s)\n"
+        << "  arch     src    body  sync class x instructions\n";
+    for (const auto& kernel : report.kernels) {
+      out << kernel.name << (kernel.is_entry ? "" : "  [device function]");
+      if (kernel.pdl) out << "  [PDL: " << kernel.pdl_reason << "]";
+      out << "\n";
+      for (const auto& code : kernel.code) {
+        std::vector<std::string> counts;
+        for (const auto& [name, count] : code.sync_counts) counts.push_back(name + " x" + std::to_string(count));
+        char row[64];
+        std::snprintf(row, sizeof row, "  %-8s %-4s %6d  ", code.arch.c_str(),
+                      std::string(source_name(code.source)).c_str(), code.body_instructions);
+        out << row << (counts.empty() ? "-" : join(counts, ", ")) << "\n";
+      }
+    }
+    out << "findings: " << report.findings.size() << "\n";
+    for (const auto& f : report.findings)
+      out << "  " << finding_kind_name(f.kind) << "  " << f.arch << " " << source_name(f.source) << "  "
+          << f.kernel << ": " << f.detail << "\n";
+  }
+  out << "total findings: " << count_findings(reports) << "\n";
+  return out.str();
+}
+
+}  // namespace fusioncheck::audit

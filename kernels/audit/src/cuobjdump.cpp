@@ -1,0 +1,197 @@
+#include "fusioncheck/audit/cuobjdump.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+extern char** environ;
+
+namespace fusioncheck::audit {
+namespace {
+
+bool is_executable_file(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string first_line(std::string_view text) {
+  const auto start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return "(no message)";
+  text.remove_prefix(start);
+  return std::string(text.substr(0, text.find('\n')));
+}
+
+// A pipe whose ends are closed on exec and by the destructor.
+struct Pipe {
+  std::array<int, 2> fds{-1, -1};
+  Pipe() {
+    if (::pipe2(fds.data(), O_CLOEXEC) != 0)
+      throw AuditInputError(std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  ~Pipe() { close_both(); }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  void close_end(int which) {
+    if (fds[which] >= 0) ::close(fds[which]);
+    fds[which] = -1;
+  }
+  void close_both() { close_end(0); close_end(1); }
+};
+
+struct ChildResult {
+  int exit_status = -1;  // exit code, or -1 when killed by a signal
+  bool timed_out = false;
+  std::string stderr_text;
+};
+
+// Splits the bytes arriving on stdout into lines for the parser.
+class LineSplitter {
+ public:
+  explicit LineSplitter(ListingParser& parser) : parser_(parser) {}
+  void feed(std::string_view bytes) {
+    pending_.append(bytes);
+    std::size_t start = 0;
+    for (auto newline = pending_.find('\n'); newline != std::string::npos;
+         newline = pending_.find('\n', start)) {
+      parser_.feed_line(std::string_view(pending_).substr(start, newline - start));
+      start = newline + 1;
+    }
+    pending_.erase(0, start);
+  }
+  void flush() {
+    if (!pending_.empty()) parser_.feed_line(pending_);
+    pending_.clear();
+  }
+
+ private:
+  ListingParser& parser_;
+  std::string pending_;
+};
+
+ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& parser,
+                          std::chrono::milliseconds time_limit) {
+  Pipe out;
+  Pipe err;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out.fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err.fds[1], STDERR_FILENO);
+  std::vector<char*> c_argv;
+  for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
+  c_argv.push_back(nullptr);
+  // The child leads its own process group so that a timeout also ends the nvdisasm it runs.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  pid_t child = -1;
+  const int spawn_error =
+      ::posix_spawn(&child, argv[0].c_str(), &actions, &attributes, c_argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (spawn_error != 0)
+    throw AuditInputError("cannot run " + argv[0] + ": " + std::strerror(spawn_error));
+  out.close_end(1);
+  err.close_end(1);
+
+  ChildResult result;
+  LineSplitter splitter(parser);
+  constexpr std::size_t kMaxStderrBytes = 64 * 1024;
+  const auto deadline = std::chrono::steady_clock::now() + time_limit;
+  std::array<char, 1 << 16> buffer{};
+  while (out.fds[0] >= 0 || err.fds[0] >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      break;
+    }
+    std::array<pollfd, 2> watched{pollfd{out.fds[0], POLLIN, 0}, pollfd{err.fds[0], POLLIN, 0}};
+    const int ready = ::poll(watched.data(), watched.size(), static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) break;
+    for (int which = 0; which < 2; ++which) {
+      if (watched[which].fd < 0 || watched[which].revents == 0) continue;
+      const ssize_t got = ::read(watched[which].fd, buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        (which == 0 ? out : err).close_end(0);
+        continue;
+      }
+      const std::string_view bytes(buffer.data(), static_cast<std::size_t>(got));
+      if (which == 0) {
+        splitter.feed(bytes);
+      } else if (result.stderr_text.size() < kMaxStderrBytes) {
+        result.stderr_text.append(bytes.substr(0, kMaxStderrBytes - result.stderr_text.size()));
+      }
+    }
+  }
+  splitter.flush();
+  if (result.timed_out) ::kill(-child, SIGKILL);  // the group of the child started above
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  return result;
+}
+
+}  // namespace
+
+std::optional<std::string> find_cuobjdump() {
+  if (const char* from_env = std::getenv("CUOBJDUMP"); from_env != nullptr && *from_env != '\0') {
+    if (is_executable_file(from_env)) return std::string(from_env);
+    return std::nullopt;  // an explicit choice that does not work must not be silently replaced
+  }
+  if (const char* path = std::getenv("PATH"); path != nullptr) {
+    std::string_view dirs(path);
+    while (true) {
+      const auto colon = dirs.find(':');
+      const std::string dir(dirs.substr(0, colon));
+      if (!dir.empty() && is_executable_file(dir + "/cuobjdump")) return dir + "/cuobjdump";
+      if (colon == std::string_view::npos) break;
+      dirs.remove_prefix(colon + 1);
+    }
+  }
+  if (is_executable_file("/usr/local/cuda/bin/cuobjdump")) return "/usr/local/cuda/bin/cuobjdump";
+  return std::nullopt;
+}
+
+Listing dump_listing(const std::string& cuobjdump, const std::string& file,
+                     std::chrono::milliseconds time_limit) {
+  std::error_code error;
+  if (!std::filesystem::exists(file, error))
+    throw AuditInputError(file + ": no such file");
+  if (!std::filesystem::is_regular_file(file, error) || ::access(file.c_str(), R_OK) != 0)
+    throw AuditInputError(file + ": not a readable regular file");
+
+  ListingParser parser;
+  const ChildResult run = run_and_parse({cuobjdump, "-sass", "-ptx", file}, parser, time_limit);
+  if (run.timed_out)
+    throw AuditInputError("cuobjdump did not finish on " + file + " within " +
+                          std::to_string(time_limit.count() / 1000) + " s (see --timeout)");
+  if (run.exit_status != 0) {
+    if (run.stderr_text.find("does not contain device code") != std::string::npos)
+      throw AuditInputError(file + ": not a CUDA binary (it holds no device code)");
+    if (run.stderr_text.find("nvdisasm") != std::string::npos)
+      throw AuditInputError("cuobjdump needs nvdisasm to show SASS and cannot find it; install it with: " +
+                            std::string(kCuobjdumpInstallHint));
+    throw AuditInputError("cuobjdump failed on " + file + ": " + first_line(run.stderr_text));
+  }
+  Listing listing = parser.finish();
+  if (listing.functions.empty())
+    throw AuditInputError(file + ": not a CUDA binary (cuobjdump found no device functions in it)");
+  return listing;
+}
+
+}  // namespace fusioncheck::audit

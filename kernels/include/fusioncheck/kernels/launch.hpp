@@ -1,0 +1,55 @@
+#pragma once
+// Launchers of the fused kernels. Each validates (validate.hpp), picks the compiled
+// instance for (ranks, dtype, Lamport width, mutant) and enqueues one kernel on `stream`
+// with cudaLaunchKernelEx (PDL attribute when params.use_pdl, cluster dimension when the
+// cluster path is chosen). Errors throw InvalidLaunch / CudaError; a hang is reported by
+// Workspace::throw_if_hung() after the stream is synchronised.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "fusioncheck/kernels/types.hpp"
+#include "fusioncheck/kernels/workspace.hpp"
+
+namespace fusioncheck::kernels {
+
+struct LaunchInfo {
+  int grid = 0;
+  int threads = 0;
+  int cluster_size = 1;  // > 1: the RMSNorm reduction went through a thread-block cluster
+  std::uint32_t call_index = 0;
+};
+
+// One-shot Lamport kernel. mutant != none selects a negative-control instance (only for
+// bf16, 2 ranks: see oneshot_mutants_compiled()).
+LaunchInfo launch_oneshot(const FusedParams& params, Workspace& workspace, cudaStream_t stream,
+                          protocol::Mutant mutant = protocol::Mutant::none);
+
+// Two-shot: reduce-scatter, release/acquire flag barrier, all-gather, same epilogue.
+LaunchInfo launch_twoshot(const FusedParams& params, Workspace& workspace, cudaStream_t stream,
+                          protocol::Mutant mutant = protocol::Mutant::none);
+
+// The same call through the wait-profile instance (bf16, 2 or 4 ranks): every block records
+// its poll and work cycles and the peers it waited on; read with Workspace::wait_profile().
+LaunchInfo launch_oneshot_wait_profile(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
+
+// Mutants that have a compiled one-shot / two-shot instance.
+std::vector<protocol::Mutant> oneshot_mutants_compiled();
+std::vector<protocol::Mutant> twoshot_mutants_compiled();
+
+// Baseline residual + RMSNorm (+ quantisation) over an already allreduced input, one
+// block per token. Uses params' tokens, hidden, dtype, pattern (not allreduce), eps,
+// weight_bias, scales, residual_in, gamma and outputs; `allreduced` replaces the input.
+void launch_residual_rmsnorm_unfused(const FusedParams& params, const void* allreduced,
+                                     cudaStream_t stream);
+
+// Consumer for the early-trigger negative control: copies `bytes` (multiple of 16) from
+// src to dst, launched with PDL. read_before_wait: it reads src before its grid-dependency
+// wait, trusting that the producer triggered only after writing src (trigger at end).
+void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, bool read_before_wait,
+                              cudaStream_t stream);
+
+// Cluster support of the current device as the launcher sees it (for tests and reports).
+bool device_supports_clusters();
+
+}  // namespace fusioncheck::kernels

@@ -1,0 +1,113 @@
+#pragma once
+// Parameters and results of the fused allreduce kernels (host view, no CUDA headers).
+//
+// Error model of this layer: every host function throws.
+//   * InvalidLaunch (a std::invalid_argument): the caller asked for something unsupported
+//     (rank count, shape, size beyond the workspace, pattern on this architecture). One
+//     line, says what and why. Nothing was enqueued.
+//   * CudaError (a std::runtime_error): a CUDA/NCCL call failed; names the call.
+//   * KernelHang (a std::runtime_error): a kernel's bounded wait expired; carries the
+//     HangRecord. Raised by check_hang(), never by a launch (launches are asynchronous).
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "fusioncheck/protocol/protocol.hpp"
+
+namespace fusioncheck::kernels {
+
+struct InvalidLaunch : std::invalid_argument {
+  explicit InvalidLaunch(const std::string& what) : std::invalid_argument(what) {}
+};
+struct CudaError : std::runtime_error {
+  explicit CudaError(const std::string& what) : std::runtime_error(what) {}
+};
+
+enum class DType : std::uint8_t { f16, bf16 };
+enum class Pattern : std::uint8_t {
+  allreduce,         // allreduce_out only
+  residual_rmsnorm,  // + residual_out, norm_out
+  fp8_static,        // + quant_out (e4m3, code = e4m3(norm * fp8_inv_scale))
+  fp8_dynamic,       // + quant_out, scale_out (per token float)
+  nvfp4,             // + quant_out (packed e2m1), scale_out (e4m3 block scales); sm_100+
+};
+enum class Trigger : std::uint8_t { early, at_end };  // PDL launch_dependents position
+enum class ClusterMode : std::uint8_t { automatic, force_cluster, force_no_cluster };
+enum class Nvfp4Layout : std::uint8_t { linear, swizzled128x4 };  // as reference/quant.hpp
+
+constexpr int dtype_bytes(DType) { return 2; }
+// Elements per 16-byte vector of the Lamport buffer; hidden must be a multiple of 8.
+inline constexpr int kHiddenMultiple = 8;
+inline constexpr int kNvfp4Block = 16;
+
+struct FusedParams {
+  int ranks = 2;
+  int rank = 0;
+  int tokens = 1;
+  int hidden = 8;
+  DType dtype = DType::bf16;
+  bool fp32_lamport = false;      // Lamport buffer elements are fp32 (workspace must agree)
+  bool fp32_accumulation = true;  // false: round to T after every rank's addition
+  Pattern pattern = Pattern::residual_rmsnorm;
+  float eps = 1e-6f;
+  float weight_bias = 0.0f;
+  float fp8_inv_scale = 1.0f;       // fp8_static
+  float nvfp4_global_scale = 1.0f;  // nvfp4
+  Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;
+  bool use_pdl = true;
+  Trigger trigger = Trigger::at_end;
+  ClusterMode cluster = ClusterMode::automatic;
+  std::uint64_t spin_budget_cycles = 1ull << 31;  // per kernel, from its start (~1 s)
+  int max_blocks = 0;  // 0: SM count / ranks sharing the device (co-residency)
+
+  // Device pointers, element type `dtype` unless noted; nullptr where the pattern has none.
+  const void* input = nullptr;        // [tokens x hidden]
+  const void* residual_in = nullptr;  // [tokens x hidden]
+  const void* gamma = nullptr;        // [hidden]
+  void* allreduce_out = nullptr;      // [tokens x hidden]; required for Pattern::allreduce
+  void* residual_out = nullptr;       // [tokens x hidden]
+  void* norm_out = nullptr;           // [tokens x hidden]
+  void* quant_out = nullptr;          // uint8: e4m3 [tokens x hidden] or e2m1 [tokens x hidden/2]
+  void* scale_out = nullptr;          // fp8_dynamic: float [tokens]; nvfp4: uint8 e4m3 scales
+};
+
+// Written by a kernel whose bounded wait expired, into host-mapped memory; first writer wins.
+enum class HangSite : std::uint32_t {
+  none = 0,
+  lamport_poll = 1,    // awaiting a peer's push into my data buffer
+  arrival_counter = 2, // block 0 awaiting the other blocks' arrival
+  twoshot_barrier = 3, // awaiting a peer's barrier flag
+};
+struct HangRecord {
+  std::uint32_t valid;  // 0 none, 1 written
+  std::uint32_t rank;
+  std::uint32_t block;
+  std::uint32_t token;
+  std::uint32_t awaited_slot;  // the peer rank whose data or flag was awaited
+  std::uint32_t flag;          // Lamport flag (or two-shot flag) the block read
+  std::uint32_t counter;       // arrival counter / awaited flag value at expiry
+  std::uint32_t call_index;    // the host's count of calls on this workspace
+  HangSite what;
+  std::uint32_t pad;
+  std::uint64_t cycles_waited;
+};
+static_assert(sizeof(HangRecord) == 48);
+
+std::string describe(const HangRecord& record);
+
+struct KernelHang : std::runtime_error {
+  KernelHang(const HangRecord& r) : std::runtime_error(describe(r)), record(r) {}
+  HangRecord record;
+};
+
+// Per block of a one-shot call, when built with FUSIONCHECK_WAIT_PROFILE.
+struct WaitProfileEntry {
+  std::uint64_t poll_cycles;                              // spent spinning on pushes
+  std::uint64_t work_cycles;                              // everything else
+  std::uint64_t poll_cycles_by_peer[protocol::kMaxRanks]; // where it spun
+};
+
+const char* pattern_name(Pattern p);
+const char* dtype_name(DType d);
+
+}  // namespace fusioncheck::kernels

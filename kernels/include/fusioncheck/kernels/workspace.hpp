@@ -1,0 +1,101 @@
+#pragma once
+// The per-rank workspace of the fused kernels (DESIGN.md "one-shot Lamport protocol"):
+// Lamport buffers and two-shot buffers shared with every peer, a private control block,
+// guard words around both, a host-mapped hang record. Two ways to build one:
+//   * create_ipc: one rank per process; peers' buffers opened through CUDA IPC, the
+//     handles exchanged over a Bootstrap (MPI implements it in mpi_launch).
+//   * create_in_process: one process owns all N ranks' workspaces on the current device;
+//     each rank is driven on its own stream (the GPU tests and benchmarks use this).
+// Initialisation fills the Lamport buffers with the sentinel of their element width, then
+// every rank waits at a barrier before any kernel may push (invariant 12). The destructor
+// closes opened IPC handles and frees what it allocated. Errors throw (types.hpp).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fusioncheck/kernels/types.hpp"
+#include "fusioncheck/kernels/validate.hpp"
+
+namespace fusioncheck::kernels {
+
+namespace detail {
+struct DeviceWorkspace;
+}
+struct ControlState;
+class Workspace;
+ControlState read_control_state(const Workspace& workspace);
+
+// Exchange between the ranks of one job; matches fusioncheck::mpi::MpiComm.
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // recv holds size() * bytes; rank r's bytes land at offset r * bytes.
+  virtual void all_gather(const void* send, void* recv, std::size_t bytes, const char* what) = 0;
+  virtual void barrier(const char* what) = 0;
+};
+
+struct WorkspaceConfig {
+  int ranks = 2;
+  std::uint64_t comm_size = 1u << 20;  // bytes per Lamport buffer (3 of them)
+  bool fp32_lamport = false;           // Lamport element width: fp32, else 16-bit
+  int max_twoshot_blocks = 32;         // the two-shot grid (fixed per workspace, <= 64)
+};
+
+// Snapshot of one rank's protocol state, for the invariant checks (invariants.hpp).
+struct ControlState {
+  protocol::ControlBlock control{};
+  std::vector<std::uint8_t> lamport;         // kLamportBuffers * comm_size bytes
+  std::vector<std::uint32_t> barrier_flags;  // [2][twoshot_blocks][ranks]
+  bool buffer_guards_intact = false;         // guard words around the shared buffers
+  int elem_bytes = 2;                        // Lamport element width
+  std::uint64_t comm_size = 0;
+  int ranks = 0;
+  int twoshot_blocks = 0;
+};
+
+class Workspace {
+ public:
+  static Workspace create_ipc(Bootstrap& bootstrap, const WorkspaceConfig& config);
+  static std::vector<Workspace> create_in_process(const WorkspaceConfig& config);
+
+  Workspace(Workspace&&) noexcept;
+  Workspace& operator=(Workspace&&) noexcept;
+  ~Workspace();
+
+  int rank() const;
+  int ranks() const;
+  int ranks_on_device() const;  // ranks sharing this rank's GPU (bounds the grid)
+  int device() const;
+  int twoshot_blocks() const;
+  const WorkspaceConfig& config() const;
+  LaunchLimits limits() const;  // for validate_*(); includes the device's compute capability
+
+  // The hang record of the last kernel whose bounded wait expired (valid == 0: none).
+  // Read it after synchronising the rank's stream.
+  HangRecord hang_record() const;
+  void clear_hang_record();
+  void throw_if_hung() const;  // KernelHang with the record
+
+  // Wait profile buffer (per block of the last one-shot call) for FUSIONCHECK_WAIT_PROFILE
+  // builds; empty otherwise.
+  std::vector<WaitProfileEntry> wait_profile(int blocks) const;
+
+  // Used by the launchers.
+  const detail::DeviceWorkspace& device_view() const;
+  std::uint32_t next_call_index();
+
+  struct Impl;
+
+ private:
+  friend ControlState read_control_state(const Workspace& workspace);
+  explicit Workspace(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Copies the control block, the Lamport buffers and the two-shot barrier flags back
+// (synchronises the device first).
+ControlState read_control_state(const Workspace& workspace);
+
+}  // namespace fusioncheck::kernels

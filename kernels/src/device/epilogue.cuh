@@ -1,0 +1,228 @@
+#pragma once
+// Step 6 after the sum: residual add, RMSNorm and the quantised outputs of one token row,
+// shared by the one-shot, two-shot and unfused kernels. The transport (Lamport poll,
+// two-shot gather, or a plain load) is the `sum_vector` callback of pass 1.
+//
+// Order of operations (matches reference/include/fusioncheck/reference/fused.hpp):
+//   allreduce = T(sum)                     (sum: fp32, or rounded to T after every add)
+//   residual_out = T(float(allreduce) + float(residual_in))
+//   ss = sum of float(residual_out)^2      (fp32; per thread, then block, then cluster)
+//   r = rsqrtf(ss / hidden + eps)
+//   norm_out = T((x * r) * (weight_bias + float(gamma)))
+//   fp8 static:  e4m3(float(norm_out) * fp8_inv_scale)
+//   fp8 dynamic: scale = max(amax / 448, 1/(448*512)); e4m3(float(norm_out) * (1 / scale))
+//   nvfp4:       per 16 elements, sf = e4m3(g * (amax_block * (1/6))),
+//                out_sc = sf == 0 ? 0 : 1 / (float(sf) * (1 / g)), e2m1(q * out_sc)
+#include <cooperative_groups.h>
+#include <cuda_fp8.h>
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 13 || \
+    (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
+#include <cuda_fp4.h>
+#define FC_HAVE_FP4_HEADER 1
+#endif
+
+#include "device/common.cuh"
+
+namespace fusioncheck::kernels::device {
+
+inline constexpr float kFp8Max = 448.0f;
+inline constexpr float kFp8MinScale = 1.0f / (448.0f * 512.0f);
+
+struct EpilogueArgs {
+  int tokens = 0;
+  int hidden = 0;
+  Pattern pattern = Pattern::allreduce;
+  bool fp32_accumulation = true;
+  float eps = 0.0f;
+  float weight_bias = 0.0f;
+  float fp8_inv_scale = 1.0f;
+  float nvfp4_global_scale = 1.0f;
+  Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;
+  const void* residual_in = nullptr;
+  const void* gamma = nullptr;
+  void* allreduce_out = nullptr;
+  void* residual_out = nullptr;
+  void* norm_out = nullptr;
+  void* quant_out = nullptr;
+  void* scale_out = nullptr;
+};
+
+template <typename T>
+__device__ __forceinline__ float round_to(float x) {
+  return to_float<T>(from_float<T>(x));
+}
+
+// K consecutive elements of T (K * 2 bytes: 16 or 8) as floats, and back.
+template <typename T, int K>
+__device__ __forceinline__ void load_row_vector(const void* base, std::uint64_t idx, float (&out)[K]) {
+  const T* p = static_cast<const T*>(base) + idx;
+  if constexpr (K == 8) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) out[k] = to_float<T>(bits_as<T>((word(v, k / 2) >> (16 * (k % 2))) & 0xFFFFu));
+  } else {
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out[k] = to_float<T>(bits_as<T>(((k < 2 ? v.x : v.y) >> (16 * (k % 2))) & 0xFFFFu));
+  }
+}
+template <typename T, int K>
+__device__ __forceinline__ void store_row_vector(void* base, std::uint64_t idx, const float (&in)[K]) {
+  T* p = static_cast<T*>(base) + idx;
+  std::uint32_t w[K / 2];
+#pragma unroll
+  for (int k = 0; k < K / 2; ++k)
+    w[k] = bits_of<T>(from_float<T>(in[2 * k])) | (bits_of<T>(from_float<T>(in[2 * k + 1])) << 16);
+  if constexpr (K == 8) *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  else *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+}
+
+__device__ __forceinline__ std::uint8_t to_e4m3(float x) {
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+__device__ __forceinline__ float e4m3_to_float(std::uint8_t code) {
+  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(code), __NV_E4M3);
+  return __half2float(__half(h));
+}
+
+// Sum (or max) of `v` over the row's blocks: the block, then the cluster's blocks in
+// cluster rank order through distributed shared memory. Every thread gets the result.
+template <bool kMax>
+__device__ __forceinline__ float row_reduce(float v, float* scratch, int cluster_size) {
+  float b = block_reduce<kMax>(v, scratch);
+  if (cluster_size == 1) return b;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  __shared__ float partial;
+  __shared__ float total;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) partial = b;
+  cluster.sync();
+  if (threadIdx.x == 0) {
+    float r = 0.0f;
+    for (int i = 0; i < cluster_size; ++i) {
+      const float pi = *cluster.map_shared_rank(&partial, i);
+      r = kMax ? fmaxf(r, pi) : r + pi;
+    }
+    total = r;
+  }
+  cluster.sync();  // nobody overwrites `partial` before every block read it
+  b = total;
+#endif
+  return b;
+}
+
+__device__ __forceinline__ std::uint64_t nvfp4_scale_index(Nvfp4Layout layout, std::uint64_t row,
+                                                           std::uint64_t col,
+                                                           std::uint64_t scale_cols) {
+  if (layout == Nvfp4Layout::linear) return row * scale_cols + col;
+  const std::uint64_t padded_cols = (scale_cols + 3) / 4 * 4;
+  const std::uint64_t tile = (row / 128) * (padded_cols / 4) + col / 4;
+  const std::uint64_t r = row % 128, c = col % 4;
+  return tile * 512 + (r % 32) * 16 + (r / 32) * 4 + c;
+}
+
+// NVFP4 of one 16-element block whose T-rounded norm values are at norm_out[idx..idx+16).
+template <typename T>
+__device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, int block16) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000 && defined(FC_HAVE_FP4_HEADER)
+  const std::uint64_t idx = static_cast<std::uint64_t>(token) * e.hidden + block16 * 16;
+  float q[16];
+  load_row_vector<T, 8>(e.norm_out, idx, *reinterpret_cast<float(*)[8]>(&q[0]));
+  load_row_vector<T, 8>(e.norm_out, idx + 8, *reinterpret_cast<float(*)[8]>(&q[8]));
+  float amax = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 16; ++k) amax = fmaxf(amax, fabsf(q[k]));
+  const float g = e.nvfp4_global_scale;
+  const std::uint8_t sf = to_e4m3(g * (amax * (1.0f / 6.0f)));
+  const float out_sc = sf == 0 ? 0.0f : 1.0f / (e4m3_to_float(sf) * (1.0f / g));
+  std::uint32_t packed[2] = {0u, 0u};
+#pragma unroll
+  for (int k = 0; k < 16; ++k) {
+    const auto code = static_cast<std::uint32_t>(
+        __nv_cvt_float_to_fp4(q[k] * out_sc, __NV_E2M1, cudaRoundNearest) & 0xF);
+    packed[k / 8] |= code << (4 * (k % 8));
+  }
+  auto* out = static_cast<std::uint8_t*>(e.quant_out) + idx / 2;
+  *reinterpret_cast<uint2*>(out) = make_uint2(packed[0], packed[1]);
+  const std::uint64_t scale_cols = e.hidden / 16;
+  static_cast<std::uint8_t*>(e.scale_out)[nvfp4_scale_index(e.nvfp4_layout, token, block16, scale_cols)] = sf;
+#else
+  (void)e; (void)token; (void)block16;  // refused by the host below sm_100
+#endif
+}
+
+// One token row, vectors [v_begin, v_end) of K elements, by this block's threads.
+// sum_vector(t, v, float(&)[K]) returns the T-rounded allreduce values.
+template <typename T, int K, typename SumVector>
+__device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_begin, int v_end,
+                                            int cluster_size, float* scratch,
+                                            SumVector&& sum_vector) {
+  const std::uint64_t row = static_cast<std::uint64_t>(t) * e.hidden;
+  float ss = 0.0f;
+  for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
+    const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
+    float ar[K];
+    sum_vector(t, v, ar);
+    if (e.allreduce_out != nullptr) store_row_vector<T, K>(e.allreduce_out, idx, ar);
+    if (e.pattern == Pattern::allreduce) continue;
+    float res[K];
+    load_row_vector<T, K>(e.residual_in, idx, res);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      res[k] = round_to<T>(ar[k] + res[k]);
+      ss += res[k] * res[k];
+    }
+    store_row_vector<T, K>(e.residual_out, idx, res);
+  }
+  if (e.pattern == Pattern::allreduce) return;
+
+  ss = row_reduce<false>(ss, scratch, cluster_size);
+  const float r = rsqrtf(ss / static_cast<float>(e.hidden) + e.eps);
+  float amax = 0.0f;
+  for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
+    const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
+    float x[K], g[K];
+    load_row_vector<T, K>(e.residual_out, idx, x);  // written by this thread in pass 1
+    load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(v) * K, g);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      x[k] = round_to<T>((x[k] * r) * (e.weight_bias + g[k]));
+      amax = fmaxf(amax, fabsf(x[k]));
+    }
+    store_row_vector<T, K>(e.norm_out, idx, x);
+    if (e.pattern == Pattern::fp8_static) {
+      std::uint32_t w[K / 4];
+#pragma unroll
+      for (int k = 0; k < K / 4; ++k) {
+        w[k] = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          w[k] |= std::uint32_t{to_e4m3(x[4 * k + j] * e.fp8_inv_scale)} << (8 * j);
+      }
+      auto* q = static_cast<std::uint8_t*>(e.quant_out) + idx;
+      if constexpr (K == 8) *reinterpret_cast<uint2*>(q) = make_uint2(w[0], w[1]);
+      else *reinterpret_cast<std::uint32_t*>(q) = w[0];
+    }
+  }
+  if (e.pattern == Pattern::fp8_dynamic) {
+    amax = row_reduce<true>(amax, scratch, cluster_size);
+    const float scale = fmaxf(amax / kFp8Max, kFp8MinScale);
+    const float inv = 1.0f / scale;
+    if (threadIdx.x == 0 && (blockIdx.x % cluster_size) == 0) static_cast<float*>(e.scale_out)[t] = scale;
+    for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
+      const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
+      float x[K];
+      load_row_vector<T, K>(e.norm_out, idx, x);  // this thread's own pass-2 values
+      auto* q = static_cast<std::uint8_t*>(e.quant_out) + idx;
+#pragma unroll
+      for (int k = 0; k < K; ++k) q[k] = to_e4m3(x[k] * inv);
+    }
+  } else if (e.pattern == Pattern::nvfp4) {
+    __syncthreads();  // a 16-element block spans vectors of different threads
+    const int b_begin = v_begin * K / 16, b_end = v_end * K / 16;
+    for (int b = b_begin + threadIdx.x; b < b_end; b += blockDim.x) nvfp4_block<T>(e, t, b);
+  }
+}
+
+}  // namespace fusioncheck::kernels::device

@@ -1,0 +1,52 @@
+#pragma once
+// The table of compiled kernel instances: each oneshot_*.cu / twoshot.cu file exports its
+// entries, and the dispatchers pick one by (ranks, dtype, Lamport width, mutant).
+#include <cuda_runtime.h>
+
+#include <span>
+
+#include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/kernels/types.hpp"
+
+namespace fusioncheck::kernels {
+namespace device {
+struct OneShotArgs;
+struct TwoShotArgs;
+}  // namespace device
+
+namespace detail {
+
+struct LaunchShape {
+  int grid = 1;
+  int threads = 32;
+  int cluster_size = 1;
+  bool use_pdl = false;
+};
+
+struct OneShotEntry {
+  int ranks;
+  DType dtype;
+  bool fp32_lamport;
+  protocol::Mutant mutant;
+  cudaError_t (*launch)(const device::OneShotArgs&, const LaunchShape&, cudaStream_t);
+  int (*max_cluster_size)(int threads);
+};
+
+struct TwoShotEntry {
+  int ranks;
+  DType dtype;
+  protocol::Mutant mutant;
+  cudaError_t (*launch)(const device::TwoShotArgs&, const LaunchShape&, cudaStream_t);
+};
+
+std::span<const OneShotEntry> oneshot_entries_f16();
+std::span<const OneShotEntry> oneshot_entries_bf16();
+std::span<const OneShotEntry> oneshot_entries_mutants();
+std::span<const TwoShotEntry> twoshot_entries();
+
+// Plans (grid, cluster) and enqueues one one-shot call of a given instance (oneshot.cu).
+LaunchInfo launch_oneshot_entry(const OneShotEntry& entry, const FusedParams& params, Workspace& workspace,
+                                cudaStream_t stream);
+
+}  // namespace detail
+}  // namespace fusioncheck::kernels

@@ -1,0 +1,161 @@
+// Run-time dispatch of the one-shot kernel: validation, launch shape (grid bounded for
+// co-residency, cluster or not), instance lookup. Also the PDL consumer kernel.
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "cuda_check.hpp"
+#include "fusioncheck/kernels/launch.hpp"
+#include "oneshot_kernel.cuh"
+
+namespace fusioncheck::kernels {
+namespace {
+
+const detail::OneShotEntry* find_oneshot(int ranks, DType dtype, bool fp32_lamport, protocol::Mutant m) {
+  for (auto entries : {detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
+                       detail::oneshot_entries_mutants()})
+    for (const auto& e : entries)
+      if (e.ranks == ranks && e.dtype == dtype && e.fp32_lamport == fp32_lamport && e.mutant == m) return &e;
+  return nullptr;
+}
+
+int current_device() {
+  int d = 0;
+  FC_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
+int sm_count() {
+  int n = 0;
+  FC_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, current_device()));
+  return n;
+}
+
+// cudaOccupancyMaxPotentialClusterSize, cached per (kernel, block size).
+int max_cluster_size(const detail::OneShotEntry& e, int threads) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int> cache;
+  const auto key = std::make_tuple(static_cast<const void*>(&e), threads, current_device());
+  std::lock_guard lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const int size = e.max_cluster_size(threads);
+  cache.emplace(key, size);
+  return size;
+}
+
+int round_up_warp(int n) { return std::max(32, (n + 31) / 32 * 32); }
+
+}  // namespace
+
+bool device_supports_clusters() {
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, current_device()) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return v != 0;
+}
+
+std::vector<protocol::Mutant> oneshot_mutants_compiled() {
+  std::vector<protocol::Mutant> out;
+  for (const auto& e : detail::oneshot_entries_mutants()) out.push_back(e.mutant);
+  return out;
+}
+
+LaunchInfo launch_oneshot(const FusedParams& p, Workspace& ws, cudaStream_t stream, protocol::Mutant mutant) {
+  validate_oneshot(p, ws.limits());
+  const bool fp32_lamport = p.fp32_lamport;
+  const detail::OneShotEntry* entry = find_oneshot(p.ranks, p.dtype, fp32_lamport, mutant);
+  if (entry == nullptr)
+    throw InvalidLaunch("no one-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
+                        " with ranks=" + std::to_string(p.ranks) + " dtype=" + dtype_name(p.dtype) +
+                        " fp32_lamport=" + (fp32_lamport ? "true" : "false") +
+                        " (mutants are compiled for bf16, 2 ranks, bf16 Lamport; sentinel-width: fp32 Lamport)");
+  return detail::launch_oneshot_entry(*entry, p, ws, stream);
+}
+
+LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams& p, Workspace& ws,
+                                        cudaStream_t stream) {
+  const OneShotEntry* entry = &e;
+  const bool fp32_lamport = e.fp32_lamport;
+
+  const int K = fp32_lamport ? 4 : 8;
+  const int vrow = p.hidden / K;
+  const int max_blocks = p.max_blocks > 0 ? p.max_blocks : std::max(1, sm_count() / ws.ranks_on_device());
+
+  // Cluster path: a token row split over C blocks whose partial sums meet in distributed
+  // shared memory. Chosen where the device and the occupancy query allow it.
+  int cluster = 1;
+  if (p.cluster != ClusterMode::force_no_cluster && device_supports_clusters()) {
+    for (int c : {8, 4, 2}) {
+      const bool divides = vrow % c == 0 && (p.pattern != Pattern::nvfp4 || (p.hidden / 16) % c == 0);
+      if (!divides || vrow / c < 32 || c > max_blocks) continue;
+      if (max_cluster_size(*entry, round_up_warp(std::min(1024, vrow / c))) < c) continue;
+      cluster = c;
+      break;
+    }
+    // automatic: only when rows are few, so that splitting a row adds parallelism.
+    if (p.cluster == ClusterMode::automatic && p.tokens * cluster > max_blocks) cluster = 1;
+  }
+  if (p.cluster == ClusterMode::force_cluster && cluster == 1)
+    throw InvalidLaunch("cluster path forced but not available: device cluster launch=" +
+                        std::string(device_supports_clusters() ? "yes" : "no") + ", hidden=" +
+                        std::to_string(p.hidden) + " has no split into >= 2 blocks of >= 32 vectors");
+
+  detail::LaunchShape shape;
+  shape.cluster_size = cluster;
+  shape.threads = round_up_warp(std::min(1024, vrow / cluster));
+  shape.grid = std::min(p.tokens, std::max(1, max_blocks / cluster)) * cluster;
+  shape.use_pdl = p.use_pdl;
+
+  device::OneShotArgs args;
+  args.ws = ws.device_view();
+  args.e = device::EpilogueArgs{p.tokens, p.hidden, p.pattern, p.fp32_accumulation, p.eps, p.weight_bias,
+                                p.fp8_inv_scale, p.nvfp4_global_scale, p.nvfp4_layout, p.residual_in,
+                                p.gamma, p.allreduce_out, p.residual_out, p.norm_out, p.quant_out,
+                                p.scale_out};
+  args.input = p.input;
+  args.rank = p.rank;
+  args.size = static_cast<std::uint64_t>(p.tokens) * p.hidden;
+  args.cluster_size = cluster;
+  args.trigger_early = p.trigger == Trigger::early;
+  args.call_index = ws.next_call_index();
+  args.budget = p.spin_budget_cycles;
+  FC_CUDA_CHECK(entry->launch(args, shape, stream));
+  return LaunchInfo{shape.grid, shape.threads, cluster, args.call_index};
+}
+
+// ---- PDL consumer (early-trigger negative control) ------------------------------------
+__global__ void fc_pdl_consumer_kernel(const uint4* src, uint4* dst, std::size_t n, bool read_before_wait) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    uint4 v{};
+    if (read_before_wait) v = device::load_volatile16(src + i);
+    device::pdl_wait<protocol::Mutant::none>();
+    if (!read_before_wait) v = device::load_volatile16(src + i);
+    dst[i] = v;
+  }
+  device::pdl_wait<protocol::Mutant::none>();  // threads without elements still wait
+}
+
+void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, bool read_before_wait,
+                              cudaStream_t stream) {
+  if (bytes % 16 != 0) throw InvalidLaunch("pdl consumer copy: bytes must be a multiple of 16");
+  cudaLaunchConfig_t config{};
+  const std::size_t n = bytes / 16;
+  config.gridDim = dim3(static_cast<unsigned>(std::clamp<std::size_t>((n + 255) / 256, 1, 1024)));
+  config.blockDim = dim3(256);
+  config.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  FC_CUDA_CHECK(cudaLaunchKernelEx(&config, fc_pdl_consumer_kernel, static_cast<const uint4*>(src),
+                                   static_cast<uint4*>(dst), n, read_before_wait));
+}
+
+}  // namespace fusioncheck::kernels

@@ -1,0 +1,269 @@
+#pragma once
+// The one-shot Lamport fused kernel (DESIGN.md steps 1-8) and its launcher template.
+// Instantiated per (ranks N, element type T, Lamport element L, mutant M) in the
+// oneshot_*.cu files; dispatched at run time by oneshot.cu.
+#include "device/epilogue.cuh"
+#include "instances.hpp"
+
+namespace fusioncheck::kernels::device {
+
+struct OneShotArgs {
+  DeviceWorkspace ws;
+  EpilogueArgs e;
+  const void* input = nullptr;
+  int rank = 0;
+  std::uint64_t size = 0;  // elements per rank: tokens * hidden
+  int cluster_size = 1;    // blocks per token row; 1 = one block per row, no cluster
+  bool trigger_early = false;
+  std::uint32_t call_index = 0;
+  unsigned long long budget = 0;
+};
+
+// Step 7 (block 0, one thread, after all blocks arrived).
+template <int N, Mutant M>
+__device__ __forceinline__ void advance_control(protocol::ControlBlock* cb, std::uint32_t f,
+                                                std::uint64_t size) {
+  volatile protocol::ControlBlock* v = cb;
+  v->flag = protocol::next_flag(f, M);
+  v->clear_size = static_cast<std::uint64_t>(N) * size;
+  if constexpr (M != Mutant::counter_not_reset) v->arrival_counter = 0u;
+  __threadfence();
+}
+
+// Input vector of K elements of T, widened to L where L is fp32.
+template <typename T, typename L>
+__device__ __forceinline__ uint4 load_input_vector(const void* input, std::uint64_t idx) {
+  if constexpr (sizeof(L) == 2) {
+    return *reinterpret_cast<const uint4*>(static_cast<const T*>(input) + idx);
+  } else {
+    float x[4];
+    load_row_vector<T, 4>(input, idx, x);
+    return make_uint4(__float_as_uint(x[0]), __float_as_uint(x[1]), __float_as_uint(x[2]),
+                      __float_as_uint(x[3]));
+  }
+}
+
+// Step 3's store. torn-element writes each element's bytes separately, high byte first,
+// with a pause between: a poller sees a non-sentinel element that is only half written.
+template <typename L, Mutant M>
+__device__ __forceinline__ void push_vector(L* dst, uint4 v) {
+  if constexpr (M == Mutant::torn_element) {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(dst);
+    for (int half = 1; half >= 0; --half) {
+      for (int i = 0; i < 16; ++i) {
+        const int byte_in_elem = i % static_cast<int>(sizeof(L));
+        const bool high = byte_in_elem >= static_cast<int>(sizeof(L)) / 2;
+        if (high == (half == 1))
+          store_u8(bytes + i, static_cast<std::uint8_t>(word(v, i / 4) >> (8 * (i % 4))));
+      }
+      if (half == 1) __nanosleep(2000);
+    }
+  } else {
+    store16(dst, v);
+  }
+}
+
+// kProfile: the wait profile instance (FUSIONCHECK_WAIT_PROFILE builds), per block poll vs
+// work cycles and the peer awaited.
+template <int N, typename T, typename L, Mutant M, bool kProfile>
+__global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs a) {
+  if constexpr (M == Mutant::empty_body) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+    return;  // FlashInfer PR 3903 class: the body exists only below sm_120
+#endif
+  }
+  constexpr int K = 16 / sizeof(L);
+  const Deadline deadline{clock64(), a.budget};
+  pdl_wait<M>();  // step 1
+  if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
+
+  __shared__ std::uint32_t s_flag;
+  __shared__ std::uint64_t s_clear;
+  __shared__ float scratch[32];
+  protocol::ControlBlock* cb = a.ws.control;
+  if (threadIdx.x == 0) {  // step 2
+    s_flag = load_volatile_u32(&cb->flag);
+    s_clear = load_volatile_u64(&cb->clear_size);
+  }
+  __syncthreads();
+  const std::uint32_t f = s_flag;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(&cb->arrival_counter, 1u);
+    if constexpr (M == Mutant::flag_before_arrival)
+      if (blockIdx.x == 0) advance_control<N, M>(cb, f, a.size);
+  }
+  const int data_b = protocol::data_buffer_index(f, M);
+  const int clear_b = protocol::clear_buffer_index(f, M);
+  auto lamport = [&](int buffer, int rank) -> L* {
+    const int slot = M == Mutant::pointer_stride ? rank * protocol::kLamportBuffers + buffer
+                                                 : detail::table_lamport(buffer, rank, N);
+    return reinterpret_cast<L*>(a.ws.pointer_table[slot]);
+  };
+  __shared__ unsigned long long s_poll[kProfile ? N : 1];
+  unsigned long long my_poll[N] = {};
+  if constexpr (kProfile) {
+    if (threadIdx.x < N) s_poll[threadIdx.x] = 0;
+    __syncthreads();
+  }
+
+  const int C = a.cluster_size;
+  const int groups = gridDim.x / C;
+  const int group = blockIdx.x / C;
+  const int vrow = a.e.hidden / K;
+  const int v_begin = (blockIdx.x % C) * (vrow / C);
+  const int v_end = v_begin + vrow / C;
+  const std::uint64_t hidden = a.e.hidden;
+
+  // Step 3: push my rows' vectors into slot [my_rank] of every rank's data buffer.
+  for (int t = group; t < a.e.tokens; t += groups) {
+    for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
+      const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
+      const uint4 vec = canonicalize_vector<L, M>(load_input_vector<T, L>(a.input, idx));
+#pragma unroll
+      for (int r = 0; r < N; ++r) push_vector<L, M>(lamport(data_b, r) + a.rank * a.size + idx, vec);
+    }
+  }
+
+  // Step 4: clear what the previous call wrote into my clear buffer.
+  {
+    const std::uint64_t n = protocol::elements_to_clear(s_clear, N * a.size, M);
+    L* buf = lamport(clear_b, a.rank);
+    const uint4 sentinel = sentinel_vector<L, M>();
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x * K;
+    for (std::uint64_t i = (static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * K;
+         i < n; i += stride)
+      store16(buf + i, sentinel);
+  }
+
+  // Steps 5 and 6: poll all N slots (bounded), reduce in rank order, epilogue.
+  const L* mine = lamport(data_b, a.rank);
+  auto sum_vector = [&](int t, int v, float (&ar)[K]) {
+    const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
+    uint4 vals[N];
+#pragma unroll
+    for (int r = 0; r < N; ++r) {
+      const L* p = mine + r * a.size + idx;
+      const long long p0 = kProfile ? clock64() : 0;
+      uint4 x = load_volatile16(p);
+      while (vector_has_sentinel<L, M>(x)) {
+        if (deadline.expired()) {
+          write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
+                                           static_cast<std::uint32_t>(r), f, 0u, a.call_index,
+                                           HangSite::lamport_poll},
+                            deadline);
+          break;
+        }
+        x = load_volatile16(p);
+      }
+      if constexpr (kProfile) my_poll[r] += clock64() - p0;
+      vals[r] = x;
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      if (a.e.fp32_accumulation) {
+        float s = elem_float<L>(vals[0], k);
+#pragma unroll
+        for (int r = 1; r < N; ++r) s += elem_float<L>(vals[r], k);
+        ar[k] = round_to<T>(s);
+      } else {
+        float s = round_to<T>(elem_float<L>(vals[0], k));
+#pragma unroll
+        for (int r = 1; r < N; ++r) s = round_to<T>(s + elem_float<L>(vals[r], k));
+        ar[k] = s;
+      }
+    }
+  };
+  for (int t = group; t < a.e.tokens; t += groups)
+    process_row<T, K>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
+
+  // Step 7.
+  __syncthreads();
+  if constexpr (M != Mutant::flag_before_arrival) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      std::uint32_t c = load_volatile_u32(&cb->arrival_counter);
+      bool arrived = true;
+      while (c != gridDim.x) {
+        if (deadline.expired()) {
+          write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), 0u, 0u, f, c,
+                                           a.call_index, HangSite::arrival_counter},
+                            deadline);
+          arrived = false;
+          break;
+        }
+        c = load_volatile_u32(&cb->arrival_counter);
+      }
+      if (arrived) advance_control<N, M>(cb, f, a.size);
+    }
+  }
+  if constexpr (kProfile) {
+  for (int r = 0; r < N; ++r) atomicAdd(&s_poll[r], my_poll[r]);
+  __syncthreads();
+  if (threadIdx.x == 0 && a.ws.wait_profile != nullptr) {
+    WaitProfileEntry& w = a.ws.wait_profile[blockIdx.x];
+    unsigned long long total = 0;
+    for (int r = 0; r < protocol::kMaxRanks; ++r) {
+      const unsigned long long avg = r < N ? s_poll[r] / blockDim.x : 0ull;
+      w.poll_cycles_by_peer[r] = avg;
+      total += avg;
+    }
+    const unsigned long long elapsed = clock64() - deadline.start;
+    w.poll_cycles = total;
+    w.work_cycles = elapsed > total ? elapsed - total : 0ull;
+  }
+  }
+  if (!a.trigger_early) {  // step 8, at the end: every thread's outputs (and step 7) are done
+    __threadfence();
+    __syncthreads();
+    pdl_trigger();
+  }
+}
+
+// Host side of one instance: launch, and the cluster-size query for its kernel.
+template <int N, typename T, typename L, Mutant M, bool kProfile>
+cudaError_t launch_oneshot_instance(const OneShotArgs& args, const detail::LaunchShape& shape,
+                                    cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(shape.grid);
+  config.blockDim = dim3(shape.threads);
+  config.stream = stream;
+  cudaLaunchAttribute attrs[2];
+  int n = 0;
+  if (shape.use_pdl) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (shape.cluster_size > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = shape.cluster_size;
+    attrs[n].val.clusterDim.y = 1;
+    attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  config.attrs = attrs;
+  config.numAttrs = n;
+  return cudaLaunchKernelEx(&config, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>, args);
+}
+
+template <int N, typename T, typename L, Mutant M, bool kProfile>
+int max_cluster_size_instance(int threads) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(8);
+  config.blockDim = dim3(threads);
+  int size = 0;
+  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>, &config) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  return size;
+}
+
+template <int N, typename T, typename L, Mutant M, bool kProfile = false>
+constexpr detail::OneShotEntry oneshot_entry(DType dtype) {
+  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, &launch_oneshot_instance<N, T, L, M, kProfile>,
+                              &max_cluster_size_instance<N, T, L, M, kProfile>};
+}
+
+}  // namespace fusioncheck::kernels::device

@@ -1,0 +1,46 @@
+// The unfused baseline's second kernel: residual + RMSNorm (+ quantisation) over an
+// already allreduced tensor, one block per token row (what users run without fusion).
+#include <algorithm>
+
+#include "cuda_check.hpp"
+#include "device/epilogue.cuh"
+#include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/kernels/validate.hpp"
+
+namespace fusioncheck::kernels {
+namespace device {
+
+template <typename T>
+__global__ void __launch_bounds__(1024) fc_residual_rmsnorm_kernel(const EpilogueArgs e, const void* allreduced) {
+  __shared__ float scratch[32];
+  auto sum_vector = [&](int t, int v, float (&ar)[8]) {
+    load_row_vector<T, 8>(allreduced, static_cast<std::uint64_t>(t) * e.hidden + static_cast<std::uint64_t>(v) * 8, ar);
+  };
+  for (int t = blockIdx.x; t < e.tokens; t += gridDim.x) process_row<T, 8>(e, t, 0, e.hidden / 8, 1, scratch, sum_vector);
+}
+
+}  // namespace device
+
+void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduced, cudaStream_t stream) {
+  if (p.pattern == Pattern::allreduce) throw InvalidLaunch("unfused residual+RMSNorm: pattern allreduce has no epilogue");
+  FusedParams check = p;
+  check.input = allreduced;
+  int device = 0, major = 0, minor = 0;
+  FC_CUDA_CHECK(cudaGetDevice(&device));
+  FC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  // Reuse the fused checks; the unfused kernel has no workspace, so size limits are moot.
+  validate_twoshot(check, LaunchLimits{p.ranks, ~0ull, p.fp32_lamport, ~0ull, major * 10 + minor});
+  device::EpilogueArgs e{p.tokens, p.hidden, p.pattern, p.fp32_accumulation, p.eps, p.weight_bias,
+                         p.fp8_inv_scale, p.nvfp4_global_scale, p.nvfp4_layout, p.residual_in,
+                         p.gamma, nullptr, p.residual_out, p.norm_out, p.quant_out, p.scale_out};
+  const int threads = std::max(32, std::min(1024, (p.hidden / 8 + 31) / 32 * 32));
+  const int grid = std::min(p.tokens, 65535);
+  if (p.dtype == DType::bf16)
+    device::fc_residual_rmsnorm_kernel<__nv_bfloat16><<<grid, threads, 0, stream>>>(e, allreduced);
+  else
+    device::fc_residual_rmsnorm_kernel<__half><<<grid, threads, 0, stream>>>(e, allreduced);
+  FC_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace fusioncheck::kernels

@@ -1,0 +1,126 @@
+// Launch validation and names; plain C++ so the CPU tests can exercise it without a GPU.
+#include "fusioncheck/kernels/validate.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace fusioncheck::kernels {
+namespace {
+
+[[noreturn]] void refuse(const std::string& what) { throw InvalidLaunch(what); }
+
+void require_pointer(const void* p, const char* name, const FusedParams& params) {
+  if (p == nullptr)
+    refuse(std::string(name) + " is null but pattern " + pattern_name(params.pattern) + " needs it");
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+    refuse(std::string(name) + " is not 16-byte aligned (the kernels move 16-byte vectors)");
+}
+
+void validate_common(const FusedParams& p, const LaunchLimits& limits) {
+  if (!protocol::is_supported_rank_count(p.ranks))
+    refuse("ranks=" + std::to_string(p.ranks) + " is not supported: instances exist for 2, 4, 8 and 16");
+  if (p.ranks != limits.workspace_ranks)
+    refuse("ranks=" + std::to_string(p.ranks) + " but the workspace was built for " +
+           std::to_string(limits.workspace_ranks));
+  if (p.rank < 0 || p.rank >= p.ranks)
+    refuse("rank=" + std::to_string(p.rank) + " is outside [0, " + std::to_string(p.ranks) + ")");
+  if (p.tokens < 1) refuse("tokens=" + std::to_string(p.tokens) + " must be >= 1");
+  if (p.hidden < kHiddenMultiple || p.hidden % kHiddenMultiple != 0)
+    refuse("hidden=" + std::to_string(p.hidden) + " must be a positive multiple of " +
+           std::to_string(kHiddenMultiple) + " (the 16-byte vector width)");
+  if (p.pattern == Pattern::nvfp4 && p.hidden % kNvfp4Block != 0)
+    refuse("hidden=" + std::to_string(p.hidden) + " must be a multiple of 16 for nvfp4");
+  if (static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.hidden) >= (1ull << 40))
+    refuse("tokens * hidden is too large");
+  if (p.pattern == Pattern::nvfp4 && limits.compute_capability != 0 && limits.compute_capability < 100)
+    refuse("pattern nvfp4 needs sm_100 or sm_120 (FP4 conversion instructions); this device is sm_" +
+           std::to_string(limits.compute_capability));
+  if (!(p.eps >= 0.0f) || !std::isfinite(p.eps)) refuse("eps must be finite and >= 0");
+  if (!std::isfinite(p.weight_bias)) refuse("weight_bias must be finite");
+  if (p.pattern == Pattern::fp8_static && !(std::isfinite(p.fp8_inv_scale) && p.fp8_inv_scale > 0.0f))
+    refuse("fp8_inv_scale must be finite and > 0");
+  if (p.pattern == Pattern::nvfp4 &&
+      !(std::isfinite(p.nvfp4_global_scale) && p.nvfp4_global_scale > 0.0f))
+    refuse("nvfp4_global_scale must be finite and > 0");
+  if (p.spin_budget_cycles == 0) refuse("spin_budget_cycles must be > 0");
+  if (p.max_blocks < 0) refuse("max_blocks must be >= 0");
+
+  require_pointer(p.input, "input", p);
+  if (p.pattern == Pattern::allreduce) {
+    require_pointer(p.allreduce_out, "allreduce_out", p);
+    return;
+  }
+  if (p.allreduce_out != nullptr) require_pointer(p.allreduce_out, "allreduce_out", p);
+  require_pointer(p.residual_in, "residual_in", p);
+  require_pointer(p.gamma, "gamma", p);
+  require_pointer(p.residual_out, "residual_out", p);
+  require_pointer(p.norm_out, "norm_out", p);
+  if (p.pattern == Pattern::fp8_static || p.pattern == Pattern::fp8_dynamic || p.pattern == Pattern::nvfp4)
+    require_pointer(p.quant_out, "quant_out", p);
+  if (p.pattern == Pattern::fp8_dynamic || p.pattern == Pattern::nvfp4)
+    if (p.scale_out == nullptr) refuse(std::string("scale_out is null but pattern ") + pattern_name(p.pattern) + " needs it");
+}
+
+}  // namespace
+
+void validate_oneshot(const FusedParams& p, const LaunchLimits& limits) {
+  validate_common(p, limits);
+  if (p.fp32_lamport != limits.fp32_lamport)
+    refuse(std::string("fp32_lamport=") + (p.fp32_lamport ? "true" : "false") +
+           " but the workspace's Lamport buffers hold " + (limits.fp32_lamport ? "fp32" : "16-bit") +
+           " elements (their sentinel width must match, invariant 6)");
+  const int elem_bytes = p.fp32_lamport ? 4 : dtype_bytes(p.dtype);
+  const auto elems = static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.hidden);
+  if (!protocol::fits_lamport_buffer(p.ranks, elems, elem_bytes, limits.comm_size))
+    refuse("tokens=" + std::to_string(p.tokens) + " x hidden=" + std::to_string(p.hidden) + " x ranks=" +
+           std::to_string(p.ranks) + " x " + std::to_string(elem_bytes) + " B exceeds the Lamport buffer (" +
+           std::to_string(limits.comm_size) + " B)");
+}
+
+std::uint64_t twoshot_chunk_elems(int ranks, std::uint64_t elems) {
+  const std::uint64_t vectors = elems / kHiddenMultiple;
+  return (vectors + ranks - 1) / ranks * kHiddenMultiple;
+}
+
+std::uint64_t twoshot_required_bytes(int ranks, std::uint64_t elems, DType dtype) {
+  return (static_cast<std::uint64_t>(ranks) * twoshot_chunk_elems(ranks, elems) + elems) *
+         static_cast<std::uint64_t>(dtype_bytes(dtype));
+}
+
+void validate_twoshot(const FusedParams& p, const LaunchLimits& limits) {
+  validate_common(p, limits);
+  const auto elems = static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.hidden);
+  const std::uint64_t need = twoshot_required_bytes(p.ranks, elems, p.dtype);
+  if (need > limits.twoshot_bytes)
+    refuse("two-shot needs " + std::to_string(need) + " B of data buffer for tokens=" + std::to_string(p.tokens) +
+           " x hidden=" + std::to_string(p.hidden) + "; the workspace has " + std::to_string(limits.twoshot_bytes));
+}
+
+const char* pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::allreduce: return "allreduce";
+    case Pattern::residual_rmsnorm: return "residual_rmsnorm";
+    case Pattern::fp8_static: return "fp8_static";
+    case Pattern::fp8_dynamic: return "fp8_dynamic";
+    case Pattern::nvfp4: return "nvfp4";
+  }
+  return "?";
+}
+
+const char* dtype_name(DType d) { return d == DType::f16 ? "f16" : "bf16"; }
+
+std::string describe(const HangRecord& r) {
+  const char* site = r.what == HangSite::lamport_poll      ? "polling the Lamport slot of peer"
+                     : r.what == HangSite::arrival_counter ? "waiting for block arrivals (counter)"
+                     : r.what == HangSite::twoshot_barrier ? "waiting for the two-shot barrier flag of peer"
+                                                           : "unknown wait";
+  std::string s = "kernel hang: rank " + std::to_string(r.rank) + " block " + std::to_string(r.block) +
+                  " call " + std::to_string(r.call_index) + " token " + std::to_string(r.token) + ", " + site;
+  if (r.what != HangSite::arrival_counter) s += " " + std::to_string(r.awaited_slot);
+  s += ", flag " + std::to_string(r.flag) + ", counter/awaited " + std::to_string(r.counter) + ", after " +
+       std::to_string(r.cycles_waited) + " cycles";
+  return s;
+}
+
+}  // namespace fusioncheck::kernels

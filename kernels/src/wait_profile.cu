@@ -1,0 +1,24 @@
+// The wait-profile instances of the one-shot kernel (kProfile = true): bf16, 2 and 4 ranks.
+#include <string>
+
+#include "fusioncheck/kernels/launch.hpp"
+#include "oneshot_kernel.cuh"
+
+namespace fusioncheck::kernels {
+
+LaunchInfo launch_oneshot_wait_profile(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
+  using B = __nv_bfloat16;
+  using protocol::Mutant;
+  static const detail::OneShotEntry entries[] = {
+      device::oneshot_entry<2, B, B, Mutant::none, true>(DType::bf16),
+      device::oneshot_entry<4, B, B, Mutant::none, true>(DType::bf16),
+  };
+  validate_oneshot(p, ws.limits());
+  for (const auto& e : entries)
+    if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
+      return detail::launch_oneshot_entry(e, p, ws, stream);
+  throw InvalidLaunch("wait profile instances exist for bf16, 16-bit Lamport, 2 or 4 ranks; asked ranks=" +
+                      std::to_string(p.ranks) + " dtype=" + dtype_name(p.dtype));
+}
+
+}  // namespace fusioncheck::kernels

@@ -1,0 +1,66 @@
+#pragma once
+// Runs one GpuCase on every rank (collective) and checks every call: outputs against the
+// Eigen reference (bitwise for allreduce and residual, derived bounds for the norm and the
+// quantised outputs), NaN canaries, cross-rank bitwise agreement, the Lamport invariants
+// (gathered to rank 0), and hang records (gathered into one diagnosis).
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device_buffer.hpp"
+#include "fusioncheck/cli/mpi_comm.hpp"
+#include "gpu_case.hpp"
+#include "gpu_session.hpp"
+#include "kernel_under_test.hpp"
+
+namespace fusioncheck::gpu {
+
+struct Finding {
+  std::string check;    // "hang", "reference", "invariant", "agreement", "launch"
+  std::string message;  // one line, names rank, call and the first differing element
+};
+
+struct CaseVerdict {
+  bool refused = false;           // the kernel does not support the case (every rank agrees)
+  std::string refusal;
+  std::vector<Finding> findings;  // complete on rank 0 (gathered); this rank's own elsewhere
+  bool hang = false;              // a bounded wait expired: the workspace is not reusable
+  bool failed() const { return !findings.empty(); }
+};
+
+class CaseRunner {
+ public:
+  // Buffers are sized once for the largest call of the run.
+  CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const GpuPlacement& placement,
+             int max_tokens, int max_hidden, int max_calls);
+  ~CaseRunner();
+  CaseRunner(const CaseRunner&) = delete;
+  CaseRunner& operator=(const CaseRunner&) = delete;
+
+  CaseVerdict run(const GpuCase& c);
+  int calls_run() const { return calls_run_; }
+
+ private:
+  struct CallBuffers;
+  struct CallData;
+
+  void prepare_call(const GpuCase& c, int position, std::uint64_t call_index, CallData& call);
+  void launch_call(const GpuCase& c, int position, const CallData& call);
+  void check_outputs(const GpuCase& c, int position, const CallData& call, std::vector<Finding>& out);
+  bool check_hang(std::vector<Finding>& out);
+  void check_invariants(const GpuCase& c, const kernels::ControlState& before_sequence,
+                        const std::vector<CallData>& calls, std::vector<Finding>& out);
+  CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);
+
+  mpi::MpiComm& comm_;
+  KernelUnderTest& kernel_;
+  GpuPlacement placement_;
+  int max_tokens_, max_hidden_;
+  std::vector<std::unique_ptr<CallBuffers>> buffers_;
+  cudaStream_t stream_{};
+  int calls_run_ = 0;
+};
+
+}  // namespace fusioncheck::gpu

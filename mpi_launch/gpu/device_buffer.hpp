@@ -1,0 +1,52 @@
+#pragma once
+// Owning device allocation for the launcher's inputs and outputs; throws on failure.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace fusioncheck::gpu {
+
+inline void cuda_check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) cuda_check(cudaMalloc(&ptr_, bytes_), "cudaMalloc");
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(ptr_, other.ptr_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+  void upload(const void* host, std::size_t bytes) {
+    cuda_check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "upload");
+  }
+  void download(void* host, std::size_t bytes) const {
+    cuda_check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "download");
+  }
+  // Fills with a byte pattern (0xFF makes every 16-bit element a NaN: the output canary).
+  void fill(int byte) { cuda_check(cudaMemset(ptr_, byte, bytes_), "cudaMemset"); }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,188 @@
+// `fusioncheck gpu bench`: one-shot vs two-shot vs unfused latency, side by side in one run.
+#include <cuda_runtime.h>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+
+#include "device_buffer.hpp"
+#include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/kernels/baseline.hpp"
+#include "fusioncheck/kernels/launch.hpp"
+#include "gpu_runs.hpp"
+#include "gpu_session.hpp"
+#include "mpi_bootstrap.hpp"
+
+namespace fusioncheck::gpu {
+namespace {
+
+namespace k = kernels;
+
+enum class Variant { oneshot, twoshot, unfused };
+constexpr const char* kVariantName[] = {"one-shot", "two-shot", "unfused"};
+
+struct EventPair {
+  cudaEvent_t start{}, stop{};
+  EventPair() {
+    cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+class BenchRunner {
+ public:
+  BenchRunner(mpi::MpiComm& comm, const BenchOptions& options, const GpuPlacement& placement)
+      : comm_(comm), options_(options), placement_(placement), bootstrap_(comm) {
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~BenchRunner() { cudaStreamDestroy(stream_); }
+
+  std::string allreduce_kind() const { return nccl_ ? "ncclAllReduce" : "one-shot allreduce-only"; }
+
+  nlohmann::json run() {
+    const int max_tokens = *std::max_element(options_.tokens.begin(), options_.tokens.end());
+    const int max_hidden = *std::max_element(options_.hidden.begin(), options_.hidden.end());
+    const std::size_t max_elems = static_cast<std::size_t>(max_tokens) * max_hidden;
+    k::WorkspaceConfig wc;
+    wc.ranks = comm_.size();
+    wc.comm_size = (static_cast<std::uint64_t>(comm_.size()) * max_elems * 2 + 255) / 256 * 256;
+    workspace_ = std::make_unique<k::Workspace>(k::Workspace::create_ipc(bootstrap_, wc));
+    // NCCL refuses two ranks on one GPU: then the unfused path's allreduce is our one-shot
+    // kernel in its allreduce-only pattern, so fusion's gain is still measured.
+    if (!placement_.ranks_share_gpu && k::NcclAllReduce::available())
+      nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
+    DeviceBuffer input(max_elems * 2), residual(max_elems * 2), gamma(max_hidden * 2),
+        residual_out(max_elems * 2), norm_out(max_elems * 2), allreduced(max_elems * 2);
+    input.fill(0x3c);  // small finite bf16/fp16 values; the content does not change timing
+    residual.fill(0x3c);
+    gamma.fill(0x3c);
+    nlohmann::json rows = nlohmann::json::array();
+    for (int hidden : options_.hidden)
+      for (int tokens : options_.tokens) {
+        k::FusedParams p;
+        p.ranks = comm_.size();
+        p.rank = comm_.rank();
+        p.tokens = tokens;
+        p.hidden = hidden;
+        p.dtype = k::DType::bf16;
+        p.pattern = k::Pattern::residual_rmsnorm;
+        p.input = input.get();
+        p.residual_in = residual.get();
+        p.gamma = gamma.get();
+        p.residual_out = residual_out.get();
+        p.norm_out = norm_out.get();
+        nlohmann::json row{{"tokens", tokens}, {"hidden", hidden}};
+        for (Variant v : {Variant::oneshot, Variant::twoshot, Variant::unfused}) {
+          try {
+            row[kVariantName[static_cast<int>(v)]] = time_variant(v, p, allreduced.get());
+          } catch (const k::InvalidLaunch& e) {  // same decision on every rank
+            row[kVariantName[static_cast<int>(v)]] = nullptr;
+            if (comm_.rank() == 0) fmt::print("  {} refused: {}\n", kVariantName[static_cast<int>(v)], e.what());
+          }
+        }
+        rows.push_back(row);
+        if (comm_.rank() == 0) print_row(row);
+      }
+    return rows;
+  }
+
+ private:
+  void launch(Variant v, const k::FusedParams& p, void* allreduced) {
+    switch (v) {
+      case Variant::oneshot: k::launch_oneshot(p, *workspace_, stream_); break;
+      case Variant::twoshot: k::launch_twoshot(p, *workspace_, stream_); break;
+      case Variant::unfused:
+        k::launch_unfused_baseline(p, *workspace_, allreduced, stream_, nccl_.get());
+        break;
+    }
+  }
+
+  // Median over iters back-to-back calls (events between calls, one sync at the end), then
+  // the slowest rank's median: a collective is as fast as its slowest rank.
+  double time_variant(Variant v, const k::FusedParams& p, void* allreduced) {
+    for (int i = 0; i < options_.warmup; ++i) launch(v, p, allreduced);
+    cuda_check(cudaStreamSynchronize(stream_), "warm-up");
+    workspace_->throw_if_hung();
+    comm_.barrier("bench start");
+    std::vector<EventPair> events(static_cast<std::size_t>(options_.iters));
+    for (auto& e : events) {
+      cuda_check(cudaEventRecord(e.start, stream_), "cudaEventRecord");
+      launch(v, p, allreduced);
+      cuda_check(cudaEventRecord(e.stop, stream_), "cudaEventRecord");
+    }
+    cuda_check(cudaStreamSynchronize(stream_), "timed calls");
+    workspace_->throw_if_hung();
+    std::vector<double> us;
+    for (auto& e : events) {
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, e.start, e.stop), "cudaEventElapsedTime");
+      us.push_back(ms * 1000.0);
+    }
+    const auto mine = static_cast<long long>(median(us) * 1000.0);  // ns
+    const auto all = comm_.all_gather_value(mine, "bench medians");
+    return static_cast<double>(*std::max_element(all.begin(), all.end())) / 1000.0;
+  }
+
+  void print_row(const nlohmann::json& row) const {
+    auto us = [&](const char* key) { return row[key].is_null() ? -1.0 : row[key].get<double>(); };
+    const double one = us("one-shot"), two = us("two-shot"), unf = us("unfused");
+    fmt::print("{:>7} {:>7} {:>11.2f} {:>11.2f} {:>11.2f} {:>14.2f}x {:>12.2f}x\n",
+               row["tokens"].get<int>(), row["hidden"].get<int>(), one, two, unf, unf / one,
+               two / one);
+  }
+
+  mpi::MpiComm& comm_;
+  const BenchOptions& options_;
+  GpuPlacement placement_;
+  MpiBootstrap bootstrap_;
+  cudaStream_t stream_{};
+  std::unique_ptr<k::Workspace> workspace_;
+  std::unique_ptr<k::NcclAllReduce> nccl_;
+};
+
+}  // namespace
+
+int run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
+  if (!protocol::is_supported_rank_count(comm.size()))
+    throw cli::UsageError(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks",
+                                      comm.size()));
+  if (options.iters < 100) throw cli::UsageError("--iters must be at least 100 (a median of >= 100 calls)");
+  const GpuPlacement placement = place_rank_on_gpu(comm);
+  BenchRunner runner(comm, options, placement);
+  if (comm.rank() == 0) {
+    fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));
+    fmt::print("bf16, residual + RMSNorm; median of {} calls after {} warm-up, slowest rank; "
+               "latency in microseconds\n",
+               options.iters, options.warmup);
+    fmt::print("{:>7} {:>7} {:>11} {:>11} {:>11} {:>15} {:>13}\n", "tokens", "hidden", "one-shot",
+               "two-shot", "unfused", "unfused/1shot", "2shot/1shot");
+  }
+  const nlohmann::json rows = runner.run();
+  if (comm.rank() == 0) {
+    fmt::print("unfused = {} + separate residual+RMSNorm kernel\n", runner.allreduce_kind());
+    if (!options.json_out.empty())
+      std::ofstream(options.json_out)
+          << nlohmann::json{{"setup", describe(placement, comm.size())},
+                            {"unfused_allreduce", runner.allreduce_kind()},
+                            {"rows", rows}}
+                 .dump(1)
+          << "\n";
+  }
+  return cli::kExitClean;
+}
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,65 @@
+#pragma once
+// A GPU test case as a value: every rank runs the same case, which travels as JSON from
+// rank 0 (RapidCheck generates and shrinks there) and is written to a replay file on a
+// failure. A case is a short sequence of calls on one workspace; each call's inputs are a
+// pure function of (case seed, call index, rank), so every rank's input for every call is
+// distinguishable and every rank can compute the reference of every call.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fusioncheck/kernels/types.hpp"
+
+namespace fusioncheck::gpu {
+
+// How the calls of a case are issued.
+enum class IssueMode : std::uint8_t {
+  checked_each_call,  // sync + invariants after every call
+  back_to_back,       // all calls enqueued without a host sync, checked at the end
+  graph_replay,       // captured once in a CUDA graph, replayed with fresh inputs
+};
+
+struct CallSpec {
+  bool twoshot = false;
+  kernels::Pattern pattern = kernels::Pattern::residual_rmsnorm;
+  int tokens = 1;
+  bool exact_values = true;  // false: random values with +-0, subnormals and outliers
+  bool use_pdl = true;
+  kernels::Trigger trigger = kernels::Trigger::at_end;
+  kernels::ClusterMode cluster = kernels::ClusterMode::automatic;
+};
+
+struct GpuCase {
+  std::uint64_t seed = 1;
+  int ranks = 2;
+  int hidden = 1024;
+  kernels::DType dtype = kernels::DType::bf16;
+  bool fp32_lamport = false;
+  bool fp32_accumulation = true;
+  float weight_bias = 0.0f;
+  IssueMode mode = IssueMode::checked_each_call;
+  std::vector<CallSpec> calls;
+};
+
+nlohmann::json to_json(const GpuCase& c);
+GpuCase case_from_json(const nlohmann::json& j);  // throws cli::UsageError on a bad file
+std::string describe(const GpuCase& c);           // one line
+std::string describe(const CallSpec& call);
+
+// The run configuration every rank must agree on before the first case, as named fields:
+// a mismatch names the fields that differ.
+struct RunConfig {
+  std::string binary_version;
+  int ranks = 0;
+  std::uint64_t seed = 0;
+  int cases = 0;
+  std::string mutant;
+  int max_tokens = 0;
+  int max_hidden = 0;
+  bool fp32_lamport_allowed = true;
+};
+std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& config);
+
+}  // namespace fusioncheck::gpu

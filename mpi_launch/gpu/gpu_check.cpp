@@ -1,0 +1,175 @@
+// `fusioncheck gpu check`: the property suite. Rank 0 runs RapidCheck: it generates each
+// case, broadcasts it, and every rank runs it (CaseRunner); shrinking is driven by rank 0
+// the same way, so every rank always runs the same case. The minimal failing case is
+// written as a replay file.
+#include <rapidcheck.h>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+#include "case_runner.hpp"
+#include "fusioncheck/cli/command.hpp"
+#include "gpu_check.hpp"
+#include "mpi_bootstrap.hpp"
+
+namespace fusioncheck::gpu {
+namespace {
+
+namespace k = kernels;
+using Clock = std::chrono::steady_clock;
+
+enum Command : long long { kRunCase = 1, kDone = 2 };
+
+// Rank 0 -> all: a command and, for kRunCase, the case as JSON.
+void send_case(mpi::MpiComm& comm, const GpuCase* c) {
+  const std::string text = c ? to_json(*c).dump() : std::string();
+  long long header[2] = {c ? kRunCase : kDone, static_cast<long long>(text.size())};
+  comm.broadcast(header, sizeof(header), 0, "next case from rank 0");
+  if (c) comm.broadcast(const_cast<char*>(text.data()), text.size(), 0, "case body");
+}
+
+std::optional<GpuCase> receive_case(mpi::MpiComm& comm) {
+  long long header[2] = {0, 0};
+  comm.broadcast(header, sizeof(header), 0, "next case from rank 0");
+  if (header[0] != kRunCase) return std::nullopt;
+  std::string text(static_cast<std::size_t>(header[1]), '\0');
+  comm.broadcast(text.data(), text.size(), 0, "case body");
+  return case_from_json(nlohmann::json::parse(text));
+}
+
+// Cases: small shapes most of the time (throughput), occasionally the large ones; every
+// option that selects different code is drawn.
+GpuCase generate_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, bool nvfp4_supported) {
+  GpuCase c;
+  c.seed = *rc::gen::arbitrary<std::uint32_t>();
+  c.ranks = ranks;
+  const int hidden_units = o.max_hidden / 16;
+  c.hidden = 16 * *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
+                                                 {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
+                                                 {1, rc::gen::inRange(1, hidden_units + 1)}});
+  c.dtype = *rc::gen::element(k::DType::bf16, k::DType::f16);
+  c.fp32_lamport = *rc::gen::element(false, true);
+  c.fp32_accumulation = *rc::gen::element(true, false);
+  c.weight_bias = *rc::gen::element(0.0f, 1.0f);
+  c.mode = *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back, IssueMode::graph_replay);
+  if (mutant != protocol::Mutant::none) {
+    c.dtype = k::DType::bf16;  // mutant instances are compiled for bf16 (kernels/README.md)
+    c.fp32_lamport = mutant == protocol::Mutant::sentinel_width;
+  }
+  const int max_tokens_here = std::max(1, std::min(o.max_tokens, o.max_elems / c.hidden));
+  const int ncalls = *rc::gen::inRange(1, o.max_calls + 1);
+  for (int i = 0; i < ncalls; ++i) {
+    CallSpec call;
+    call.twoshot = !c.fp32_lamport && *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}});
+    call.pattern = nvfp4_supported
+                       ? *rc::gen::element(k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
+                                           k::Pattern::fp8_dynamic, k::Pattern::nvfp4)
+                       : *rc::gen::element(k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
+                                           k::Pattern::fp8_dynamic);
+    call.tokens = *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
+                                                {3, rc::gen::inRange(1, std::min(128, max_tokens_here) + 1)},
+                                                {1, rc::gen::inRange(1, max_tokens_here + 1)}});
+    call.exact_values = *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
+    call.use_pdl = *rc::gen::element(true, false);
+    call.trigger = *rc::gen::element(k::Trigger::at_end, k::Trigger::early);
+    call.cluster = *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
+                                     k::ClusterMode::force_no_cluster);
+    c.calls.push_back(call);
+  }
+  return c;
+}
+
+void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v, const std::string& mutant,
+                  const std::string& command) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : v.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
+  std::ofstream(path) << nlohmann::json{{"case", to_json(c)}, {"mutant", mutant}, {"findings", findings},
+                                        {"replay", command}}
+                             .dump(1)
+                      << "\n";
+}
+
+}  // namespace
+
+CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacement& placement) {
+  const auto mutant = protocol::parse_mutant(o.mutant);
+  if (!mutant) throw cli::UsageError("--mutant " + o.mutant + ": not in the catalogue (fusioncheck mutants)");
+  MpiBootstrap bootstrap(comm);
+  OurKernels kernel(bootstrap, *mutant);
+  if (!kernel.mutant_compiled())
+    throw cli::UsageError("--mutant " + o.mutant + ": the kernels have no instance of this mutant");
+  CaseRunner runner(comm, kernel, placement, o.max_tokens, o.max_hidden, o.max_calls);
+  CheckResult result;
+  result.mutant = o.mutant;
+  const auto start = Clock::now();
+
+  auto run_one = [&](const GpuCase& c) {
+    CaseVerdict v = runner.run(c);
+    if (v.refused) ++result.refused;
+    else ++result.cases;
+    if (v.failed()) kernel.reset();  // protocol state after a failure is not trusted
+    return v;
+  };
+
+  if (comm.rank() != 0) {
+    while (auto c = receive_case(comm)) run_one(*c);
+  } else if (!o.replay_file.empty()) {
+    std::ifstream in(o.replay_file);
+    if (!in) throw cli::UsageError("--replay " + o.replay_file + ": cannot open");
+    nlohmann::json j;
+    try { j = nlohmann::json::parse(in); } catch (const nlohmann::json::exception& e) {
+      throw cli::UsageError("--replay " + o.replay_file + ": not JSON: " + e.what());
+    }
+    GpuCase c = case_from_json(j.contains("case") ? j["case"] : j);
+    if (c.ranks != comm.size())
+      throw cli::UsageError(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, comm.size()));
+    send_case(comm, &c);
+    const CaseVerdict v = run_one(c);
+    send_case(comm, nullptr);
+    result.failed = v.failed();
+    result.findings = v.findings;
+    result.minimal_case = to_json(c);
+  } else {
+    std::optional<GpuCase> last_failure;
+    CaseVerdict last_verdict;
+    const std::string params = fmt::format("seed={} max_success={} max_size=100 noshrink={} max_discard_ratio=50",
+                                           o.seed, o.cases, o.shrink ? 0 : 1);
+    setenv("RC_PARAMS", params.c_str(), 1);  // RapidCheck reads its configuration here
+    const bool passed = rc::check(fmt::format("{} on {} ranks", kernel.name(), comm.size()), [&] {
+      // NVFP4 is refused below sm_100 (the smoke run shows that refusal); not drawn there.
+      const GpuCase c = generate_case(o, comm.size(), *mutant, placement.compute_capability >= 100);
+      send_case(comm, &c);
+      const CaseVerdict v = run_one(c);
+      if (v.refused) RC_DISCARD(v.refusal);
+      if (v.failed()) {
+        if (!last_failure) result.seconds_to_first_failure =
+            std::chrono::duration<double>(Clock::now() - start).count();
+        last_failure = c;  // shrinking ends on the smallest case that still fails
+        last_verdict = v;
+        result.cases_to_first_failure = result.cases_to_first_failure ? result.cases_to_first_failure : result.cases;
+        RC_FAIL(fmt::format("[{}] {}", v.findings.front().check, v.findings.front().message));
+      }
+    });
+    send_case(comm, nullptr);
+    result.failed = !passed;
+    if (last_failure) {
+      result.findings = last_verdict.findings;
+      result.minimal_case = to_json(*last_failure);
+      result.minimal_calls = static_cast<int>(last_failure->calls.size());
+      if (!o.replay_out.empty()) {
+        result.replay_command = fmt::format("mpirun -np {} fusioncheck gpu check --mutant {} --replay {}",
+                                            comm.size(), o.mutant, o.replay_out);
+        write_replay(o.replay_out, *last_failure, last_verdict, o.mutant, result.replay_command);
+      }
+    }
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.calls = runner.calls_run();
+  return result;
+}
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,46 @@
+#pragma once
+// The GPU property suite (`fusioncheck gpu check`) and its result, shared by the kill table.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "case_runner.hpp"
+#include "fusioncheck/cli/mpi_comm.hpp"
+#include "gpu_session.hpp"
+
+namespace fusioncheck::gpu {
+
+struct CheckOptions {
+  std::uint64_t seed = 1;
+  int cases = 10000;
+  int max_tokens = 2048;
+  int max_hidden = 8192;
+  int max_elems = 2048 * 4096;  // bounds tokens x hidden of one call (reference time)
+  int max_calls = 4;
+  std::string mutant = "none";
+  bool shrink = true;
+  std::string replay_file;  // run this case only
+  std::string replay_out = "fusioncheck-gpu-counterexample.json";
+};
+
+struct CheckResult {
+  std::string mutant;
+  bool failed = false;
+  int cases = 0;     // run to completion (refused ones not counted)
+  int refused = 0;
+  int calls = 0;     // kernel calls on this rank
+  double seconds = 0;
+  double seconds_to_first_failure = 0;
+  int cases_to_first_failure = 0;
+  int minimal_calls = 0;
+  std::vector<Finding> findings;  // of the minimal failing case (rank 0)
+  nlohmann::json minimal_case;
+  std::string replay_command;
+};
+
+// Collective. Bad options throw cli::UsageError.
+CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& options, const GpuPlacement& placement);
+
+}  // namespace fusioncheck::gpu

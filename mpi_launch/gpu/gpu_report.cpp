@@ -1,0 +1,95 @@
+#include "gpu_report.hpp"
+
+#include <fmt/core.h>
+
+#include <fstream>
+
+namespace fusioncheck::gpu {
+namespace {
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::string first_finding(const CheckResult& r) {
+  return r.findings.empty() ? std::string("-") : "[" + r.findings.front().check + "] " + r.findings.front().message;
+}
+
+}  // namespace
+
+std::string summary_line(const CheckResult& r, int ranks) {
+  const double rate = r.seconds > 0 ? r.cases / r.seconds : 0.0;
+  return fmt::format("{} ranks, mutant {}: {} cases ({} kernel calls per rank, {} refused) in {:.1f} s = {:.0f} "
+                     "checked cases/s: {}",
+                     ranks, r.mutant, r.cases, r.calls, r.refused, r.seconds, rate,
+                     r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
+}
+
+nlohmann::json to_json(const CheckResult& r) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : r.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
+  return {{"mutant", r.mutant},
+          {"failed", r.failed},
+          {"cases", r.cases},
+          {"refused", r.refused},
+          {"calls_per_rank", r.calls},
+          {"seconds", r.seconds},
+          {"seconds_to_first_failure", r.seconds_to_first_failure},
+          {"cases_to_first_failure", r.cases_to_first_failure},
+          {"minimal_case", r.minimal_case},
+          {"findings", findings},
+          {"replay", r.replay_command}};
+}
+
+void write_junit(const std::string& path, const std::string& suite, const std::vector<CheckResult>& runs,
+                 bool runs_are_mutants) {
+  int failures = 0;
+  std::string body;
+  for (const auto& r : runs) {
+    // A mutant run passes when the mutant is killed; the correct kernels pass when clean.
+    const bool expected_failure = runs_are_mutants && r.mutant != "none";
+    const bool bad = expected_failure ? !r.failed : r.failed;
+    failures += bad ? 1 : 0;
+    body += fmt::format("  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n", xml_escape(suite),
+                        xml_escape(r.mutant), r.seconds);
+    if (bad)
+      body += fmt::format("    <failure message=\"{}\"/>\n",
+                          xml_escape(expected_failure ? "mutant survived " + std::to_string(r.cases) + " cases"
+                                                      : first_finding(r)));
+    body += "  </testcase>\n";
+  }
+  std::ofstream(path) << fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                                     "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n{}</testsuite>\n",
+                                     xml_escape(suite), runs.size(), failures, body);
+}
+
+std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup) {
+  std::string out = fmt::format("Setup: {}\n\n| mutant | killed | how (first check that failed) | time to detect (s) "
+                                "| cases to detect | first finding |\n|---|---|---|---|---|---|\n",
+                                setup);
+  for (const auto& r : runs) {
+    const bool control = r.mutant == "none";
+    std::string how = r.findings.empty() ? "-" : r.findings.front().check;
+    std::string message = r.findings.empty() ? "-" : r.findings.front().message;
+    if (message.size() > 160) message = message.substr(0, 157) + "...";
+    for (auto& ch : message)
+      if (ch == '|') ch = '/';
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.mutant,
+                       control ? (r.failed ? "FALSE POSITIVE" : "clean (control)") : (r.failed ? "yes" : "NO"), how,
+                       r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
+                       r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message);
+  }
+  return out;
+}
+
+}  // namespace fusioncheck::gpu

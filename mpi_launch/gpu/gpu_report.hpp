@@ -1,0 +1,18 @@
+#pragma once
+// Reports of the GPU suite: a summary line per run, JSON, JUnit XML, the kill table.
+#include <string>
+#include <vector>
+
+#include "gpu_check.hpp"
+
+namespace fusioncheck::gpu {
+
+std::string summary_line(const CheckResult& r, int ranks);
+nlohmann::json to_json(const CheckResult& r);
+// One <testcase> per run; a failed run (or a mutant that survived) is a <failure>.
+void write_junit(const std::string& path, const std::string& suite, const std::vector<CheckResult>& runs,
+                 bool runs_are_mutants);
+// Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
+std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup);
+
+}  // namespace fusioncheck::gpu

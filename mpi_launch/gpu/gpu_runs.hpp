@@ -1,0 +1,37 @@
+#pragma once
+// The GPU jobs of `fusioncheck gpu`, one MPI rank per process:
+//   smoke: every kernel x pattern x dtype x option the device can run, exact inputs,
+//          checked against the Eigen reference, the Lamport invariants after every call
+//          (gathered to rank 0), cross-rank bitwise agreement, NaN canaries on outputs.
+//   bench: latency of one-shot vs two-shot vs the unfused baseline (CUDA events, median
+//          of per-call times after warm-up; the slowest rank's median is reported).
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/cli/mpi_comm.hpp"
+
+namespace fusioncheck::gpu {
+
+struct SmokeOptions {
+  std::uint64_t seed = 1;
+  std::vector<int> tokens{1, 7, 64, 257};
+  std::vector<int> hidden{1024, 4096};
+  int calls_per_case = 3;  // back-to-back calls with changing token counts
+  std::string json_out;    // rank 0 writes the results here when set
+};
+
+struct BenchOptions {
+  std::vector<int> tokens{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
+  std::vector<int> hidden{4096, 8192};
+  int warmup = 20;
+  int iters = 100;
+  std::string json_out;
+};
+
+// Return the process exit code: 0 clean, 1 findings. Bad input throws cli::UsageError.
+int run_smoke(mpi::MpiComm& comm, const SmokeOptions& options);
+int run_bench(mpi::MpiComm& comm, const BenchOptions& options);
+
+}  // namespace fusioncheck::gpu

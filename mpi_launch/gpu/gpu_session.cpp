@@ -1,0 +1,85 @@
+#include "gpu_session.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/core.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "fusioncheck/cli/command.hpp"
+
+namespace fusioncheck::gpu {
+namespace {
+
+// The MPS control daemon listens on a pipe in CUDA_MPS_PIPE_DIRECTORY (default
+// /tmp/nvidia-mps); clients attach through it.
+bool mps_control_pipe_exists() {
+  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::filesystem::path pipe_dir = dir ? dir : "/tmp/nvidia-mps";
+  std::error_code ec;
+  return std::filesystem::exists(pipe_dir / "control", ec);
+}
+
+}  // namespace
+
+GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm) {
+  GpuPlacement placement;
+  if (cudaGetDeviceCount(&placement.device_count) != cudaSuccess || placement.device_count == 0)
+    throw cli::UsageError("no CUDA device is visible to rank " + std::to_string(comm.rank()));
+  placement.device = comm.local_rank() % placement.device_count;
+  placement.ranks_share_gpu = comm.local_size() > placement.device_count;
+  placement.mps_running = mps_control_pipe_exists();
+  if (cudaSetDevice(placement.device) != cudaSuccess)
+    throw cli::UsageError("cannot select GPU " + std::to_string(placement.device));
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, placement.device);
+  placement.device_name = prop.name;
+  placement.compute_capability = prop.major * 10 + prop.minor;
+  return placement;
+}
+
+std::string describe(const GpuPlacement& p, int ranks) {
+  std::string sharing = "one rank per GPU";
+  if (p.ranks_share_gpu)
+    sharing = p.mps_running ? "ranks share GPUs under MPS (concurrent)"
+                            : "ranks share GPUs WITHOUT MPS (time-sliced: latencies are "
+                              "scheduler slices, not kernel times)";
+  return fmt::format("{} ranks on {} GPU(s) ({}, sm_{}); {}", ranks, p.device_count,
+                     p.device_name, p.compute_capability, sharing);
+}
+
+}  // namespace fusioncheck::gpu
+
+#include "gpu_case.hpp"
+
+namespace fusioncheck::gpu {
+
+void agree_on_config(mpi::MpiComm& comm, const RunConfig& mine) {
+  constexpr std::size_t kBytes = 2048;
+  std::string text;
+  for (const auto& [name, value] : named_fields(mine)) text += name + "=" + value + "\n";
+  if (text.size() >= kBytes) throw cli::UsageError("run configuration too long to compare");
+  text.resize(kBytes, '\0');
+  std::vector<char> all(kBytes * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(text.data(), all.data(), kBytes, "configuration agreement");
+  auto fields_of = [&](int r) {
+    std::vector<std::string> lines;
+    std::string block(all.data() + kBytes * static_cast<std::size_t>(r));
+    for (std::size_t pos = 0, nl; (nl = block.find('\n', pos)) != std::string::npos; pos = nl + 1)
+      lines.push_back(block.substr(pos, nl - pos));
+    return lines;
+  };
+  const auto root = fields_of(0);
+  std::string differences;
+  for (int r = 1; r < comm.size(); ++r) {
+    const auto other = fields_of(r);
+    for (std::size_t i = 0; i < root.size() && i < other.size(); ++i)
+      if (root[i] != other[i])
+        differences += fmt::format("{}{} (rank 0: {}, rank {}: {})", differences.empty() ? "" : "; ",
+                                   root[i].substr(0, root[i].find('=')), root[i].substr(root[i].find('=') + 1),
+                                   r, other[i].substr(other[i].find('=') + 1));
+  }
+  if (!differences.empty()) throw cli::UsageError("ranks disagree on the run configuration: " + differences);
+}
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,33 @@
+#pragma once
+// One rank's view of the GPU job: which device it drives, whether ranks share a GPU, and
+// whether MPS is running (without it, ranks sharing a GPU are time-sliced: every Lamport
+// exchange round then costs a scheduler time slice, about 2 ms on the H200).
+#include <string>
+
+#include "fusioncheck/cli/mpi_comm.hpp"
+
+namespace fusioncheck::gpu {
+
+struct GpuPlacement {
+  int device = 0;
+  int device_count = 0;
+  bool ranks_share_gpu = false;  // more ranks on this node than GPUs
+  bool mps_running = false;
+  std::string device_name;
+  int compute_capability = 0;  // major * 10 + minor
+};
+
+// Binds this rank to GPU (local rank mod GPU count). Throws UsageError without a GPU.
+GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm);
+
+// One line for the run's header.
+std::string describe(const GpuPlacement& placement, int ranks);
+
+}  // namespace fusioncheck::gpu
+
+namespace fusioncheck::gpu {
+struct RunConfig;
+// Collective: every rank's configuration must equal rank 0's. On a mismatch every rank
+// throws cli::UsageError naming the fields that differ (and their values on each rank).
+void agree_on_config(mpi::MpiComm& comm, const RunConfig& mine);
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,45 @@
+#include "kernel_under_test.hpp"
+
+#include <bit>
+
+namespace fusioncheck::gpu {
+
+std::string OurKernels::name() const {
+  return mutant_ == protocol::Mutant::none
+             ? std::string("fusioncheck kernels")
+             : "fusioncheck kernels, mutant " + std::string(protocol::mutant_id(mutant_));
+}
+
+void OurKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
+  const std::uint64_t need = static_cast<std::uint64_t>(bootstrap_.size()) * max_elems_per_rank * 4;
+  const std::uint64_t comm_size = std::max<std::uint64_t>(1u << 20, std::bit_ceil(need));
+  auto& slot = workspaces_[{comm_size, fp32_lamport}];
+  if (!slot) {
+    kernels::WorkspaceConfig config;
+    config.ranks = bootstrap_.size();
+    config.comm_size = comm_size;
+    config.fp32_lamport = fp32_lamport;
+    slot = std::make_unique<kernels::Workspace>(kernels::Workspace::create_ipc(bootstrap_, config));
+  }
+  current_ = slot.get();
+}
+
+void OurKernels::reset() {
+  if (cudaDeviceSynchronize() != cudaSuccess) throw kernels::CudaError("cudaDeviceSynchronize before reset");
+  bootstrap_.barrier("workspace reset: all ranks idle");
+  workspaces_.clear();
+  current_ = nullptr;
+  bootstrap_.barrier("workspace reset: all ranks released");
+}
+
+void OurKernels::launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) {
+  // A mutant of one path leaves the other path correct (alternation still runs it).
+  if (twoshot)
+    kernels::launch_twoshot(params, *current_, stream,
+                            mutant_in_twoshot_ ? mutant_ : protocol::Mutant::none);
+  else
+    kernels::launch_oneshot(params, *current_, stream,
+                            mutant_in_oneshot_ ? mutant_ : protocol::Mutant::none);
+}
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,67 @@
+#pragma once
+// The kernel under test, behind one small interface: prepare a workspace, launch a call,
+// read the protocol state back for the invariant checks. Our kernels implement it
+// (OurKernels); an adapter for another project's kernels implements the same four calls,
+// mapping its control state onto kernels::ControlState (flag, counter, clear size, buffers).
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/kernels/workspace.hpp"
+
+namespace fusioncheck::gpu {
+
+class KernelUnderTest {
+ public:
+  virtual ~KernelUnderTest() = default;
+  virtual std::string name() const = 0;
+  // Collective: every rank calls it with the same arguments before a case's calls.
+  virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
+  // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
+  virtual void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) = 0;
+  virtual kernels::ControlState read_state() = 0;
+  virtual kernels::HangRecord hang_record() = 0;
+  virtual void clear_hang_record() = 0;
+  // Collective: drops the protocol state (after a failure it is not trusted), so the next
+  // case starts on a freshly initialised workspace.
+  virtual void reset() = 0;
+};
+
+// fusioncheck's own kernels, optionally a mutant instance. Workspaces come in size classes
+// (powers of two from 1 MiB), created on first use and kept, so that the invariant read-back
+// of a small case copies a small buffer.
+class OurKernels final : public KernelUnderTest {
+ public:
+  OurKernels(kernels::Bootstrap& bootstrap, protocol::Mutant mutant)
+      : bootstrap_(bootstrap), mutant_(mutant) {
+    for (auto m : kernels::oneshot_mutants_compiled()) mutant_in_oneshot_ |= m == mutant;
+    for (auto m : kernels::twoshot_mutants_compiled()) mutant_in_twoshot_ |= m == mutant;
+  }
+  // Whether the mutant has a compiled instance at all (else the run is refused).
+  bool mutant_compiled() const {
+    return mutant_ == protocol::Mutant::none || mutant_in_oneshot_ || mutant_in_twoshot_;
+  }
+  bool mutant_in_oneshot() const { return mutant_in_oneshot_; }
+  bool mutant_in_twoshot() const { return mutant_in_twoshot_; }
+  std::string name() const override;
+  void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
+  void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
+  kernels::ControlState read_state() override { return kernels::read_control_state(*current_); }
+  kernels::HangRecord hang_record() override { return current_->hang_record(); }
+  void clear_hang_record() override { current_->clear_hang_record(); }
+  void reset() override;
+
+ private:
+  kernels::Bootstrap& bootstrap_;
+  protocol::Mutant mutant_;
+  std::map<std::pair<std::uint64_t, bool>, std::unique_ptr<kernels::Workspace>> workspaces_;
+  kernels::Workspace* current_ = nullptr;
+  bool mutant_in_oneshot_ = false;  // mutants apply to the kernel that has an instance
+  bool mutant_in_twoshot_ = false;
+};
+
+}  // namespace fusioncheck::gpu

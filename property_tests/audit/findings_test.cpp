@@ -1,0 +1,185 @@
+// Findings on committed captures: the correct build is clean, the pdl-wait-missing and
+// empty-body mutant builds are flagged on sm_120 and only there. RapidCheck properties
+// delete the wait from one random section of the correct listing and reorder sections.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "audit_test_support.hpp"
+#include "fusioncheck/audit/audit.hpp"
+
+namespace fusioncheck::audit {
+namespace {
+
+using test::finding_keys;
+using test::read_fixture;
+
+constexpr const char* kPdlKernel = "fc_audit_fixture_pdl_oneshot";
+constexpr const char* kPlainKernel = "fc_audit_fixture_plain_scale";
+
+FileReport audit_fixture(const std::string& name, const AuditOptions& options = {}) {
+  return audit_listing(name, parse_listing(read_fixture(name)), options);
+}
+
+bool contains(const std::vector<std::string>& keys, const std::string& key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+TEST(AuditFindings, CorrectBuildIsClean) {
+  const FileReport report = audit_fixture("pdl_correct.listing.txt");
+  EXPECT_TRUE(report.findings.empty()) << ::testing::PrintToString(finding_keys(report));
+  ASSERT_EQ(report.kernels.size(), 2u);
+  EXPECT_TRUE(report.kernels[0].pdl);   // the oneshot kernel, by the wait it has
+  EXPECT_FALSE(report.kernels[1].pdl);  // the plain kernel has neither wait nor trigger
+}
+
+TEST(AuditFindings, WaitMissingMutantIsFlaggedOnSm120Only) {
+  const FileReport report = audit_fixture("pdl_wait_missing.listing.txt");
+  const std::vector<std::string> expected = {
+      std::string("pdl-wait-missing sm_120 SASS ") + kPdlKernel,
+      std::string("pdl-wait-missing sm_120 PTX ") + kPdlKernel,
+      std::string("sync-differs-between-archs sm_120 SASS ") + kPdlKernel,
+      std::string("sync-differs-between-archs sm_120 PTX ") + kPdlKernel,
+  };
+  auto keys = finding_keys(report);
+  std::sort(keys.begin(), keys.end());
+  auto sorted_expected = expected;
+  std::sort(sorted_expected.begin(), sorted_expected.end());
+  EXPECT_EQ(keys, sorted_expected);
+  for (const auto& finding : report.findings)
+    if (finding.kind == FindingKind::kSyncDiffersBetweenArchs)
+      EXPECT_NE(finding.detail.find("griddep.wait (present on sm_90, sm_100)"), std::string::npos)
+          << finding.detail;
+}
+
+TEST(AuditFindings, EmptyBodyMutantIsFlaggedOnSm120Only) {
+  const FileReport report = audit_fixture("pdl_empty_body.listing.txt");
+  const auto keys = finding_keys(report);
+  EXPECT_TRUE(contains(keys, std::string("empty-body sm_120 SASS ") + kPdlKernel));
+  EXPECT_TRUE(contains(keys, std::string("empty-body sm_120 PTX ") + kPdlKernel));
+  EXPECT_TRUE(contains(keys, std::string("pdl-wait-missing sm_120 SASS ") + kPdlKernel));
+  for (const auto& finding : report.findings) {
+    EXPECT_EQ(finding.arch, "sm_120") << test::finding_key(finding);
+    EXPECT_EQ(finding.kernel, kPdlKernel);
+  }
+}
+
+TEST(AuditFindings, MixedSharedLibraryWithPtxForOneArchOnly) {
+  const FileReport report = audit_fixture("pdl_wait_missing_mixed_so.listing.txt");
+  const auto keys = finding_keys(report);
+  EXPECT_TRUE(contains(keys, std::string("pdl-wait-missing sm_120 SASS ") + kPdlKernel));
+  EXPECT_TRUE(contains(keys, std::string("pdl-wait-missing sm_120 PTX ") + kPdlKernel));
+  EXPECT_TRUE(contains(keys, std::string("sync-differs-between-archs sm_120 SASS ") + kPdlKernel));
+  for (const auto& finding : report.findings) EXPECT_NE(finding.arch, "sm_90a");
+}
+
+TEST(AuditFindings, PdlOptionsDecideWhichKernelsNeedTheWait) {
+  AuditOptions all;
+  all.pdl_all = true;
+  const auto with_all = finding_keys(audit_fixture("pdl_correct.listing.txt", all));
+  EXPECT_EQ(with_all.size(), 6u);  // the plain kernel, 3 archs x 2 sources
+  EXPECT_TRUE(contains(with_all, std::string("pdl-wait-missing sm_90 SASS ") + kPlainKernel));
+
+  AuditOptions by_name;
+  by_name.pdl_kernels.emplace("plain_scale");
+  EXPECT_EQ(finding_keys(audit_fixture("pdl_correct.listing.txt", by_name)), with_all);
+
+  AuditOptions no_heuristic;
+  no_heuristic.pdl_heuristic = false;
+  for (const auto& key : finding_keys(audit_fixture("pdl_wait_missing.listing.txt", no_heuristic)))
+    EXPECT_EQ(key.rfind("sync-differs-between-archs", 0), 0u) << key;
+}
+
+TEST(AuditFindings, JsonAndTableCarryTheFindings) {
+  const std::vector<FileReport> reports = {audit_fixture("pdl_wait_missing.listing.txt")};
+  const auto json = to_json(reports);
+  EXPECT_EQ(json.at("findings_total"), 4);
+  const auto& kernel = json.at("files").at(0).at("kernels").at(0);
+  EXPECT_EQ(kernel.at("name"), kPdlKernel);
+  EXPECT_EQ(kernel.at("code").size(), 6u);
+  EXPECT_EQ(kernel.at("code").at(0).at("sync").at("griddep.wait"), 1);
+  const std::string table = format_table(reports);
+  EXPECT_TRUE(std::regex_search(table, std::regex("pdl-wait-missing +sm_120 SASS")));
+  EXPECT_TRUE(std::regex_search(table, std::regex("sm_120 +SASS +[0-9]+ +atomic.gpu")));
+}
+
+TEST(AuditFindings, DemangledNamesForDisplay) {
+  EXPECT_EQ(demangle("_Z10k_wait_ptxPfPKf"), "k_wait_ptx(float*, float const*)");
+  EXPECT_EQ(demangle("fc_audit_fixture_pdl_oneshot"), "fc_audit_fixture_pdl_oneshot");
+}
+
+// Splits a listing into its "Fatbin ... code:" sections (the text before the first is kept
+// as section 0).
+std::vector<std::string> split_sections(const std::string& text) {
+  std::vector<std::string> sections(1);
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    if (line.rfind("Fatbin ", 0) == 0) sections.emplace_back();
+    sections.back() += line + "\n";
+    start = end + 1;
+  }
+  return sections;
+}
+
+std::string remove_wait_lines(const std::string& section) {
+  std::string kept;
+  std::size_t start = 0;
+  while (start < section.size()) {
+    const auto end = section.find('\n', start);
+    const std::string line = section.substr(start, end - start + 1);
+    if (line.find("ACQBULK") == std::string::npos && line.find("griddepcontrol.wait") == std::string::npos)
+      kept += line;
+    start = end + 1;
+  }
+  return kept;
+}
+
+RC_GTEST_PROP(AuditFindingsProperty, WaitDeletedFromAnyOneSectionIsFlaggedThere, ()) {
+  static const std::vector<std::string> sections = split_sections(read_fixture("pdl_correct.listing.txt"));
+  std::vector<std::size_t> with_code;
+  for (std::size_t i = 1; i < sections.size(); ++i)
+    if (sections[i].find("griddepcontrol.wait") != std::string::npos ||
+        sections[i].find("ACQBULK") != std::string::npos)
+      with_code.push_back(i);
+  RC_ASSERT(with_code.size() == 6u);
+  const std::size_t victim = *rc::gen::elementOf(with_code);
+  std::string text;
+  for (std::size_t i = 0; i < sections.size(); ++i)
+    text += i == victim ? remove_wait_lines(sections[i]) : sections[i];
+  const Listing victim_listing = parse_listing(sections[victim]);
+  RC_ASSERT(!victim_listing.functions.empty());
+  const std::string arch = victim_listing.functions.front().arch;
+  const std::string source(source_name(victim_listing.functions.front().source));
+
+  const FileReport report = audit_listing("mutated", parse_listing(text), {});
+  const auto keys = finding_keys(report);
+  RC_ASSERT(contains(keys, "pdl-wait-missing " + arch + " " + source + " " + kPdlKernel));
+  RC_ASSERT(contains(keys, "sync-differs-between-archs " + arch + " " + source + " " + kPdlKernel));
+  RC_ASSERT(keys.size() == 2u);
+}
+
+RC_GTEST_PROP(AuditFindingsProperty, SectionOrderDoesNotChangeTheReport, ()) {
+  for (const char* fixture : {"pdl_correct.listing.txt", "pdl_empty_body.listing.txt"}) {
+    const std::string text = read_fixture(fixture);
+    auto sections = split_sections(text);
+    std::vector<std::size_t> order;
+    for (std::size_t i = 1; i < sections.size(); ++i) order.push_back(i);
+    std::shuffle(order.begin(), order.end(), std::mt19937(*rc::gen::arbitrary<std::uint32_t>()));
+    std::string reordered = sections[0];
+    for (std::size_t index : order) reordered += sections[index];
+    RC_ASSERT(to_json({audit_listing("x", parse_listing(reordered), {})}) ==
+              to_json({audit_listing("x", parse_listing(text), {})}));
+  }
+}
+
+}  // namespace
+}  // namespace fusioncheck::audit

@@ -1,0 +1,278 @@
+// CPU tests of the kernels' host side: launch validation (what a launch refuses, without a
+// device) and the invariant checker on synthetic states, with a perturbation for every
+// invariant it must catch (negative controls).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/kernels/invariants.hpp"
+#include "fusioncheck/kernels/validate.hpp"
+
+namespace fk = fusioncheck::kernels;
+namespace fp = fusioncheck::protocol;
+
+namespace {
+
+alignas(16) unsigned char fake_device_memory[6][64];
+
+fk::FusedParams valid_params() {
+  fk::FusedParams p;
+  p.ranks = 2;
+  p.rank = 1;
+  p.tokens = 4;
+  p.hidden = 64;
+  p.pattern = fk::Pattern::residual_rmsnorm;
+  p.input = fake_device_memory[0];
+  p.residual_in = fake_device_memory[1];
+  p.gamma = fake_device_memory[2];
+  p.residual_out = fake_device_memory[3];
+  p.norm_out = fake_device_memory[4];
+  return p;
+}
+
+fk::LaunchLimits limits() { return fk::LaunchLimits{2, 1u << 16, false, 1u << 16, 90}; }
+
+std::string refusal(const fk::FusedParams& p, const fk::LaunchLimits& l, bool twoshot = false) {
+  try {
+    if (twoshot) fk::validate_twoshot(p, l);
+    else fk::validate_oneshot(p, l);
+  } catch (const fk::InvalidLaunch& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(KernelValidation, AcceptsAValidLaunch) {
+  EXPECT_EQ(refusal(valid_params(), limits()), "");
+  EXPECT_EQ(refusal(valid_params(), limits(), true), "");
+}
+
+TEST(KernelValidation, RefusesUnsupportedRankCounts) {
+  for (int ranks : {1, 3, 5, 6, 12, 32}) {
+    auto p = valid_params();
+    p.ranks = ranks;
+    p.rank = 0;
+    auto l = limits();
+    l.workspace_ranks = ranks;
+    EXPECT_NE(refusal(p, l).find("ranks=" + std::to_string(ranks) + " is not supported"), std::string::npos)
+        << refusal(p, l);
+  }
+  for (int ranks : {2, 4, 8, 16}) {
+    auto p = valid_params();
+    p.ranks = ranks;
+    auto l = limits();
+    l.workspace_ranks = ranks;
+    l.comm_size = 1u << 20;
+    EXPECT_EQ(refusal(p, l), "") << ranks;
+  }
+}
+
+TEST(KernelValidation, RefusesHiddenNotAMultipleOfTheVectorWidth) {
+  for (int hidden : {0, 4, 12, 100}) {
+    auto p = valid_params();
+    p.hidden = hidden;
+    EXPECT_NE(refusal(p, limits()).find("hidden="), std::string::npos) << hidden;
+  }
+  auto p = valid_params();
+  p.pattern = fk::Pattern::nvfp4;
+  p.hidden = 24;  // multiple of 8, not of 16
+  p.quant_out = fake_device_memory[5];
+  p.scale_out = fake_device_memory[5];
+  auto l = limits();
+  l.compute_capability = 100;
+  EXPECT_NE(refusal(p, l).find("multiple of 16"), std::string::npos);
+}
+
+TEST(KernelValidation, RefusesSizesBeyondTheWorkspace) {
+  auto p = valid_params();
+  auto l = limits();
+  // 2 ranks x tokens x 64 x 2 B must fit 64 KiB: 256 tokens fit exactly, 257 do not.
+  p.tokens = 256;
+  EXPECT_EQ(refusal(p, l), "");
+  p.tokens = 257;
+  EXPECT_NE(refusal(p, l).find("exceeds the Lamport buffer"), std::string::npos);
+  p.tokens = 1024;
+  EXPECT_NE(refusal(p, l, true).find("two-shot needs"), std::string::npos);
+}
+
+TEST(KernelValidation, RefusesNvfp4BelowSm100AndAcceptsItAbove) {
+  auto p = valid_params();
+  p.pattern = fk::Pattern::nvfp4;
+  p.quant_out = fake_device_memory[5];
+  p.scale_out = fake_device_memory[5];
+  EXPECT_NE(refusal(p, limits()).find("nvfp4 needs sm_100 or sm_120"), std::string::npos);
+  for (int cc : {100, 120}) {
+    auto l = limits();
+    l.compute_capability = cc;
+    EXPECT_EQ(refusal(p, l), "") << cc;
+  }
+}
+
+TEST(KernelValidation, RefusesLamportWidthMismatchAndBadPointers) {
+  auto p = valid_params();
+  p.fp32_lamport = true;
+  EXPECT_NE(refusal(p, limits()).find("sentinel width"), std::string::npos);
+  p = valid_params();
+  p.gamma = nullptr;
+  EXPECT_NE(refusal(p, limits()).find("gamma is null"), std::string::npos);
+  p = valid_params();
+  p.input = fake_device_memory[0] + 2;
+  EXPECT_NE(refusal(p, limits()).find("16-byte aligned"), std::string::npos);
+  p = valid_params();
+  p.rank = 2;
+  EXPECT_NE(refusal(p, limits()).find("rank=2"), std::string::npos);
+  p = valid_params();
+  p.ranks = 4;
+  EXPECT_NE(refusal(p, limits()).find("workspace was built for 2"), std::string::npos);
+}
+
+// ---- invariant checker ---------------------------------------------------------------
+namespace {
+
+constexpr std::uint64_t kComm = 256;  // bytes per buffer: 128 bf16 elements
+constexpr std::uint64_t kElems = 16;  // per rank
+
+// State after one correct call with flag 0 -> 1 on `ranks` ranks, 16-bit Lamport.
+struct Synthetic {
+  std::vector<fk::ControlState> before, after;
+  std::vector<std::vector<std::uint16_t>> inputs;
+};
+
+Synthetic correct_call(int ranks, int elem_bytes = 2) {
+  Synthetic s;
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<std::uint16_t> in(kElems);
+    for (std::uint64_t i = 0; i < kElems; ++i) in[i] = static_cast<std::uint16_t>(0x3f80 + r * 64 + i);
+    in[3] = 0x8000;  // -0 must arrive as +0
+    s.inputs.push_back(in);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    fk::ControlState st;
+    st.control = fp::initial_control_block(kComm);
+    st.comm_size = kComm;
+    st.elem_bytes = elem_bytes;
+    st.ranks = ranks;
+    st.twoshot_blocks = 1;
+    st.buffer_guards_intact = true;
+    st.barrier_flags.assign(2 * ranks, 0u);
+    st.lamport.resize(3 * kComm);
+    for (std::uint64_t i = 0; i < 3 * kComm; i += elem_bytes) {
+      const std::uint32_t neg = elem_bytes == 4 ? fp::kNegZero32 : fp::kNegZero16;
+      std::memcpy(&st.lamport[i], &neg, elem_bytes);
+    }
+    s.before.push_back(st);
+    fk::ControlState after = st;
+    after.control.flag = 1;
+    after.control.clear_size = ranks * kElems;
+    for (int src = 0; src < ranks; ++src)
+      for (std::uint64_t i = 0; i < kElems; ++i) {
+        const std::uint32_t bits = fk::pushed_lamport_bits(s.inputs[src][i], fk::DType::bf16, elem_bytes);
+        std::memcpy(&after.lamport[(src * kElems + i) * elem_bytes], &bits, elem_bytes);
+      }
+    s.after.push_back(after);
+  }
+  return s;
+}
+
+bool mentions(const std::vector<std::string>& v, const std::string& prefix) {
+  for (const auto& line : v)
+    if (line.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+std::vector<std::string> check(const Synthetic& s) {
+  return fk::check_oneshot_invariants(s.before, s.after, s.inputs, fk::DType::bf16);
+}
+
+}  // namespace
+
+TEST(InvariantChecker, CorrectCallHasNoViolations) {
+  for (int elem_bytes : {2, 4}) {
+    const auto v = check(correct_call(2, elem_bytes));
+    EXPECT_TRUE(v.empty()) << v.front();
+  }
+}
+
+TEST(InvariantChecker, CatchesEveryPerturbation) {
+  struct Case {
+    const char* what;
+    const char* expect;
+    void (*perturb)(Synthetic&);
+  };
+  const Case cases[] = {
+      {"counter left", "invariant 1", [](Synthetic& s) { s.after[0].control.arrival_counter = 3; }},
+      {"flag not advanced", "invariant 2", [](Synthetic& s) { for (auto& a : s.after) a.control.flag = 0; }},
+      {"clear size of one rank", "invariant 2", [](Synthetic& s) { for (auto& a : s.after) a.control.clear_size = kElems; }},
+      {"ranks disagree", "invariant 3", [](Synthetic& s) { s.after[1].control.flag = 2; }},
+      {"stale element in slot", "invariant 4", [](Synthetic& s) { s.after[1].lamport[2 * (kElems + 5)] ^= 1; }},
+      {"-0 not canonicalised", "invariant 4",
+       [](Synthetic& s) { s.after[0].lamport[2 * 3] = 0x00; s.after[0].lamport[2 * 3 + 1] = 0x80; }},
+      {"leftover past N*size", "invariant 4", [](Synthetic& s) { s.after[0].lamport[2 * (2 * kElems + 1) + 1] = 0; }},
+      {"other buffer not cleared", "invariant 5", [](Synthetic& s) { s.after[1].lamport[kComm * 2 + 10] = 0x12; }},
+      {"control guard", "invariant 11", [](Synthetic& s) { s.after[0].control.guard_back = 0; }},
+      {"buffer guard", "invariant 11", [](Synthetic& s) { s.after[1].buffer_guards_intact = false; }},
+  };
+  for (const auto& c : cases) {
+    Synthetic s = correct_call(2);
+    c.perturb(s);
+    EXPECT_TRUE(mentions(check(s), c.expect)) << c.what;
+  }
+}
+
+TEST(InvariantChecker, CatchesA16BitSentinelInAnFp32Buffer) {
+  Synthetic s = correct_call(2, 4);
+  const std::uint32_t narrow = 0x80008000u;
+  std::memcpy(&s.after[0].lamport[kComm + 8], &narrow, 4);
+  const auto v = check(s);
+  EXPECT_TRUE(mentions(v, "invariant 6"));
+  EXPECT_TRUE(mentions(v, "invariant 5"));
+}
+
+TEST(InvariantChecker, TwoShotFlagsAndStateSeparation) {
+  Synthetic s = correct_call(2);
+  for (auto& a : s.after) {
+    a.control = s.before[0].control;
+    a.control.two_shot_flag = 1;
+    a.barrier_flags.assign(a.barrier_flags.size(), 1u);
+  }
+  EXPECT_TRUE(fk::check_twoshot_invariants(s.before, s.after).empty());
+  s.after[1].barrier_flags[2] = 0;
+  EXPECT_TRUE(mentions(fk::check_twoshot_invariants(s.before, s.after), "invariant 7"));
+  s.after[1].barrier_flags[2] = 1;
+  s.after[0].control.flag = 1;  // one-shot state moved during a two-shot call
+  EXPECT_TRUE(mentions(fk::check_twoshot_invariants(s.before, s.after), "invariant 2"));
+}
+
+// ---- CommBootstrap forwards to an MpiComm-shaped communicator ------------------------------
+#include "fusioncheck/kernels/comm_bootstrap.hpp"
+
+namespace {
+struct FakeComm {
+  int gathers = 0, barriers = 0;
+  int rank() const { return 1; }
+  int size() const { return 2; }
+  void all_gather(const void* send, void* recv, std::size_t bytes, const char*) {
+    ++gathers;
+    std::memcpy(static_cast<char*>(recv) + bytes, send, bytes);  // as rank 1 of 2
+  }
+  void barrier(const char*) { ++barriers; }
+};
+}  // namespace
+
+TEST(CommBootstrap, ForwardsEveryCall) {
+  FakeComm comm;
+  fk::CommBootstrap<FakeComm> boot(comm);
+  fk::Bootstrap& b = boot;
+  EXPECT_EQ(b.rank(), 1);
+  EXPECT_EQ(b.size(), 2);
+  int mine = 7, all[2] = {0, 0};
+  b.all_gather(&mine, all, sizeof mine, "test");
+  b.barrier("test");
+  EXPECT_EQ(all[1], 7);
+  EXPECT_EQ(comm.gathers, 1);
+  EXPECT_EQ(comm.barriers, 1);
+}

@@ -1,0 +1,333 @@
+// GPU tests of the fused kernels (label gpu): N ranks on N streams of one GPU, in one
+// process. Every call is compared with the CPU reference and the protocol invariants are
+// read back after it; every kernel mutant must be caught. Skips without an sm_90+ GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpu_rig.hpp"
+
+namespace fk = fusioncheck::kernels;
+namespace fp = fusioncheck::protocol;
+using fk::testing::CallSpec;
+using fk::testing::Findings;
+using fk::testing::Path;
+using fk::testing::Rig;
+
+namespace {
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string reason = fk::testing::gpu_skip_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
+  }
+};
+
+// Token counts that grow and shrink: a shrinking call must still clear the previous size.
+const std::vector<int> kTokenSequence = {1, 7, 64, 3, 130, 2, 16};
+
+std::vector<fk::Pattern> patterns_for_device() {
+  std::vector<fk::Pattern> p = {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_static,
+                                fk::Pattern::fp8_dynamic};
+  if (fk::testing::compute_capability() >= 100) p.push_back(fk::Pattern::nvfp4);
+  return p;
+}
+
+void expect_clean_sequence(Rig& rig, CallSpec spec, const std::string& label) {
+  for (int tokens : kTokenSequence) {
+    spec.tokens = tokens;
+    const Findings f = rig.call(spec);
+    ASSERT_TRUE(f.ok()) << label << " tokens=" << tokens << " (cluster size " << f.cluster_size << "):\n"
+                        << f.summary();
+  }
+}
+
+}  // namespace
+
+TEST_F(Gpu, OneShotMatchesReferenceForEveryPatternRankCountAndDtype) {
+  for (int ranks : {2, 4})
+    for (fk::DType dtype : {fk::DType::bf16, fk::DType::f16}) {
+      Rig rig(ranks, dtype);
+      for (fk::Pattern pattern : patterns_for_device()) {
+        CallSpec spec;
+        spec.pattern = pattern;
+        spec.hidden = 512;
+        expect_clean_sequence(rig, spec, std::string("ranks=") + std::to_string(ranks) + " " + fk::dtype_name(dtype) +
+                                             " " + fk::pattern_name(pattern));
+      }
+    }
+}
+
+TEST_F(Gpu, OneShotVariantsFp32LamportPerStepRoundingWeightBias) {
+  for (bool fp32_lamport : {false, true}) {
+    Rig rig(2, fk::DType::bf16, fp32_lamport);
+    for (bool fp32_acc : {true, false})
+      for (float bias : {0.0f, 1.0f}) {
+        CallSpec spec;
+        spec.hidden = 1024;
+        spec.fp32_accumulation = fp32_acc;
+        spec.weight_bias = bias;
+        expect_clean_sequence(rig, spec, std::string("fp32_lamport=") + (fp32_lamport ? "1" : "0") +
+                                             " fp32_acc=" + (fp32_acc ? "1" : "0") + " weight_bias=" + std::to_string(bias));
+      }
+  }
+  Rig rig8(8, fk::DType::bf16);  // the largest rank count that stays quick on one GPU
+  CallSpec spec;
+  spec.hidden = 256;
+  expect_clean_sequence(rig8, spec, "ranks=8");
+}
+
+TEST_F(Gpu, ClusterAndNonClusterRmsNormPathsBothMatchReference) {
+  Rig rig(2, fk::DType::bf16);
+  CallSpec spec;
+  spec.hidden = 4096;
+  spec.cluster = fk::ClusterMode::force_no_cluster;
+  expect_clean_sequence(rig, spec, "force_no_cluster");
+  if (!fk::device_supports_clusters()) GTEST_SKIP() << "device reports no cluster launch: cluster path not tested";
+  spec.cluster = fk::ClusterMode::force_cluster;
+  spec.tokens = 4;
+  const Findings f = rig.call(spec);
+  ASSERT_TRUE(f.ok()) << f.summary();
+  EXPECT_GT(f.cluster_size, 1) << "force_cluster launched without a cluster";
+  std::printf("[ info ] cluster path: %d blocks per token row\n", f.cluster_size);
+  spec.pattern = fk::Pattern::fp8_dynamic;  // two cross-block reductions per row
+  expect_clean_sequence(rig, spec, "force_cluster fp8_dynamic");
+}
+
+TEST_F(Gpu, BackToBackPdlCallsWithEarlyAndLateTrigger) {
+  for (fk::Trigger trigger : {fk::Trigger::at_end, fk::Trigger::early}) {
+    Rig rig(2, fk::DType::bf16);
+    std::vector<CallSpec> specs;
+    for (int k = 0; k < 12; ++k) {
+      CallSpec s;
+      s.hidden = 1024;
+      s.tokens = kTokenSequence[k % kTokenSequence.size()];
+      s.trigger = trigger;
+      specs.push_back(s);
+    }
+    const Findings f = rig.call_sequence(specs);
+    EXPECT_TRUE(f.ok()) << (trigger == fk::Trigger::early ? "early" : "at_end") << " trigger:\n" << f.summary();
+  }
+}
+
+TEST_F(Gpu, TwoShotMatchesReferenceAndKeepsItsOwnState) {
+  for (int ranks : {2, 4})
+    for (fk::DType dtype : {fk::DType::bf16, fk::DType::f16}) {
+      Rig rig(ranks, dtype);
+      for (fk::Pattern pattern : {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_dynamic}) {
+        CallSpec spec;
+        spec.path = Path::twoshot;
+        spec.pattern = pattern;
+        spec.hidden = 1024;
+        expect_clean_sequence(rig, spec, std::string("two-shot ranks=") + std::to_string(ranks) + " " +
+                                             fk::pattern_name(pattern));
+      }
+    }
+}
+
+TEST_F(Gpu, AlternatingOneShotAndTwoShotCallsStayIndependent) {
+  Rig rig(2, fk::DType::bf16);
+  for (int k = 0; k < 8; ++k) {
+    CallSpec spec;
+    spec.path = k % 2 == 0 ? Path::oneshot : Path::twoshot;
+    spec.hidden = 2048;
+    spec.tokens = kTokenSequence[k % kTokenSequence.size()];
+    const Findings f = rig.call(spec);
+    ASSERT_TRUE(f.ok()) << "call " << k << " (" << fk::testing::path_name(spec.path) << "):\n" << f.summary();
+  }
+}
+
+TEST_F(Gpu, UnfusedBaselineMatchesReference) {
+  Rig rig(2, fk::DType::bf16);
+  CallSpec spec;
+  spec.path = Path::unfused;
+  spec.hidden = 2048;
+  expect_clean_sequence(rig, spec, "unfused (one-shot allreduce + residual/RMSNorm kernel)");
+}
+
+TEST_F(Gpu, MissingPeerEndsInAHangRecordNotAHang) {
+  Rig rig(2, fk::DType::bf16);
+  std::vector<fk::testing::DeviceBuffer> io;
+  for (int i = 0; i < 6; ++i) io.emplace_back(64 * 256 * 2);
+  fk::FusedParams p;
+  p.ranks = 2;
+  p.rank = 0;
+  p.tokens = 64;
+  p.hidden = 256;
+  p.spin_budget_cycles = 1ull << 24;  // ~10 ms
+  p.input = io[0].get();
+  p.residual_in = io[1].get();
+  p.gamma = io[2].get();
+  p.allreduce_out = io[3].get();
+  p.residual_out = io[4].get();
+  p.norm_out = io[5].get();
+  io[0].fill(0x3f);  // non-sentinel input
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fill runs on the legacy stream
+  const auto start = std::chrono::steady_clock::now();
+  fk::launch_oneshot(p, rig.workspaces()[0], rig.stream(0));  // rank 1 never launches
+  ASSERT_EQ(cudaStreamSynchronize(rig.stream(0)), cudaSuccess);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const fk::HangRecord h = rig.workspaces()[0].hang_record();
+  ASSERT_EQ(h.valid, 1u) << "rank 0 waited for an absent peer but left no hang record";
+  EXPECT_EQ(h.rank, 0u);
+  EXPECT_EQ(h.awaited_slot, 1u);
+  EXPECT_EQ(h.what, fk::HangSite::lamport_poll);
+  EXPECT_EQ(h.flag, 0u);
+  EXPECT_LT(seconds, 5.0);
+  std::printf("[ info ] %s (returned after %.3f s)\n", fk::describe(h).c_str(), seconds);
+  EXPECT_THROW(rig.workspaces()[0].throw_if_hung(), fk::KernelHang);
+}
+
+TEST_F(Gpu, WaitProfileShowsTheLatePeer) {
+  Rig rig(2, fk::DType::bf16);
+  std::vector<std::vector<fk::testing::DeviceBuffer>> io(2);
+  std::vector<fk::FusedParams> params(2);
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 6; ++i) io[r].emplace_back(16 * 1024 * 2);
+    io[r][0].fill(0x3f);
+    io[r][2].fill(0x3f);
+    fk::FusedParams& p = params[r];
+    p.ranks = 2;
+    p.rank = r;
+    p.tokens = 16;
+    p.hidden = 1024;
+    p.input = io[r][0].get();
+    p.residual_in = io[r][1].get();
+    p.gamma = io[r][2].get();
+    p.allreduce_out = io[r][3].get();
+    p.residual_out = io[r][4].get();
+    p.norm_out = io[r][5].get();
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // fills run on the legacy stream
+  const fk::LaunchInfo info = fk::launch_oneshot_wait_profile(params[0], rig.workspaces()[0], rig.stream(0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // rank 1 arrives late
+  fk::launch_oneshot_wait_profile(params[1], rig.workspaces()[1], rig.stream(1));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  rig.workspaces()[0].throw_if_hung();
+  const auto profile = rig.workspaces()[0].wait_profile(info.grid);
+  std::uint64_t on_peer0 = 0, on_peer1 = 0, work = 0;
+  for (const auto& e : profile) {
+    on_peer0 += e.poll_cycles_by_peer[0];
+    on_peer1 += e.poll_cycles_by_peer[1];
+    work += e.work_cycles;
+  }
+  std::printf("[ info ] rank 0 wait profile over %d blocks: polled peer 0 %llu, peer 1 %llu cycles; work %llu\n",
+              info.grid, static_cast<unsigned long long>(on_peer0), static_cast<unsigned long long>(on_peer1),
+              static_cast<unsigned long long>(work));
+  EXPECT_GT(on_peer1, 10 * (on_peer0 + 1)) << "the late peer 1 should dominate rank 0's polling";
+  EXPECT_GT(work, 0u);
+}
+
+// ---- negative controls: every kernel mutant must be caught --------------------------------
+namespace {
+
+struct MutantCase {
+  fp::Mutant mutant;
+  bool caught_on(int cc) const {
+    // The arch-guard mutants are wrong only in sm_120 code; elsewhere the audit catches them.
+    if (mutant == fp::Mutant::pdl_wait_missing || mutant == fp::Mutant::empty_body) return cc >= 120;
+    // A missing release/acquire is invisible on one GPU's coherent L2 in practice; the sim
+    // and the audit kill it. Run here for information only.
+    if (mutant == fp::Mutant::barrier_no_release) return false;
+    return true;
+  }
+};
+
+std::vector<CallSpec> provoking_sequence(fp::Mutant m) {
+  std::vector<CallSpec> specs;
+  for (int k = 0; k < 9; ++k) {
+    CallSpec s;
+    s.mutant = m;
+    s.hidden = 1024;
+    s.tokens = k % 3 == 2 ? 5 : 48;  // shrinking calls expose clear-size bugs
+    s.spin_budget_cycles = 1ull << 26;
+    s.trigger = fk::Trigger::early;   // lets the next call overlap where the wait is missing
+    if (m == fp::Mutant::early_trigger) {
+      s.trigger = fk::Trigger::at_end;  // the consumer trusts at-end; the mutant triggers early
+      s.consumer_reads_before_wait = true;
+    }
+    if (m == fp::Mutant::barrier_no_release) s.path = Path::twoshot;
+    specs.push_back(s);
+  }
+  return specs;
+}
+
+class GpuMutant : public ::testing::TestWithParam<fp::Mutant> {
+ protected:
+  void SetUp() override {
+    const std::string reason = fk::testing::gpu_skip_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
+  }
+};
+
+std::vector<fp::Mutant> kernel_mutants() {
+  auto m = fk::oneshot_mutants_compiled();
+  for (auto t : fk::twoshot_mutants_compiled()) m.push_back(t);
+  return m;
+}
+
+}  // namespace
+
+TEST_F(Gpu, EarlyTriggerControlIsCleanForTheCorrectKernel) {
+  Rig rig(2, fk::DType::bf16);
+  auto specs = provoking_sequence(fp::Mutant::early_trigger);
+  for (auto& s : specs) s.mutant = fp::Mutant::none;
+  for (const auto& s : specs) {
+    const Findings f = rig.call(s);
+    ASSERT_TRUE(f.ok()) << f.summary();
+  }
+}
+
+TEST_P(GpuMutant, IsCaught) {
+  const fp::Mutant m = GetParam();
+  const bool expect = MutantCase{m}.caught_on(fk::testing::compute_capability());
+  Rig rig(2, fk::DType::bf16, m == fp::Mutant::sentinel_width);
+  const auto specs = provoking_sequence(m);
+  int caught_at = -1;
+  Findings found;
+  if (m == fp::Mutant::pdl_wait_missing) {
+    // Only back-to-back PDL launches (no host sync between calls) can overlap.
+    found = rig.call_sequence(specs);
+    if (!found.ok()) caught_at = static_cast<int>(specs.size()) - 1;
+  } else {
+    for (std::size_t k = 0; k < specs.size() && caught_at < 0; ++k) {
+      found = rig.call(specs[k]);  // checked after every call
+      if (!found.ok()) caught_at = static_cast<int>(k);
+    }
+  }
+  const std::string id(fp::mutant_id(m));
+  if (caught_at >= 0)
+    std::printf("[ info ] mutant %s caught at call %d%s:\n%s", id.c_str(), caught_at,
+                found.hung ? " (hang record)" : "", found.summary(3).c_str());
+  else
+    std::printf("[ info ] mutant %s survived %zu calls on sm_%d%s\n", id.c_str(), specs.size(),
+                fk::testing::compute_capability(), expect ? "" : " (expected here: see MutantCase::caught_on)");
+  if (expect) EXPECT_GE(caught_at, 0) << "mutant " << id << " was not caught";
+  else if (m == fp::Mutant::pdl_wait_missing || m == fp::Mutant::empty_body)
+    EXPECT_LT(caught_at, 0) << "mutant " << id << " is compiled correct below sm_120, yet a check fired";
+}
+
+INSTANTIATE_TEST_SUITE_P(KernelMutants, GpuMutant, ::testing::ValuesIn(kernel_mutants()),
+                         [](const ::testing::TestParamInfo<fp::Mutant>& info) {
+                           std::string id(fp::mutant_id(info.param));
+                           for (char& c : id)
+                             if (c == '-') c = '_';
+                           return id;
+                         });
+
+// The catalogue's kernel bit and the compiled mutant instances must agree (no GPU needed).
+TEST(KernelCatalogue, EveryKernelMutantHasAnInstanceAndNoOtherDoes) {
+  auto compiled = fk::oneshot_mutants_compiled();
+  for (auto m : fk::twoshot_mutants_compiled()) compiled.push_back(m);
+  for (const auto& info : fp::kMutantCatalogue) {
+    const bool in_kernel = (info.layers & fp::kInKernel) != 0;
+    const bool has_instance = std::find(compiled.begin(), compiled.end(), info.mutant) != compiled.end();
+    EXPECT_EQ(in_kernel, has_instance) << info.id << ": catalogue says kernel=" << in_kernel
+                                       << " but an instance is " << (has_instance ? "" : "not ") << "compiled";
+  }
+}
