@@ -1,8 +1,40 @@
 #!/usr/bin/env bash
-# The main job over an existing build: every step must pass.
+# The main job over an existing build (build/default): every step must pass.
+#   CPU-only machine: reference self-check, the protocol sim on every architecture
+#   profile, and the per-architecture audit of the compiled kernels.
+#   With GPUs: the GPU suite too (ci/gpu_suite.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/env.sh
-FC=build/default/mpi_launch/fusioncheck
-"$FC" mutants
+B=build/default
+FC=$B/mpi_launch/fusioncheck
+
+echo "== reference self-check"
+"$FC" reference --selfcheck
+
+echo "== protocol sim: the correct protocol on every profile"
+for profile in sm90-nvlink sm90-pcie sm100-nvlink sm120-pcie; do
+  "$FC" sim --profile "$profile" --scheduler random --budget 20000 --out "$B/sim-out"
+done
+
+K=$B/kernels
+if [ -f "$K/libfc_audit_kernels_none.so" ]; then
+  echo "== audit: the correct build is clean on every architecture"
+  "$FC" audit --pdl-kernels _pdl_ "$K/libfc_audit_kernels_none.so"
+  echo "== audit: the mutant builds are flagged on sm_120"
+  for m in pdl_wait_missing empty_body; do
+    rc=0; "$FC" audit --pdl-kernels _pdl_ "$K/libfc_audit_kernels_$m.so" >"$B/audit_$m.txt" || rc=$?
+    if [ "$rc" -ne 1 ] || ! grep -Eq "(pdl-wait-missing|empty-body) +sm_120" "$B/audit_$m.txt"; then
+      cat "$B/audit_$m.txt"; echo "audit did not flag the $m build on sm_120"; exit 1
+    fi
+    grep -E "(pdl-wait-missing|empty-body) +sm_120" "$B/audit_$m.txt" | head -2
+  done
+else
+  echo "== audit skipped: the CUDA kernels were not built (no nvcc)"
+fi
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  echo "== GPU suite"
+  bash ci/gpu_suite.sh
+fi
 echo "fusioncheck: main job passed"

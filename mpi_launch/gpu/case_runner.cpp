@@ -35,6 +35,7 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   rc.accumulation = c.fp32_accumulation ? ref::Accumulation::fp32 : ref::Accumulation::per_step;
   rc.eps = 1e-6f;
   rc.weight_bias = c.weight_bias;
+  rc.canonicalize_neg_zero = !call.twoshot;  // only the Lamport push maps -0 to +0
   rc.quant.fp8_static = call.pattern == k::Pattern::fp8_static;
   rc.quant.fp8_inv_scale = 2.0f;
   rc.quant.fp8_dynamic = call.pattern == k::Pattern::fp8_dynamic;

@@ -1,0 +1,103 @@
+#pragma once
+// The CPU reference of one fused call: allreduce + residual add + RMSNorm (+ quantisation)
+// over N ranks' inputs of shape [tokens x hidden]. Order of operations (DESIGN.md step 6),
+// for element j of token t, with T the element type and float(.) exact widening:
+//
+//   x_r      = canonicalize(input_r[j])          -0 -> +0, as the push does (step 3); only
+//                      with canonicalize_neg_zero (the one-shot Lamport path). The two-shot
+//                      and NCCL paths have no sentinel and sum the inputs as they are, so
+//                      e.g. (-0) + (-0) = -0 there.
+//   sum      fp32:     s = float(x_0); s += float(x_r) for r = 1..N-1 in rank order (float
+//                      adds); allreduce = T(s)                       (one final rounding)
+//            per_step: a = x_0; a = T(float(a) + float(x_r)) for r = 1..N-1
+//                      allreduce = a                                 (rounded every step)
+//                      (float has >= 2p+2 significand bits for fp16 and bf16, so this
+//                      double rounding equals a correctly rounded T add, e.g. __hadd)
+//   residual_out = T(float(allreduce) + float(residual_in[j]))      (the kernel adds the
+//                      T-rounded sum to the residual in fp32 and rounds once)
+//   x_j      = float(residual_out[j])
+//   ss       = sum_j x_j * x_j in fp32: 8 partial sums over j % 8, then combined pairwise
+//              (the GPU's order differs: tolerance.hpp bounds any order)
+//   r        = 1.0f / sqrtf(ss / hidden + eps)            (float ops, IEEE-rounded)
+//   norm_out = T((x_j * r) * (weight_bias + float(gamma[j])))
+//
+// Quantised outputs read q_j = float(norm_out[j]) (the T-rounded norm output):
+//   fp8 static:  code = e4m3(q_j * fp8_inv_scale). The kernel must multiply by the same
+//                float inverse scale (not divide by a scale); dequantised = e4m3 / inv_scale.
+//   fp8 dynamic: per token, amax = max_j |q_j|; scale = max(amax / 448, kFp8MinScale)
+//                (the floor makes an all-zero token give scale kFp8MinScale and all-zero
+//                codes, never a division by zero); code = e4m3(q_j * (1.0f / scale)).
+//   nvfp4:       per block of 16 elements of a token, with g = nvfp4_global_scale
+//                (typically 448 * 6 / amax_global):
+//                  sf      = e4m3(g * (amax_block * (1.0f / 6.0f)))    block scale code
+//                  out_sc  = sf == 0 ? 0 : 1.0f / (e4m3_to_float(sf) * (1.0f / g))
+//                  element = e2m1(q_j * out_sc)
+//                dequantised = e2m1_to_float(element) * e4m3_to_float(sf) / g.
+//                Two elements per byte, element 2k in the low nibble. The GPU recipe
+//                (TensorRT-LLM / FlashInfer) uses approximate reciprocals here; the
+//                checkers in tolerance.hpp allow for that.
+#include <cstdint>
+#include <vector>
+
+#include "fusioncheck/reference/quant.hpp"
+#include "fusioncheck/reference/tensor.hpp"
+
+namespace fusioncheck::reference {
+
+inline constexpr float kFp8MinScale = 1.0f / (448.0f * 512.0f);
+inline constexpr int kNvfp4BlockSize = 16;
+
+struct QuantConfig {
+  bool fp8_static = false;
+  float fp8_inv_scale = 1.0f;  // code = e4m3(q * fp8_inv_scale)
+  bool fp8_dynamic = false;
+  bool nvfp4 = false;
+  float nvfp4_global_scale = 1.0f;
+  ScaleLayout nvfp4_layout = ScaleLayout::swizzled128x4;
+};
+
+struct FusedConfig {
+  int ranks = 2;
+  int tokens = 1;
+  int hidden = 16;
+  DType dtype = DType::bf16;
+  Accumulation accumulation = Accumulation::fp32;
+  float eps = 1e-6f;
+  float weight_bias = 0.0f;  // added to gamma: 0, or 1 for "(1 + gamma)" models
+  bool canonicalize_neg_zero = true;  // one-shot Lamport semantics (see above)
+  QuantConfig quant;
+};
+
+struct FusedInputs {
+  std::vector<Tensor> rank_inputs;  // ranks x [tokens * hidden], rank r at index r
+  Tensor residual_in;               // [tokens * hidden]
+  Tensor gamma;                     // [hidden]
+};
+
+struct FusedOutputs {
+  Tensor allreduce;     // [tokens * hidden], identical on every rank
+  Tensor residual_out;  // [tokens * hidden]
+  Tensor norm_out;      // [tokens * hidden]
+  std::vector<std::uint8_t> fp8_static;         // [tokens * hidden] e4m3 codes
+  std::vector<std::uint8_t> fp8_dynamic;        // [tokens * hidden] e4m3 codes
+  std::vector<float> fp8_dynamic_scale;         // [tokens]
+  std::vector<std::uint8_t> nvfp4;              // [tokens * hidden / 2] packed e2m1
+  std::vector<std::uint8_t> nvfp4_scale;        // e4m3 codes in quant.nvfp4_layout, padding 0
+};
+
+// Throws std::invalid_argument (one line) on a bad shape, dtype mismatch or bad config:
+// ranks in [1, 64], tokens >= 1, hidden >= 1 (a multiple of 16 when nvfp4 is on),
+// eps >= 0 and finite, scales finite and > 0.
+void validate(const FusedConfig& config, const FusedInputs& inputs);
+
+// All outputs of one call. Validates first.
+FusedOutputs compute_fused(const FusedConfig& config, const FusedInputs& inputs);
+// The same, reusing out's buffers (no allocation when the shapes repeat between calls).
+void compute_fused_into(const FusedConfig& config, const FusedInputs& inputs, FusedOutputs& out);
+
+// The float value of norm_out[t, j] before its final rounding to T, for every element
+// (used by the tolerance and by tests). Needs the residual_out of compute_fused.
+std::vector<float> norm_before_rounding(const FusedConfig& config, const Tensor& residual_out,
+                                        const Tensor& gamma);
+
+}  // namespace fusioncheck::reference

@@ -1,0 +1,59 @@
+#pragma once
+// Seeded input generators. Every value is a pure function of
+// (seed, call_index, stream, element), so each rank of a GPU run can generate its own and
+// every peer's data without communication, and a counterexample replays from its numbers.
+// stream = the rank for rank inputs, kResidualStream / kGammaStream for the others.
+//
+// Exact inputs: value = m * 2^e with integer m, |m| <= M, and the exponent e chosen per
+// (call, element) (shared by all ranks, so all terms of one element are multiples of 2^e).
+// M = floor(2^p / (ranks + 1)) with p the significand width of T (bf16 8, fp16 11, fp32 24,
+// capped at 2^11) and e in [-6, 3], so the N rank values plus the residual have every partial
+// sum, in any order and with any rounding point, an integer multiple of 2^e of magnitude
+// <= 2^p * 2^e: exactly representable, never subnormal, never overflowing in T.
+// So allreduce and residual_out are exact and must match bit for bit. m depends on
+// (seed, call, stream, element), so stale data from another call or rank shows.
+// Optionally a few rank inputs are -0 (the sentinel: exercises canonicalisation).
+//
+// Random with specials: mostly values of moderate magnitude, mixed with +-0, subnormals of
+// both signs, +-largest finite, outliers (a large power of two) and values that round
+// differently at different rounding points; no inf or NaN unless asked.
+#include <cstdint>
+
+#include "fusioncheck/reference/fused.hpp"
+
+namespace fusioncheck::reference {
+
+inline constexpr int kResidualStream = -1;
+inline constexpr int kGammaStream = -2;
+
+struct ExactSpec {
+  std::uint64_t seed = 0;
+  std::uint64_t call_index = 0;
+  int ranks = 2;
+  bool with_neg_zero = true;  // ~1/64 of rank-input elements are -0
+};
+
+// One rank's input (stream = rank) or the residual (stream = kResidualStream).
+Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DType dtype);
+// gamma: values in [0.5, 2) with 4 significant bits (exact in every T), nonzero.
+Tensor exact_gamma(std::uint64_t seed, int hidden, DType dtype);
+// All inputs of one call for config (ranks, tokens, hidden, dtype).
+FusedInputs make_exact_inputs(const FusedConfig& config, std::uint64_t seed,
+                              std::uint64_t call_index, bool with_neg_zero = true);
+
+struct SpecialsSpec {
+  std::uint64_t seed = 0;
+  std::uint64_t call_index = 0;
+  int specials_per_256 = 24;  // share of special values
+  bool with_inf_nan = false;
+};
+Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, int hidden,
+                            DType dtype);
+FusedInputs make_random_inputs(const FusedConfig& config, const SpecialsSpec& spec);
+
+// The value the reference would compute for an exact-input element, by exact (double)
+// arithmetic: sum of canonicalised rank inputs, rounded once. Used by the self-check as
+// the naive implementation.
+Tensor naive_exact_allreduce(const FusedInputs& inputs, DType dtype);
+
+}  // namespace fusioncheck::reference

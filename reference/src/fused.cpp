@@ -1,0 +1,252 @@
+// The reference's hot path: one template instance per element type, plain loops over a
+// token row, no per-element dispatch. The order of operations is documented in fused.hpp.
+#include "fusioncheck/reference/fused.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace fusioncheck::reference {
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+// Row kernels with restrict-qualified pointers, so that each loop vectorises.
+template <DType T>
+void widen_row(const typename Element<T>::Bits* __restrict in, float* __restrict out,
+               std::size_t n, bool canonical) {
+  if (canonical) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::to_float(canonicalize<T>(in[j]));
+  } else {
+    for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::to_float(in[j]);
+  }
+}
+
+template <DType T>
+void round_row(const float* __restrict in, typename Element<T>::Bits* __restrict out, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::from_float(in[j]);
+}
+
+void add_row(float* __restrict acc, const float* __restrict v, std::size_t n) {
+  for (std::size_t j = 0; j < n; ++j) acc[j] += v[j];
+}
+
+// w_j = weight_bias + float(gamma_j), rounded once in float like the kernel.
+template <DType T>
+std::vector<float> norm_weights(const FusedConfig& c, const Tensor& gamma) {
+  using E = Element<T>;
+  const auto g = gamma.view<T>();
+  std::vector<float> w(g.size());
+  for (std::size_t j = 0; j < g.size(); ++j) w[j] = c.weight_bias + E::to_float(g[j]);
+  return w;
+}
+
+// Sum of squares in fp32 over 8 interleaved partial sums (lane j % 8, in index order), then
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). Any order is covered by the bound in
+// tolerance.hpp; this one breaks the add latency chain (the GPU's order differs anyway).
+float sum_of_squares(const float* x, std::size_t hidden) {
+  float lane[8] = {};
+  std::size_t j = 0;
+  for (; j + 8 <= hidden; j += 8)
+    for (int k = 0; k < 8; ++k) lane[k] += x[j + k] * x[j + k];
+  for (int k = 0; j < hidden; ++j, ++k) lane[k] += x[j] * x[j];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// y_j = (x_j * r) * w_j with r = 1 / sqrt(sum(x^2) / hidden + eps), all in float.
+void rmsnorm_row(const float* x, const float* w, std::size_t hidden, float eps, float* y) {
+  const float ss = sum_of_squares(x, hidden);
+  const float r = 1.0f / std::sqrt(ss / static_cast<float>(hidden) + eps);
+  for (std::size_t j = 0; j < hidden; ++j) y[j] = (x[j] * r) * w[j];
+}
+
+void quantise_row(const QuantConfig& q, const float* v, std::size_t hidden, std::size_t token,
+                  FusedOutputs& out) {
+  const std::size_t base = token * hidden;
+  if (q.fp8_static) {
+    for (std::size_t j = 0; j < hidden; ++j)
+      out.fp8_static[base + j] = float_to_e4m3(v[j] * q.fp8_inv_scale);
+  }
+  if (q.fp8_dynamic) {
+    float amax = 0.0f;  // fmaxf ignores NaN, as the GPU's fmaxf does
+    for (std::size_t j = 0; j < hidden; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    const float scale = std::max(amax / kE4m3Max, kFp8MinScale);
+    const float inv = 1.0f / scale;
+    out.fp8_dynamic_scale[token] = scale;
+    for (std::size_t j = 0; j < hidden; ++j) out.fp8_dynamic[base + j] = float_to_e4m3(v[j] * inv);
+  }
+  if (q.nvfp4) {
+    const float g = q.nvfp4_global_scale;
+    const std::size_t scale_cols = hidden / kNvfp4BlockSize;
+    for (std::size_t b = 0; b < scale_cols; ++b) {
+      const float* blk = v + b * kNvfp4BlockSize;
+      float amax = 0.0f;
+      for (int k = 0; k < kNvfp4BlockSize; ++k) amax = std::fmax(amax, std::fabs(blk[k]));
+      const std::uint8_t sf = float_to_e4m3(g * (amax * (1.0f / 6.0f)));
+      const float sf_value = e4m3_to_float(sf);
+      const float out_scale = sf_value == 0.0f ? 0.0f : 1.0f / (sf_value * (1.0f / g));
+      out.nvfp4_scale[nvfp4_scale_index(q.nvfp4_layout, token, b, scale_cols)] = sf;
+      for (int k = 0; k < kNvfp4BlockSize; k += 2) {
+        const std::uint8_t lo = float_to_e2m1(blk[k] * out_scale);
+        const std::uint8_t hi = float_to_e2m1(blk[k + 1] * out_scale);
+        out.nvfp4[(base + b * kNvfp4BlockSize + k) / 2] = static_cast<std::uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+}
+
+// Resizes a reused output to (dtype, count); every element is overwritten afterwards.
+void shape_output(Tensor& t, DType dtype, std::size_t count) {
+  if (t.dtype() != dtype || t.size() != count) t = Tensor(dtype, count);
+}
+
+template <DType T>
+void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& out) {
+  using E = Element<T>;
+  using Bits = typename E::Bits;
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const auto tokens = static_cast<std::size_t>(c.tokens);
+  const std::size_t count = tokens * hidden;
+
+  shape_output(out.allreduce, T, count);
+  shape_output(out.residual_out, T, count);
+  shape_output(out.norm_out, T, count);
+  const QuantConfig& q = c.quant;
+  out.fp8_static.resize(q.fp8_static ? count : 0);
+  out.fp8_dynamic.resize(q.fp8_dynamic ? count : 0);
+  out.fp8_dynamic_scale.resize(q.fp8_dynamic ? tokens : 0);
+  out.nvfp4.resize(q.nvfp4 ? count / 2 : 0);
+  out.nvfp4_scale.assign(  // padding must read 0
+      q.nvfp4 ? nvfp4_scale_storage(q.nvfp4_layout, tokens, hidden / kNvfp4BlockSize) : 0, 0);
+  const bool any_quant = q.fp8_static || q.fp8_dynamic || q.nvfp4;
+
+  std::vector<const Bits*> rank_data;
+  for (const Tensor& t : in.rank_inputs) rank_data.push_back(t.view<T>().data());
+  const Bits* residual = in.residual_in.view<T>().data();
+  Bits* allreduce = out.allreduce.view<T>().data();
+  Bits* residual_out = out.residual_out.view<T>().data();
+  Bits* norm_out = out.norm_out.view<T>().data();
+  // Float rows of scratch, kept per thread between calls: allocating (and first touching)
+  // them on every call dominated single-token calls.
+  thread_local std::vector<float> scratch;
+  thread_local std::vector<Bits> scratch_bits;
+  if (scratch.size() < 5 * hidden) scratch.resize(5 * hidden);
+  if (scratch_bits.size() < hidden) scratch_bits.resize(hidden);
+  float* const acc = scratch.data();
+  float* const tmp = acc + hidden;
+  float* const y = tmp + hidden;
+  float* const quant_in = y + hidden;
+  float* const w = quant_in + hidden;  // weight_bias + gamma, as in norm_weights
+  Bits* const rounded = scratch_bits.data();
+  const Bits* gamma = in.gamma.view<T>().data();
+  for (std::size_t j = 0; j < hidden; ++j) w[j] = c.weight_bias + E::to_float(gamma[j]);
+
+  // Each step is its own loop over a row so that the compiler vectorises it (the rows
+  // stay in cache); the arithmetic per element is exactly the order in fused.hpp.
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const std::size_t base = t * hidden;
+    widen_row<T>(rank_data[0] + base, acc, hidden, c.canonicalize_neg_zero);
+    for (std::size_t r = 1; r < rank_data.size(); ++r) {
+      widen_row<T>(rank_data[r] + base, tmp, hidden, c.canonicalize_neg_zero);
+      add_row(acc, tmp, hidden);
+      if (c.accumulation == Accumulation::per_step) {
+        round_row<T>(acc, rounded, hidden);
+        widen_row<T>(rounded, acc, hidden, false);
+      }
+    }
+    round_row<T>(acc, allreduce + base, hidden);
+    widen_row<T>(allreduce + base, acc, hidden, false);
+    widen_row<T>(residual + base, tmp, hidden, false);
+    add_row(acc, tmp, hidden);
+    round_row<T>(acc, residual_out + base, hidden);
+    widen_row<T>(residual_out + base, acc, hidden, false);  // x
+    rmsnorm_row(acc, w, hidden, c.eps, y);
+    round_row<T>(y, norm_out + base, hidden);
+    if (any_quant) {
+      for (std::size_t j = 0; j < hidden; ++j) quant_in[j] = E::to_float(norm_out[base + j]);
+      quantise_row(q, quant_in, hidden, t, out);
+    }
+  }
+}
+
+template <DType T>
+std::vector<float> norm_before_rounding_typed(const FusedConfig& c, const Tensor& residual_out,
+                                              const Tensor& gamma) {
+  using E = Element<T>;
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const auto ro = residual_out.view<T>();
+  const std::vector<float> w = norm_weights<T>(c, gamma);
+  std::vector<float> x(hidden), y(ro.size());
+  for (std::size_t base = 0; base < ro.size(); base += hidden) {
+    for (std::size_t j = 0; j < hidden; ++j) x[j] = E::to_float(ro[base + j]);
+    rmsnorm_row(x.data(), w.data(), hidden, c.eps, y.data() + base);
+  }
+  return y;
+}
+
+}  // namespace
+
+void validate(const FusedConfig& c, const FusedInputs& in) {
+  require(c.ranks >= 1 && c.ranks <= 64, "ranks must be in [1, 64], got " + std::to_string(c.ranks));
+  require(c.tokens >= 1 && c.tokens <= (1 << 24), "tokens must be in [1, 2^24]");
+  require(c.hidden >= 1 && c.hidden <= (1 << 24), "hidden must be in [1, 2^24]");
+  require(static_cast<long long>(c.tokens) * c.hidden <= (1LL << 31),
+          "tokens * hidden must be <= 2^31");
+  require(std::isfinite(c.eps) && c.eps >= 0.0f, "eps must be finite and >= 0");
+  require(std::isfinite(c.weight_bias), "weight_bias must be finite");
+  if (c.quant.fp8_static)
+    require(std::isfinite(c.quant.fp8_inv_scale) && c.quant.fp8_inv_scale > 0.0f,
+            "fp8_inv_scale must be finite and > 0");
+  if (c.quant.nvfp4) {
+    require(c.hidden % kNvfp4BlockSize == 0, "nvfp4 needs hidden to be a multiple of 16");
+    require(std::isfinite(c.quant.nvfp4_global_scale) && c.quant.nvfp4_global_scale > 0.0f,
+            "nvfp4_global_scale must be finite and > 0");
+  }
+  const auto count = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
+  require(in.rank_inputs.size() == static_cast<std::size_t>(c.ranks),
+          "expected " + std::to_string(c.ranks) + " rank inputs, got " +
+              std::to_string(in.rank_inputs.size()));
+  for (const Tensor& t : in.rank_inputs)
+    require(t.dtype() == c.dtype && t.size() == count, "a rank input has the wrong dtype or size");
+  require(in.residual_in.dtype() == c.dtype && in.residual_in.size() == count,
+          "residual_in has the wrong dtype or size");
+  require(in.gamma.dtype() == c.dtype && in.gamma.size() == static_cast<std::size_t>(c.hidden),
+          "gamma has the wrong dtype or size");
+}
+
+void compute_fused_into(const FusedConfig& c, const FusedInputs& in, FusedOutputs& out) {
+  validate(c, in);
+  switch (c.dtype) {
+    case DType::f16: return compute_typed<DType::f16>(c, in, out);
+    case DType::bf16: return compute_typed<DType::bf16>(c, in, out);
+    case DType::f32: return compute_typed<DType::f32>(c, in, out);
+  }
+  throw std::invalid_argument("unknown dtype");
+}
+
+FusedOutputs compute_fused(const FusedConfig& c, const FusedInputs& in) {
+  FusedOutputs out;
+  compute_fused_into(c, in, out);
+  return out;
+}
+
+std::vector<float> norm_before_rounding(const FusedConfig& c, const Tensor& residual_out,
+                                        const Tensor& gamma) {
+  require(residual_out.dtype() == c.dtype && gamma.dtype() == c.dtype &&
+              gamma.size() == static_cast<std::size_t>(c.hidden) &&
+              residual_out.size() % static_cast<std::size_t>(c.hidden) == 0,
+          "norm_before_rounding: shapes do not match the config");
+  switch (c.dtype) {
+    case DType::f16: return norm_before_rounding_typed<DType::f16>(c, residual_out, gamma);
+    case DType::bf16: return norm_before_rounding_typed<DType::bf16>(c, residual_out, gamma);
+    case DType::f32: return norm_before_rounding_typed<DType::f32>(c, residual_out, gamma);
+  }
+  throw std::invalid_argument("unknown dtype");
+}
+
+}  // namespace fusioncheck::reference

@@ -1,0 +1,156 @@
+#include "fusioncheck/reference/generators.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace fusioncheck::reference {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// One 64-bit draw per (seed, call, stream, element, purpose).
+std::uint64_t draw(std::uint64_t seed, std::uint64_t call, int stream, std::uint64_t element,
+                   std::uint64_t purpose) {
+  std::uint64_t h = splitmix64(seed ^ 0x5eed);
+  h = splitmix64(h ^ call);
+  h = splitmix64(h ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(stream)));
+  h = splitmix64(h ^ element);
+  return splitmix64(h ^ purpose);
+}
+
+constexpr std::uint64_t kValue = 1, kExponent = 2, kNegZero = 3, kSpecial = 4;
+constexpr int kCommonStream = 1000;  // draws shared by all streams (the per-element exponent)
+
+int significand_bits(DType t) {
+  switch (t) {
+    case DType::f16: return 11;
+    case DType::bf16: return 8;
+    case DType::f32: return 24;
+  }
+  return 8;
+}
+
+float largest_finite(DType t) {
+  switch (t) {
+    case DType::f16: return 65504.0f;
+    case DType::bf16: return bits_to_float(DType::bf16, 0x7f7f);
+    case DType::f32: return std::numeric_limits<float>::max();
+  }
+  return 0.0f;
+}
+
+float smallest_subnormal(DType t) {
+  switch (t) {
+    case DType::f16: return 0x1p-24f;
+    case DType::bf16: return 0x1p-133f;
+    case DType::f32: return std::numeric_limits<float>::denorm_min();
+  }
+  return 0.0f;
+}
+
+float special_value(DType t, std::uint64_t h, bool with_inf_nan) {
+  const float sign = (h & 1) ? -1.0f : 1.0f;
+  const int kinds = with_inf_nan ? 8 : 6;
+  switch ((h >> 1) % static_cast<std::uint64_t>(kinds)) {
+    case 0: return sign * 0.0f;
+    case 1: return sign * smallest_subnormal(t);
+    case 2: {  // a random subnormal of T
+      const int sub_bits = significand_bits(t) - 1;
+      const auto k = 1 + static_cast<int>((h >> 8) % ((1ULL << std::min(sub_bits, 20)) - 1));
+      return sign * smallest_subnormal(t) * static_cast<float>(k);
+    }
+    case 3: return sign * largest_finite(t);
+    case 4: return sign * (t == DType::f16 ? 2048.0f : 1048576.0f);  // outlier
+    case 5: return sign * std::ldexp(1.0f + static_cast<float>((h >> 8) % 256) / 256.0f, -20);
+    case 6: return sign * std::numeric_limits<float>::infinity();
+    default: return std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+}  // namespace
+
+Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DType dtype) {
+  const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
+  Tensor out(dtype, count);
+  const int p = std::min(significand_bits(dtype), 11);
+  const std::int64_t max_m = (std::int64_t{1} << p) / (spec.ranks + 1);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (spec.with_neg_zero && stream >= 0 &&
+        draw(spec.seed, spec.call_index, stream, i, kNegZero) % 64 == 0) {
+      out.set_bits(i, neg_zero_bits(dtype));
+      continue;
+    }
+    const auto e = -6 + static_cast<int>(draw(spec.seed, spec.call_index, kCommonStream, i, kExponent) % 10);
+    const std::uint64_t h = draw(spec.seed, spec.call_index, stream, i, kValue);
+    const auto m = static_cast<std::int64_t>(h % static_cast<std::uint64_t>(2 * max_m + 1)) - max_m;
+    out.set_value(i, std::ldexp(static_cast<float>(m), e));
+  }
+  return out;
+}
+
+Tensor exact_gamma(std::uint64_t seed, int hidden, DType dtype) {
+  Tensor out(dtype, static_cast<std::size_t>(hidden));
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    const std::uint64_t h = draw(seed, 0, kGammaStream, j, kValue);
+    const float v = static_cast<float>(8 + h % 8) / 8.0f * ((h >> 3) & 1 ? 0.5f : 1.0f);
+    out.set_value(j, v);
+  }
+  return out;
+}
+
+FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uint64_t call_index,
+                              bool with_neg_zero) {
+  const ExactSpec spec{seed, call_index, c.ranks, with_neg_zero};
+  FusedInputs in;
+  for (int r = 0; r < c.ranks; ++r)
+    in.rank_inputs.push_back(exact_input(spec, r, c.tokens, c.hidden, c.dtype));
+  in.residual_in = exact_input(spec, kResidualStream, c.tokens, c.hidden, c.dtype);
+  in.gamma = exact_gamma(seed, c.hidden, c.dtype);
+  return in;
+}
+
+Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, int hidden,
+                            DType dtype) {
+  const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
+  Tensor out(dtype, count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t h = draw(spec.seed, spec.call_index, stream, i, kSpecial);
+    if (static_cast<int>(h % 256) < spec.specials_per_256) {
+      out.set_value(i, special_value(dtype, h >> 8, spec.with_inf_nan));
+      continue;
+    }
+    // Moderate values in [-4, 4) with 24 random bits: most are not exact in T, so the
+    // rounding point and the summation order show in the result.
+    const std::uint64_t v = draw(spec.seed, spec.call_index, stream, i, kValue);
+    out.set_value(i, (static_cast<float>(v & 0xffffff) / 0x1p24f - 0.5f) * 8.0f);
+  }
+  return out;
+}
+
+FusedInputs make_random_inputs(const FusedConfig& c, const SpecialsSpec& spec) {
+  FusedInputs in;
+  for (int r = 0; r < c.ranks; ++r)
+    in.rank_inputs.push_back(random_with_specials(spec, r, c.tokens, c.hidden, c.dtype));
+  in.residual_in = random_with_specials(spec, kResidualStream, c.tokens, c.hidden, c.dtype);
+  in.gamma = exact_gamma(spec.seed, c.hidden, c.dtype);
+  return in;
+}
+
+Tensor naive_exact_allreduce(const FusedInputs& in, DType dtype) {
+  const std::size_t count = in.residual_in.size();
+  Tensor out(dtype, count);
+  for (std::size_t i = 0; i < count; ++i) {
+    double sum = 0.0;
+    for (const Tensor& t : in.rank_inputs) sum += bits_to_float(dtype, canonicalize(dtype, t.bits_at(i)));
+    out.set_value(i, static_cast<float>(sum));
+  }
+  return out;
+}
+
+}  // namespace fusioncheck::reference

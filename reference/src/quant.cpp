@@ -1,0 +1,109 @@
+#include "fusioncheck/reference/quant.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace fusioncheck::reference {
+namespace {
+
+// floor(log2(a)) for finite a > 0.
+int floor_log2(float a) {
+  int e = 0;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)
+  return e - 1;
+}
+
+// Shared rounding of a minifloat with `mant_bits` explicit fraction bits whose smallest
+// normal exponent is `min_exp`: returns (exponent field, fraction field) for |a| below the
+// format's max. std::nearbyint rounds half to even in the default rounding mode, and
+// a / quantum is exact because quantum is a power of two well inside float's range.
+struct Fields {
+  int exp_field;
+  int fraction;
+};
+Fields round_minifloat(float a, int mant_bits, int min_exp, int bias) {
+  int e = std::max(floor_log2(a), min_exp);
+  const int one = 1 << mant_bits;  // the implicit leading one, in quanta
+  auto m = static_cast<int>(std::nearbyint(std::ldexp(a, mant_bits - e)));
+  if (m == 2 * one) {  // rounded up into the next binade
+    ++e;
+    m = one;
+  }
+  if (e == min_exp && m < one) return {0, m};  // subnormal (or zero)
+  return {e + bias, m - one};
+}
+
+}  // namespace
+
+std::uint8_t float_to_e4m3(float x) {
+  const std::uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  if (std::isnan(x)) return sign | kE4m3NaN;
+  const float a = std::fabs(x);
+  // satfinite: everything at or beyond the largest finite value (inf included) is +-448;
+  // values in [448, 464] would round to 448 anyway, larger ones are clamped.
+  if (a >= kE4m3Max) return sign | 0x7e;
+  if (a == 0.0f) return sign;
+  const Fields f = round_minifloat(a, 3, -6, 7);
+  return static_cast<std::uint8_t>(sign | (f.exp_field << 3) | f.fraction);
+}
+
+float e4m3_to_float(std::uint8_t code) {
+  const bool negative = (code & 0x80) != 0;
+  const int exp_field = (code >> 3) & 0xf;
+  const int fraction = code & 0x7;
+  float mag = 0.0f;
+  if (exp_field == 0xf && fraction == 0x7) mag = std::numeric_limits<float>::quiet_NaN();
+  else if (exp_field == 0) mag = std::ldexp(static_cast<float>(fraction), -9);
+  else mag = std::ldexp(static_cast<float>(8 + fraction), exp_field - 7 - 3);
+  return negative ? -mag : mag;
+}
+
+std::uint8_t float_to_e2m1(float x) {
+  if (std::isnan(x)) return 0x7;  // no NaN in e2m1: assumed +max (see quant.hpp)
+  const std::uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
+  const float a = std::fabs(x);
+  if (a >= kE2m1Max) return sign | 0x7;
+  if (a == 0.0f) return sign;
+  const Fields f = round_minifloat(a, 1, 0, 1);
+  return static_cast<std::uint8_t>(sign | (f.exp_field << 1) | f.fraction);
+}
+
+float e2m1_to_float(std::uint8_t code) {
+  const bool negative = (code & 0x8) != 0;
+  const int exp_field = (code >> 1) & 0x3;
+  const int fraction = code & 0x1;
+  const float mag = exp_field == 0 ? 0.5f * static_cast<float>(fraction)
+                                   : std::ldexp(static_cast<float>(2 + fraction), exp_field - 2);
+  return negative ? -mag : mag;
+}
+
+float e4m3_half_spacing(float v) {
+  const float a = std::fabs(v);
+  const int e = a == 0.0f ? -6 : std::max(floor_log2(a), -6);
+  return std::ldexp(1.0f, e - 4);
+}
+
+float e2m1_half_spacing(float v) {
+  const float a = std::fabs(v);
+  const int e = a == 0.0f ? 0 : std::clamp(floor_log2(a), 0, 2);
+  return std::ldexp(1.0f, e - 2);
+}
+
+std::size_t nvfp4_scale_storage(ScaleLayout layout, std::size_t rows, std::size_t scale_cols) {
+  if (layout == ScaleLayout::linear) return rows * scale_cols;
+  const std::size_t padded_rows = (rows + 127) / 128 * 128;
+  const std::size_t padded_cols = (scale_cols + 3) / 4 * 4;
+  return padded_rows * padded_cols;
+}
+
+std::size_t nvfp4_scale_index(ScaleLayout layout, std::size_t row, std::size_t col,
+                              std::size_t scale_cols) {
+  if (layout == ScaleLayout::linear) return row * scale_cols + col;
+  const std::size_t col_tiles = (scale_cols + 3) / 4;
+  const std::size_t tile = (row / 128) * col_tiles + col / 4;
+  const std::size_t r = row % 128;
+  return tile * 512 + (r % 32) * 16 + (r / 32) * 4 + col % 4;
+}
+
+}  // namespace fusioncheck::reference

@@ -1,0 +1,241 @@
+// Comparison of GPU outputs with the reference; the derivation of every bound is in
+// tolerance.hpp.
+#include "fusioncheck/reference/tolerance.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace fusioncheck::reference {
+namespace {
+
+constexpr double kU = 0x1p-24;                // fp32 unit roundoff
+constexpr double kSubnormalSlack = 0x1p-146;  // a few fp32 subnormal spacings (underflow)
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A closed interval of reals; the quantisers below are monotone, so they map it to an
+// interval of codes.
+struct Interval {
+  double lo;
+  double hi;
+};
+
+// Widens by `rel` relative error of each endpoint (outward).
+Interval widen(Interval x, double rel) {
+  return {x.lo - rel * std::fabs(x.lo), x.hi + rel * std::fabs(x.hi)};
+}
+Interval scale(Interval x, double lo_factor, double hi_factor) {
+  // x * f for f in [lo_factor, hi_factor], f > 0.
+  const double a = x.lo * lo_factor, b = x.lo * hi_factor;
+  const double c = x.hi * lo_factor, d = x.hi * hi_factor;
+  return {std::min({a, b, c, d}), std::max({a, b, c, d})};
+}
+// Double -> float, moved one float step outward so later roundings cannot narrow it.
+float down_to_float(double d) {
+  return std::nextafter(static_cast<float>(d), -std::numeric_limits<float>::infinity());
+}
+float up_to_float(double d) {
+  return std::nextafter(static_cast<float>(d), std::numeric_limits<float>::infinity());
+}
+Interval magnitude(Interval x) {  // {|v| : v in x}
+  if (x.lo <= 0.0 && x.hi >= 0.0) return {0.0, std::max(-x.lo, x.hi)};
+  return {std::min(std::fabs(x.lo), std::fabs(x.hi)), std::max(std::fabs(x.lo), std::fabs(x.hi))};
+}
+Interval e4m3_values(Interval x) {
+  return {e4m3_to_float(float_to_e4m3(down_to_float(x.lo))),
+          e4m3_to_float(float_to_e4m3(up_to_float(x.hi)))};
+}
+Interval e2m1_values(Interval x) {
+  return {e2m1_to_float(float_to_e2m1(down_to_float(x.lo))),
+          e2m1_to_float(float_to_e2m1(up_to_float(x.hi)))};
+}
+bool inside(double v, Interval x) { return v >= x.lo && v <= x.hi; }
+
+Mismatch make_mismatch(std::size_t index, Interval allowed, double actual, std::string what) {
+  return Mismatch{index, 0.5 * (allowed.lo + allowed.hi), actual, 0.5 * (allowed.hi - allowed.lo),
+                  std::move(what)};
+}
+
+// The reals the GPU's quantiser input may take for element i: the reference norm value
+// +- its tolerance, +- half a T ulp (the kernel may quantise before rounding to T).
+Interval quant_input(DType dtype, float n, float allowed) {
+  const double h = 0.5 * static_cast<double>(ulp_of(dtype, n));
+  return {n - allowed - h, n + allowed + h};
+}
+
+std::optional<Mismatch> check_fp8_codes(std::size_t base, std::size_t hidden, DType dtype,
+                                        const Tensor& norm_ref, const std::vector<float>& allowed,
+                                        double inv_lo, double inv_hi,
+                                        const std::vector<std::uint8_t>& codes,
+                                        const char* what) {
+  for (std::size_t j = 0; j < hidden; ++j) {
+    const std::size_t i = base + j;
+    const float n = norm_ref.value_at(i);
+    const float got = e4m3_to_float(codes.at(i));
+    if (std::isnan(n)) {
+      if (!std::isnan(got)) return make_mismatch(i, {kInf, kInf}, got, what);
+      continue;
+    }
+    if (std::isinf(allowed[i]) || std::isinf(n)) continue;  // no claim
+    const Interval ok = e4m3_values(widen(scale(quant_input(dtype, n, allowed[i]), inv_lo, inv_hi), 2 * kU));
+    if (!inside(got, ok)) return make_mismatch(i, ok, got, what);
+  }
+  return std::nullopt;
+}
+
+bool token_has_claim(const Tensor& norm_ref, const std::vector<float>& allowed, std::size_t base,
+                     std::size_t count) {
+  for (std::size_t j = 0; j < count; ++j)
+    if (std::isinf(allowed[base + j]) || !std::isfinite(norm_ref.value_at(base + j))) return false;
+  return true;
+}
+
+}  // namespace
+
+double norm_relative_bound(int hidden) {
+  const double k = static_cast<double>(hidden) + 10.0;
+  const double g = k * kU / (1.0 - k * kU);
+  return 2.0 * g / (1.0 - g) + 0x1p-50;  // + slack for forming the endpoints in double
+}
+
+std::vector<float> norm_out_tolerance(const FusedConfig& c, const Tensor& residual_out,
+                                      const Tensor& gamma) {
+  const std::vector<float> y = norm_before_rounding(c, residual_out, gamma);
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const double rho = norm_relative_bound(c.hidden);
+  std::vector<float> allowed(y.size(), 0.0f);
+  for (std::size_t base = 0; base < y.size(); base += hidden) {
+    float ss = 0.0f;  // the reference's own sum of squares decides "no claim"
+    for (std::size_t j = 0; j < hidden; ++j) {
+      const float x = residual_out.value_at(base + j);
+      ss += x * x;
+    }
+    const bool no_claim = !std::isfinite(ss) || (ss < 0x1p-100f && c.eps < 0x1p-90f);
+    for (std::size_t j = 0; j < hidden; ++j) {
+      const std::size_t i = base + j;
+      if (no_claim) {
+        allowed[i] = std::numeric_limits<float>::infinity();
+        continue;
+      }
+      if (!std::isfinite(y[i])) continue;  // must match exactly
+      const double yd = y[i];
+      const double spread = rho * std::fabs(yd) + kSubnormalSlack;
+      const double t_ref = round_to(c.dtype, y[i]);
+      const double t_lo = round_to(c.dtype, down_to_float(yd - spread));
+      const double t_hi = round_to(c.dtype, up_to_float(yd + spread));
+      const double d = std::max(t_ref - t_lo, t_hi - t_ref);  // inf if the interval overflows T
+      allowed[i] = static_cast<float>(d) < d ? up_to_float(d) : static_cast<float>(d);
+    }
+  }
+  return allowed;
+}
+
+std::optional<Mismatch> first_bit_mismatch(const Tensor& expected, const Tensor& actual,
+                                           const std::string& what) {
+  if (expected.dtype() != actual.dtype() || expected.size() != actual.size())
+    throw std::invalid_argument(what + ": dtype or size differ");
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (expected.bits_at(i) != actual.bits_at(i))
+      return Mismatch{i, expected.value_at(i), actual.value_at(i), 0.0, what};
+  return std::nullopt;
+}
+
+std::optional<Mismatch> first_norm_mismatch(const Tensor& expected, const Tensor& actual,
+                                            const std::vector<float>& allowed) {
+  if (expected.dtype() != actual.dtype() || expected.size() != actual.size() ||
+      allowed.size() != expected.size())
+    throw std::invalid_argument("norm_out: dtype or size differ");
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (std::isinf(allowed[i])) continue;  // no claim (documented in tolerance.hpp)
+    const double e = expected.value_at(i), a = actual.value_at(i);
+    if (std::isnan(e) || std::isnan(a)) {
+      if (std::isnan(e) && std::isnan(a)) continue;
+    } else if (e == a || std::fabs(a - e) <= allowed[i]) {
+      continue;
+    }
+    return Mismatch{i, e, a, allowed[i], "norm_out"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor& norm_ref,
+                                             const std::vector<float>& allowed,
+                                             const QuantOutputs& gpu) {
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const auto tokens = static_cast<std::size_t>(c.tokens);
+  const std::size_t count = tokens * hidden;
+  if (norm_ref.size() != count || allowed.size() != count)
+    throw std::invalid_argument("quantised outputs: norm_out shape differs from the config");
+  const QuantConfig& q = c.quant;
+  auto need = [](bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(std::string(what) + " has the wrong size");
+  };
+  if (q.fp8_static) need(gpu.fp8_static.size() == count, "fp8_static");
+  if (q.fp8_dynamic)
+    need(gpu.fp8_dynamic.size() == count && gpu.fp8_dynamic_scale.size() == tokens, "fp8_dynamic");
+  if (q.nvfp4)
+    need(gpu.nvfp4.size() == count / 2 &&
+             gpu.nvfp4_scale.size() == nvfp4_scale_storage(q.nvfp4_layout, tokens, hidden / 16),
+         "nvfp4");
+
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const std::size_t base = t * hidden;
+    if (q.fp8_static) {
+      const double inv = q.fp8_inv_scale;
+      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm_ref, allowed, inv, inv,
+                                   gpu.fp8_static, "fp8_static"))
+        return m;
+    }
+    const bool claim = token_has_claim(norm_ref, allowed, base, hidden);
+    if (q.fp8_dynamic && claim) {
+      double amax_lo = 0.0, amax_hi = 0.0;
+      for (std::size_t j = 0; j < hidden; ++j) {
+        const Interval m = magnitude(quant_input(c.dtype, norm_ref.value_at(base + j), allowed[base + j]));
+        amax_lo = std::max(amax_lo, m.lo);
+        amax_hi = std::max(amax_hi, m.hi);
+      }
+      const double floor = kFp8MinScale;
+      const Interval ok = widen({std::max(amax_lo / kE4m3Max, floor), std::max(amax_hi / kE4m3Max, floor)}, 2 * kU);
+      const double s = gpu.fp8_dynamic_scale[t];
+      if (!inside(s, ok)) return make_mismatch(t, ok, s, "fp8_dynamic_scale (index = token)");
+      // Codes against the GPU's own scale: x / s or x * (1/s), 3 roundings at most.
+      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm_ref, allowed, (1.0 / s) * (1 - 3 * kU),
+                                   (1.0 / s) * (1 + 3 * kU), gpu.fp8_dynamic, "fp8_dynamic"))
+        return m;
+    }
+    if (q.nvfp4 && claim) {
+      const double g = q.nvfp4_global_scale;
+      const std::size_t scale_cols = hidden / kNvfp4BlockSize;
+      for (std::size_t b = 0; b < scale_cols; ++b) {
+        const std::size_t blk = base + b * kNvfp4BlockSize;
+        double amax_lo = 0.0, amax_hi = 0.0;
+        for (int k = 0; k < kNvfp4BlockSize; ++k) {
+          const Interval m = magnitude(quant_input(c.dtype, norm_ref.value_at(blk + k), allowed[blk + k]));
+          amax_lo = std::max(amax_lo, m.lo);
+          amax_hi = std::max(amax_hi, m.hi);
+        }
+        // sf = e4m3(g * (amax * (1/6))): three roundings, plus an approximate 1/6 on the GPU.
+        const Interval sf_ok = e4m3_values(widen({g * amax_lo / 6.0, g * amax_hi / 6.0}, 6 * kU));
+        const std::uint8_t sf = gpu.nvfp4_scale[nvfp4_scale_index(q.nvfp4_layout, t, b, scale_cols)];
+        const double sf_value = e4m3_to_float(sf);
+        if (!inside(sf_value, sf_ok))
+          return make_mismatch(blk, sf_ok, sf_value, "nvfp4_scale (index = first element of block)");
+        // Elements against the GPU's own block scale: out_scale = 1 / (sf / g), formed with
+        // approximate reciprocals (<= 1 ulp each) on the GPU: widen by 6u.
+        const double os = sf_value == 0.0 ? 0.0 : g / sf_value;
+        for (int k = 0; k < kNvfp4BlockSize; ++k) {
+          const std::size_t i = blk + k;
+          const std::uint8_t code = (gpu.nvfp4[i / 2] >> (4 * (i % 2))) & 0xf;
+          const Interval x = quant_input(c.dtype, norm_ref.value_at(i), allowed[i]);
+          const Interval ok = e2m1_values(widen(scale(x, os * (1 - 6 * kU), os * (1 + 6 * kU)), 2 * kU));
+          const double got = e2m1_to_float(code);
+          if (!inside(got, ok)) return make_mismatch(i, ok, got, "nvfp4");
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace fusioncheck::reference
