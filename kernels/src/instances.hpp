@@ -30,6 +30,7 @@ struct OneShotEntry {
   protocol::Mutant mutant;
   cudaError_t (*launch)(const device::OneShotArgs&, const LaunchShape&, cudaStream_t);
   int (*max_cluster_size)(int threads);
+  cudaError_t (*preload)();  // loads the kernel into the current context (see preload_kernels)
 };
 
 struct TwoShotEntry {
@@ -37,12 +38,17 @@ struct TwoShotEntry {
   DType dtype;
   protocol::Mutant mutant;
   cudaError_t (*launch)(const device::TwoShotArgs&, const LaunchShape&, cudaStream_t);
+  cudaError_t (*preload)();
 };
 
 std::span<const OneShotEntry> oneshot_entries_f16();
 std::span<const OneShotEntry> oneshot_entries_bf16();
 std::span<const OneShotEntry> oneshot_entries_mutants();
 std::span<const TwoShotEntry> twoshot_entries();
+std::span<const OneShotEntry> oneshot_entries_wait_profile();  // kProfile = true (wait_profile.cu)
+
+// Loads the unfused residual + RMSNorm kernels (unfused.cu) into the current context.
+cudaError_t preload_unfused_kernels();
 
 // Plans (grid, cluster) and enqueues one one-shot call of a given instance (oneshot.cu).
 LaunchInfo launch_oneshot_entry(const OneShotEntry& entry, const FusedParams& params, Workspace& workspace,

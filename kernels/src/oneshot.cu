@@ -146,7 +146,12 @@ void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, boo
   if (bytes % 16 != 0) throw InvalidLaunch("pdl consumer copy: bytes must be a multiple of 16");
   cudaLaunchConfig_t config{};
   const std::size_t n = bytes / 16;
-  config.gridDim = dim3(static_cast<unsigned>(std::clamp<std::size_t>((n + 255) / 256, 1, 1024)));
+  // A small grid (grid-stride loop): under early-trigger the consumer becomes resident while
+  // the producers still spin, and with ranks sharing a GPU it must not take the room a
+  // peer's fused grid needs. Its first sweep (kConsumerMaxBlocks * 256 vectors) is what it
+  // reads before its wait.
+  constexpr std::size_t kConsumerMaxBlocks = 32;
+  config.gridDim = dim3(static_cast<unsigned>(std::clamp<std::size_t>((n + 255) / 256, 1, kConsumerMaxBlocks)));
   config.blockDim = dim3(256);
   config.stream = stream;
   cudaLaunchAttribute attr{};
@@ -156,6 +161,25 @@ void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, boo
   config.numAttrs = 1;
   FC_CUDA_CHECK(cudaLaunchKernelEx(&config, fc_pdl_consumer_kernel, static_cast<const uint4*>(src),
                                    static_cast<uint4*>(dst), n, read_before_wait));
+}
+
+// ---- preloading ---------------------------------------------------------------------------
+void preload_kernels() {
+  const auto load = [](cudaError_t (*preload)(), const char* what) {
+    const cudaError_t e = preload();
+    if (e != cudaSuccess)
+      throw CudaError(std::string("preload_kernels: cudaFuncGetAttributes on a ") + what +
+                      " kernel failed: " + cudaGetErrorString(e));
+  };
+  for (auto entries : {detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
+                       detail::oneshot_entries_mutants(), detail::oneshot_entries_wait_profile()})
+    for (const auto& e : entries) load(e.preload, "one-shot");
+  for (const auto& e : detail::twoshot_entries()) load(e.preload, "two-shot");
+  load(&detail::preload_unfused_kernels, "unfused residual+RMSNorm");
+  load([] {
+    cudaFuncAttributes attributes{};
+    return cudaFuncGetAttributes(&attributes, fc_pdl_consumer_kernel);
+  }, "PDL consumer");
 }
 
 }  // namespace fusioncheck::kernels

@@ -260,10 +260,19 @@ int max_cluster_size_instance(int threads) {
   return size;
 }
 
+// cudaFuncGetAttributes needs the kernel's function in the current context, so it loads
+// the kernel now, while nothing of ours runs, rather than at a launch (see preload_kernels).
+template <int N, typename T, typename L, Mutant M, bool kProfile>
+cudaError_t preload_oneshot_instance() {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>);
+}
+
 template <int N, typename T, typename L, Mutant M, bool kProfile = false>
 constexpr detail::OneShotEntry oneshot_entry(DType dtype) {
   return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, &launch_oneshot_instance<N, T, L, M, kProfile>,
-                              &max_cluster_size_instance<N, T, L, M, kProfile>};
+                              &max_cluster_size_instance<N, T, L, M, kProfile>,
+                              &preload_oneshot_instance<N, T, L, M, kProfile>};
 }
 
 }  // namespace fusioncheck::kernels::device

@@ -159,6 +159,12 @@ cudaError_t launch_twoshot_instance(const TwoShotArgs& args, const detail::Launc
   return cudaLaunchKernelEx(&config, fc_twoshot_pdl_kernel<N, T, M>, args);
 }
 
+template <int N, typename T, Mutant M>
+cudaError_t preload_twoshot_instance() {  // see preload_kernels (launch.hpp)
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, fc_twoshot_pdl_kernel<N, T, M>);
+}
+
 }  // namespace device
 
 namespace detail {
@@ -167,15 +173,24 @@ std::span<const TwoShotEntry> twoshot_entries() {
   using B = __nv_bfloat16;
   using H = __half;
   static const TwoShotEntry entries[] = {
-      {2, DType::bf16, Mutant::none, &device::launch_twoshot_instance<2, B, Mutant::none>},
-      {4, DType::bf16, Mutant::none, &device::launch_twoshot_instance<4, B, Mutant::none>},
-      {8, DType::bf16, Mutant::none, &device::launch_twoshot_instance<8, B, Mutant::none>},
-      {16, DType::bf16, Mutant::none, &device::launch_twoshot_instance<16, B, Mutant::none>},
-      {2, DType::f16, Mutant::none, &device::launch_twoshot_instance<2, H, Mutant::none>},
-      {4, DType::f16, Mutant::none, &device::launch_twoshot_instance<4, H, Mutant::none>},
-      {8, DType::f16, Mutant::none, &device::launch_twoshot_instance<8, H, Mutant::none>},
-      {16, DType::f16, Mutant::none, &device::launch_twoshot_instance<16, H, Mutant::none>},
-      {2, DType::bf16, Mutant::barrier_no_release, &device::launch_twoshot_instance<2, B, Mutant::barrier_no_release>},
+      {2, DType::bf16, Mutant::none, &device::launch_twoshot_instance<2, B, Mutant::none>,
+       &device::preload_twoshot_instance<2, B, Mutant::none>},
+      {4, DType::bf16, Mutant::none, &device::launch_twoshot_instance<4, B, Mutant::none>,
+       &device::preload_twoshot_instance<4, B, Mutant::none>},
+      {8, DType::bf16, Mutant::none, &device::launch_twoshot_instance<8, B, Mutant::none>,
+       &device::preload_twoshot_instance<8, B, Mutant::none>},
+      {16, DType::bf16, Mutant::none, &device::launch_twoshot_instance<16, B, Mutant::none>,
+       &device::preload_twoshot_instance<16, B, Mutant::none>},
+      {2, DType::f16, Mutant::none, &device::launch_twoshot_instance<2, H, Mutant::none>,
+       &device::preload_twoshot_instance<2, H, Mutant::none>},
+      {4, DType::f16, Mutant::none, &device::launch_twoshot_instance<4, H, Mutant::none>,
+       &device::preload_twoshot_instance<4, H, Mutant::none>},
+      {8, DType::f16, Mutant::none, &device::launch_twoshot_instance<8, H, Mutant::none>,
+       &device::preload_twoshot_instance<8, H, Mutant::none>},
+      {16, DType::f16, Mutant::none, &device::launch_twoshot_instance<16, H, Mutant::none>,
+       &device::preload_twoshot_instance<16, H, Mutant::none>},
+      {2, DType::bf16, Mutant::barrier_no_release, &device::launch_twoshot_instance<2, B, Mutant::barrier_no_release>,
+       &device::preload_twoshot_instance<2, B, Mutant::barrier_no_release>},
   };
   return entries;
 }

@@ -6,6 +6,7 @@
 #include "device/epilogue.cuh"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/validate.hpp"
+#include "instances.hpp"
 
 namespace fusioncheck::kernels {
 namespace device {
@@ -20,6 +21,13 @@ __global__ void __launch_bounds__(1024) fc_residual_rmsnorm_kernel(const Epilogu
 }
 
 }  // namespace device
+
+cudaError_t detail::preload_unfused_kernels() {  // see preload_kernels (launch.hpp)
+  cudaFuncAttributes attributes{};
+  const cudaError_t e = cudaFuncGetAttributes(&attributes, device::fc_residual_rmsnorm_kernel<__nv_bfloat16>);
+  if (e != cudaSuccess) return e;
+  return cudaFuncGetAttributes(&attributes, device::fc_residual_rmsnorm_kernel<__half>);
+}
 
 void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduced, cudaStream_t stream) {
   if (p.pattern == Pattern::allreduce) throw InvalidLaunch("unfused residual+RMSNorm: pattern allreduce has no epilogue");

@@ -6,15 +6,19 @@
 
 namespace fusioncheck::kernels {
 
-LaunchInfo launch_oneshot_wait_profile(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
+std::span<const detail::OneShotEntry> detail::oneshot_entries_wait_profile() {
   using B = __nv_bfloat16;
   using protocol::Mutant;
   static const detail::OneShotEntry entries[] = {
       device::oneshot_entry<2, B, B, Mutant::none, true>(DType::bf16),
       device::oneshot_entry<4, B, B, Mutant::none, true>(DType::bf16),
   };
+  return entries;
+}
+
+LaunchInfo launch_oneshot_wait_profile(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
   validate_oneshot(p, ws.limits());
-  for (const auto& e : entries)
+  for (const auto& e : detail::oneshot_entries_wait_profile())
     if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
       return detail::launch_oneshot_entry(e, p, ws, stream);
   throw InvalidLaunch("wait profile instances exist for bf16, 16-bit Lamport, 2 or 4 ranks; asked ranks=" +

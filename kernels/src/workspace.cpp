@@ -9,6 +9,7 @@
 
 #include "cuda_check.hpp"
 #include "device_workspace.hpp"
+#include "fusioncheck/kernels/launch.hpp"
 
 namespace fusioncheck::kernels {
 namespace {
@@ -201,6 +202,7 @@ Workspace Workspace::create_ipc(Bootstrap& bootstrap, const WorkspaceConfig& con
     impl->peer_shared[r] = static_cast<std::uint8_t*>(p);
   }
   impl->write_pointer_table();
+  preload_kernels();  // no lazy kernel load (a context synchronisation) once kernels spin
   FC_CUDA_CHECK(cudaDeviceSynchronize());
   bootstrap.barrier("workspace initialised");  // invariant 12: nobody pushes before this
   return Workspace(std::move(impl));
@@ -225,6 +227,9 @@ std::vector<Workspace> Workspace::create_in_process(const WorkspaceConfig& confi
     impl->twoshot_blocks = twoshot_grid(config, sms, config.ranks);
     impl->write_pointer_table();
   }
+  // Every rank is launched from this one process: a kernel loaded lazily at its first launch
+  // could synchronise the context while a peer's kernel spins, so load them all now.
+  preload_kernels();
   FC_CUDA_CHECK(cudaDeviceSynchronize());  // the in-process init barrier
   std::vector<Workspace> out;
   for (auto& impl : impls) out.push_back(Workspace(std::move(impl)));

@@ -1,4 +1,4 @@
-#include "case_runner.hpp"
+#include "fusioncheck/gpu/case_runner.hpp"
 
 #include <fmt/core.h>
 

@@ -7,13 +7,13 @@
 #include <fstream>
 #include <memory>
 
-#include "device_buffer.hpp"
+#include "fusioncheck/gpu/device_buffer.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/launch.hpp"
-#include "gpu_runs.hpp"
-#include "gpu_session.hpp"
-#include "mpi_bootstrap.hpp"
+#include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
 namespace {

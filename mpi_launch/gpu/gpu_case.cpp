@@ -1,4 +1,4 @@
-#include "gpu_case.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
 
 #include <fmt/core.h>
 

@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "case_runner.hpp"
+#include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/cli/command.hpp"
-#include "gpu_check.hpp"
-#include "mpi_bootstrap.hpp"
+#include "fusioncheck/gpu/gpu_check.hpp"
+#include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
 namespace {

@@ -15,11 +15,11 @@
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/mpi_comm.hpp"
 #include "fusioncheck/kernels/launch.hpp"
-#include "gpu_case.hpp"
-#include "gpu_check.hpp"
-#include "gpu_report.hpp"
-#include "gpu_runs.hpp"
-#include "gpu_session.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/gpu_check.hpp"
+#include "fusioncheck/gpu/gpu_report.hpp"
+#include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
 
 namespace fusioncheck::cli {
 namespace {

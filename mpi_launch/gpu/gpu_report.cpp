@@ -1,4 +1,4 @@
-#include "gpu_report.hpp"
+#include "fusioncheck/gpu/gpu_report.hpp"
 
 #include <fmt/core.h>
 

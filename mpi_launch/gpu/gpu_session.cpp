@@ -1,4 +1,4 @@
-#include "gpu_session.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
 
 #include <cuda_runtime.h>
 #include <fmt/core.h>
@@ -50,7 +50,7 @@ std::string describe(const GpuPlacement& p, int ranks) {
 
 }  // namespace fusioncheck::gpu
 
-#include "gpu_case.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
 
 namespace fusioncheck::gpu {
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <fstream>
 
-#include "case_runner.hpp"
+#include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/cli/command.hpp"
-#include "gpu_runs.hpp"
-#include "mpi_bootstrap.hpp"
+#include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "kernel_under_test.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
 
 #include <bit>
 

@@ -2,11 +2,13 @@
 #include "gpu_rig.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "fusioncheck/reference/generators.hpp"
 #include "fusioncheck/reference/tolerance.hpp"
@@ -118,6 +120,9 @@ ref::FusedConfig Rig::reference_config(const CallSpec& spec) const {
   c.accumulation = spec.fp32_accumulation ? ref::Accumulation::fp32 : ref::Accumulation::per_step;
   c.eps = kEps;
   c.weight_bias = spec.weight_bias;
+  // Only the Lamport push maps -0 to +0; the two-shot path sums the inputs as they are.
+  // (The unfused path here uses the one-shot allreduce, so it canonicalises too.)
+  c.canonicalize_neg_zero = spec.path != Path::twoshot;
   c.quant.fp8_static = spec.pattern == Pattern::fp8_static;
   c.quant.fp8_inv_scale = kFp8InvScale;
   c.quant.fp8_dynamic = spec.pattern == Pattern::fp8_dynamic;
@@ -232,9 +237,11 @@ void Rig::check_outputs(const CallSpec& spec, const ref::FusedInputs& in, std::v
       }
       add(ref::first_quant_mismatch(config, expected.norm_out, allowed, q));
     }
-    if (spec.consumer_reads_before_wait && bufs[r].consumer_copy.download() != norm_bytes)
+    if (spec.consumer_reads_before_wait && bufs[r].consumer_copy.download() != norm_bytes) {
+      f.consumer_read_stale = true;
       f.lines.push_back("rank " + std::to_string(r) + " " + call +
                         ": the PDL consumer read norm_out before the producer wrote it");
+    }
     if (r == 0) {
       rank0_norm = norm_bytes;
       rank0_quant = quant;
@@ -271,8 +278,13 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
         case Path::unfused: launch_unfused_baseline(p, ws_[r], b.allreduce.get(), streams_[r]); break;
       }
       if (r == 0 && k == 0) f.cluster_size = info.cluster_size;
+      // The consumer goes on the rank's stream right behind its fused kernel, as a next layer
+      // would. Every kernel was loaded when the workspaces were made (preload_kernels), so
+      // this launch cannot stall the context while rank r's kernel waits for later ranks.
       if (spec.consumer_reads_before_wait)
         launch_pdl_consumer_copy(b.norm.get(), b.consumer_copy.get(), b.norm.bytes(), true, streams_[r]);
+      if (r == 0 && spec.peer_launch_delay_us > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(spec.peer_launch_delay_us));
     }
   }
   synchronise_and_collect_hangs(f);

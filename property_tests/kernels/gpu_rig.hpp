@@ -56,12 +56,17 @@ struct CallSpec {
   std::uint64_t seed = 1;
   bool check_invariants = true;
   bool consumer_reads_before_wait = false;  // early-trigger control: a PDL consumer copies norm_out
+  // Host pause after rank 0's launches (fused kernel and consumer) before the other ranks
+  // launch: rank 0 cannot finish before its peers arrive, so an early-launched consumer
+  // reads norm_out while it is certainly unwritten. Must stay well below the spin budget.
+  std::uint32_t peer_launch_delay_us = 0;
 };
 
 struct Findings {
   std::vector<std::string> lines;  // each: what went wrong, one line
   int cluster_size = 1;            // of rank 0's launch
   bool hung = false;
+  bool consumer_read_stale = false;  // the PDL consumer's copy differs from norm_out
   bool ok() const { return lines.empty(); }
   std::string summary(std::size_t max_lines = 6) const;
 };

@@ -49,6 +49,16 @@ void launch_residual_rmsnorm_unfused(const FusedParams& params, const void* allr
 void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, bool read_before_wait,
                               cudaStream_t stream);
 
+// Loads every kernel of this library into the current device's context now. Needed because
+// CUDA loads kernels lazily (default since CUDA 12.2) and loading one may synchronise the
+// whole context: when one process drives several ranks (create_in_process), rank 0's fused
+// kernel spins on rank 1, and a first-time launch issued after it (rank 1's kernel, the
+// unfused norm kernel, the PDL consumer) would wait for rank 0's kernel to finish, which
+// waits for rank 1: a deadlock that only the spin budget ends. Workspace::create_in_process
+// and create_ipc call it; call it again after switching device or resetting the context.
+// Throws CudaError (e.g. no kernel image for this device).
+void preload_kernels();
+
 // Cluster support of the current device as the launcher sees it (for tests and reports).
 bool device_supports_clusters();
 

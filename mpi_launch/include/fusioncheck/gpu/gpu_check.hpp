@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "case_runner.hpp"
+#include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/cli/mpi_comm.hpp"
-#include "gpu_session.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
 
 namespace fusioncheck::gpu {
 

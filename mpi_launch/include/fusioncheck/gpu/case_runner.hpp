@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "device_buffer.hpp"
+#include "fusioncheck/gpu/device_buffer.hpp"
 #include "fusioncheck/cli/mpi_comm.hpp"
-#include "gpu_case.hpp"
-#include "gpu_session.hpp"
-#include "kernel_under_test.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
 
 namespace fusioncheck::gpu {
 

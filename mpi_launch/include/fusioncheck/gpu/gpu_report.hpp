@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_check.hpp"
+#include "fusioncheck/gpu/gpu_check.hpp"
 
 namespace fusioncheck::gpu {
 

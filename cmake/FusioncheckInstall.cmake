@@ -1,0 +1,33 @@
+# Install and export: `find_package(fusioncheck)` gives fusioncheck::protocol,
+# fusioncheck::reference, fusioncheck::kernels_host and, where CUDA was found,
+# fusioncheck::kernels, fusioncheck::mpi and fusioncheck::gpu; plus the fusioncheck binary.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(_fc_exported fusioncheck_protocol fusioncheck_reference fusioncheck_kernels_host)
+foreach(_t fusioncheck_nccl fusioncheck_kernels fusioncheck_mpi fusioncheck_gpu)
+  if(TARGET ${_t} AND (NOT _t STREQUAL "fusioncheck_mpi" OR TARGET fusioncheck_gpu))
+    list(APPEND _fc_exported ${_t})
+  endif()
+endforeach()
+foreach(_t IN LISTS _fc_exported)
+  string(REPLACE "fusioncheck_" "" _name ${_t})
+  set_target_properties(${_t} PROPERTIES EXPORT_NAME ${_name})
+  target_include_directories(${_t} INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+endforeach()
+
+install(TARGETS ${_fc_exported} EXPORT fusioncheckTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS fusioncheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY protocol/include/ reference/include/ kernels/include/ mpi_launch/include/
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT fusioncheckTargets NAMESPACE fusioncheck::
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fusioncheck)
+configure_package_config_file(cmake/fusioncheckConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/fusioncheckConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fusioncheck)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/fusioncheckConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/fusioncheckConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/fusioncheckConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fusioncheck)
