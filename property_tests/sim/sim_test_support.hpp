@@ -1,0 +1,74 @@
+#pragma once
+// Shared helpers of the sim tests: searches with a given budget, and the mutant list.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/sim/counterexample.hpp"
+
+namespace fusioncheck::sim::testing {
+
+inline SearchResult search_with(const SimConfig& config, const Profile& profile, Mutant mutant,
+                                SchedulerKind scheduler, std::uint64_t budget,
+                                std::uint64_t seed = 1) {
+  SearchOptions options;
+  options.scheduler = scheduler;
+  options.budget = budget;
+  options.seed = seed;
+  return search(config, profile, mutant, options);
+}
+
+// Random, then PCT, then exhaustive on the tiny configuration: the first that finds one.
+inline std::optional<Counterexample> find_counterexample(Mutant mutant, const Profile& profile,
+                                                         std::uint64_t budget) {
+  for (auto scheduler : {SchedulerKind::random, SchedulerKind::pct, SchedulerKind::exhaustive}) {
+    const SimConfig config =
+        scheduler == SchedulerKind::exhaustive ? tiny_config() : default_config();
+    const auto result = search_with(config, profile, mutant, scheduler, budget);
+    if (result.counterexample)
+      return make_counterexample(config, profile, mutant, scheduler, result);
+  }
+  return std::nullopt;
+}
+
+inline std::vector<Mutant> sim_mutants() {
+  std::vector<Mutant> out;
+  for (const auto& info : protocol::kMutantCatalogue)
+    if (info.layers & protocol::kInSim) out.push_back(info.mutant);
+  return out;
+}
+
+inline const Profile& profile(const char* name) { return *find_profile(name); }
+
+// Golden files live in property_tests/sim/golden. With FUSIONCHECK_UPDATE_GOLDEN=1 the
+// tests rewrite them instead of comparing (review the diff before committing).
+inline void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(FUSIONCHECK_SIM_GOLDEN_DIR) + "/" + name;
+  const char* update = std::getenv("FUSIONCHECK_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(path) << actual;
+    std::cout << "updated " << path << "\n";
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path
+                  << " (run with FUSIONCHECK_UPDATE_GOLDEN=1 to create it)";
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  EXPECT_EQ(buffer.str(), actual) << "golden file " << path << " differs";
+}
+
+inline std::string exhaustive_counts_header() {
+  const SimConfig t = tiny_config();
+  return "# profile deviations executions (tiny config: " + format_calls(t.calls) + ", " +
+         std::to_string(t.ranks) + " ranks x " + std::to_string(t.blocks) + " blocks x " +
+         std::to_string(t.vectors_per_block) + " vector x " + std::to_string(t.elems_per_vector) +
+         " elements)\n";
+}
+
+}  // namespace fusioncheck::sim::testing

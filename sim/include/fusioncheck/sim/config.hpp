@@ -1,0 +1,87 @@
+#pragma once
+// What the sim runs: an architecture profile (data, not code paths), the sizes of the
+// model (ranks x blocks x vectors), and the host-side call sequence every rank executes.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fusioncheck::sim {
+
+// How stores between two different GPUs may be reordered on their way.
+enum class LinkOrder : std::uint8_t {
+  per_thread_fifo,  // PCIe: posted writes of one thread arrive in issue order
+  unordered,        // NVLink: any in-flight store may overtake any other
+};
+
+struct Profile {
+  std::string_view name;
+  int compute_capability;      // 90, 100, 120
+  int sm_count;                // upper bound on co-resident blocks of one kernel
+  int smem_per_block_kib;
+  bool clusters;               // thread-block clusters (not used by the modelled steps)
+  int max_cluster_size;
+  bool pdl;                    // programmatic dependent launch
+  std::string_view interconnect;
+  LinkOrder link_order;        // between GPUs; inside one GPU stores are always unordered
+  int store_granularity_bytes; // smallest piece a vector store may arrive in
+};
+
+// Model parameters, chosen adversarially within what the hardware guarantees: an aligned
+// 32-bit store is single-copy atomic on every profile, so pieces are never smaller than
+// one element unless the torn-element mutant says so.
+inline constexpr std::array<Profile, 4> kProfiles{{
+    {"sm90-nvlink", 90, 132, 227, true, 8, true, "NVLink", LinkOrder::unordered, 4},
+    {"sm90-pcie", 90, 114, 227, true, 8, true, "PCIe", LinkOrder::per_thread_fifo, 8},
+    {"sm100-nvlink", 100, 148, 227, true, 8, true, "NVLink", LinkOrder::unordered, 4},
+    {"sm120-pcie", 120, 188, 99, true, 8, true, "PCIe", LinkOrder::per_thread_fifo, 8},
+}};
+
+const Profile* find_profile(std::string_view name);
+std::string profile_names();  // "a, b, c" for error messages
+
+enum class CallKind : std::uint8_t { one_shot, two_shot };
+
+struct CallSpec {
+  CallKind kind = CallKind::one_shot;
+  int vectors = 1;  // vectors per rank this call reduces (the token count)
+  bool operator==(const CallSpec&) const = default;
+};
+
+// Model sizes. One model thread moves one vector of `elems_per_vector` 32-bit elements
+// (the Lamport buffer is fp32 in the model, so the sentinel is 0x80000000).
+struct SimConfig {
+  int ranks = 2;
+  int blocks = 2;
+  int vectors_per_block = 2;
+  int elems_per_vector = 2;
+  std::vector<CallSpec> calls;  // the host-side sequence, same on every rank
+  int graph_replays = 1;        // the sequence is replayed this many times (CUDA graph)
+  bool late_trigger = false;    // launch_dependents at the end instead of after the wait
+  bool operator==(const SimConfig&) const = default;
+};
+
+inline constexpr int kMaxElemsPerVector = 4;
+inline constexpr int kMaxBlocks = 64;
+inline constexpr int kMaxVectorsPerBlock = 64;
+inline constexpr int kMaxTotalCalls = 1000;  // tags hold the call index in 10 bits
+
+// The configuration of an ordinary run: 2 ranks, 2 blocks of 2 vectors, token counts that
+// shrink and grow, one-shot and two-shot alternating.
+SimConfig default_config();
+// The smallest non-trivial configuration: 2 ranks, 2 blocks, 1 vector each, 4 calls.
+// Two elements per vector, so that the profiles' store splitting differs.
+SimConfig tiny_config();
+
+std::vector<CallSpec> expanded_calls(const SimConfig& config);
+int max_vectors(const SimConfig& config);
+
+// Empty when the configuration can run on the profile, else a one-line reason.
+std::string validate(const SimConfig& config, const Profile& profile);
+
+// "os4,os2,ts4" <-> calls. parse_calls returns false on bad text.
+std::string format_calls(const std::vector<CallSpec>& calls);
+bool parse_calls(std::string_view text, std::vector<CallSpec>& out);
+
+}  // namespace fusioncheck::sim

@@ -1,0 +1,38 @@
+#pragma once
+// The kill table: every catalogue mutant on every profile -> killed or not, time to
+// detect, schedules needed and the size of the minimised counterexample.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/sim/counterexample.hpp"
+
+namespace fusioncheck::sim {
+
+struct KillRow {
+  Mutant mutant = Mutant::none;
+  std::string profile;
+  bool killed = false;
+  double seconds_to_detect = 0;   // search time until the first violation
+  std::uint64_t schedules = 0;    // schedules run until then (or in all, when not killed)
+  SchedulerKind scheduler = SchedulerKind::random;  // the one that found it
+  Counterexample minimal;         // when killed
+};
+
+struct KillTableOptions {
+  std::uint64_t random_budget = 20000;   // per (mutant, profile), then as many PCT schedules
+  std::uint64_t exhaustive_budget = 1000000;  // then the exhaustive tiny search (<= 2 deviations)
+  bool include_correct = true;           // a row per profile for the correct protocol
+  std::function<void(const KillRow&)> on_row;  // progress
+};
+
+// One search per (mutant, profile): random, then PCT, then the bounded exhaustive search
+// of the tiny configuration.
+KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options);
+std::vector<KillRow> kill_table(const KillTableOptions& options);
+std::string format_kill_table(const std::vector<KillRow>& rows);  // Markdown
+// "2 ranks x 1 block x 1 vector x 1 elem, 3 calls, 1 deviation, 57 steps"
+std::string counterexample_size(const Counterexample& cx);
+
+}  // namespace fusioncheck::sim

@@ -1,0 +1,196 @@
+#pragma once
+// The executable model: ranks x kernels x blocks x threads as explicit state machines, the
+// memory of every rank, and the stores in flight between them. The model does not choose:
+// it lists the enabled events and executes the one a scheduler picked. A spin is not an
+// event; a spinning thread is simply not enabled until what it polls for is visible.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/protocol/mutants.hpp"
+#include "fusioncheck/protocol/workspace.hpp"
+#include "fusioncheck/sim/config.hpp"
+
+namespace fusioncheck::sim {
+
+using protocol::Mutant;
+
+enum class ViolationKind : std::uint8_t {
+  wrong_value,     // a consumed value does not carry the expected tag
+  deadlock,        // every thread spins and nothing is in flight
+  step_bound,      // livelock guard: too many steps
+  invariant,       // a DESIGN.md invariant fails at quiescence
+  output_missing,  // a kernel completed without writing an output (NaN canary)
+  early_push,      // a push reached a rank that had not initialised its buffers
+};
+const char* violation_kind_name(ViolationKind kind);
+
+struct Violation {
+  ViolationKind kind;
+  std::string text;
+};
+
+enum class EventKind : std::uint8_t { deliver, thread_step, init };
+struct Event {
+  EventKind kind;
+  std::int32_t id;     // deliver: index into in-flight; thread_step: thread; init: rank
+  std::int32_t actor;  // PCT actor and "who ran last" for the default schedule
+};
+
+// Memory regions of one rank, all shared with peers except outputs and control block.
+enum class Region : std::uint8_t { lamport, ts_data, ts_gather, ts_start, ts_end };
+
+// One piece of a store on its way to a rank's memory. A piece covers `count` whole 32-bit
+// elements, or one 16-bit half of one element (torn stores).
+struct Piece {
+  std::uint64_t seq;
+  std::int32_t thread;  // issuing thread
+  std::int32_t kernel;  // issuing kernel (rank * calls + call)
+  std::uint32_t fifo_key;   // thread * ranks + dst: the per-thread FIFO it travels in
+  std::uint32_t block_key;  // kernel * blocks + block: what a release waits for
+  std::uint32_t offset; // first element
+  std::uint32_t values[kMaxElemsPerVector];
+  std::uint8_t count;
+  std::uint8_t half;    // 0 whole elements, 1 low 16 bits, 2 high 16 bits
+  std::uint8_t src_rank, dst_rank, block;
+  Region region;
+  bool release;         // st.release: may not overtake older stores of its block
+};
+
+struct Thread {
+  std::int32_t kernel;
+  std::uint16_t call;
+  std::uint8_t rank, block;
+  std::uint16_t tid;
+  std::int32_t idx;  // vector index within the rank's data
+  std::uint8_t pc = 0;
+  std::uint8_t data_buffer = 0, clear_buffer = 0;
+  std::uint32_t flag_seen = 0;   // f (one-shot) or the new two-shot flag
+  std::uint32_t clear_vectors = 0;
+  bool present = true;           // false: its block is not in this rank's grid
+};
+
+struct Kernel {
+  CallSpec spec;
+  int grid_blocks = 0;
+  int threads_total = 0;
+  int threads_triggered = 0;
+  int threads_done = 0;
+  int in_flight = 0;
+  bool launched = false;
+  bool complete = false;
+};
+
+struct RankMemory {
+  std::vector<std::uint32_t> lamport;     // 3 buffers x (ranks * max_vectors * E)
+  std::vector<std::uint32_t> ts_data;     // ranks slots x max_vectors * E
+  std::vector<std::uint32_t> ts_gather;   // max_vectors * E
+  std::vector<std::uint32_t> ts_start;    // blocks x ranks barrier flags
+  std::vector<std::uint32_t> ts_end;
+  protocol::ControlBlock control;
+  bool initialised = false;
+};
+
+class Model {
+ public:
+  Model(const SimConfig& config, const Profile& profile, Mutant mutant);
+
+  void reset();
+  // Enabled events in a fixed order (deliveries first, then threads by rank, call, block,
+  // thread), so that a schedule is a list of indices into this list.
+  std::span<const Event> enabled();
+  void execute(const Event& event);
+  // After enabled() returned an empty list: true when every kernel completed.
+  bool all_done() const;
+  // Finishes the run: a deadlock when not all done, else the invariants at quiescence.
+  void finish();
+
+  const std::optional<Violation>& violation() const { return violation_; }
+  std::uint64_t steps() const { return steps_; }
+  std::uint64_t memory_events() const { return memory_events_; }
+  std::uint64_t step_bound() const { return step_bound_; }
+  // PCT actor of an event: a thread, a link (src,dst) or a rank's init.
+  int actor_of(const Event& event) const { return event.actor; }
+  int actor_count() const;
+
+  // When set, every executed event appends one readable line.
+  void set_trace(std::vector<std::string>* trace) { trace_ = trace; }
+
+  const SimConfig& config() const { return config_; }
+  const Profile& profile() const { return profile_; }
+  Mutant mutant() const { return mutant_; }
+
+ private:
+  friend struct Checker;
+  friend void refresh_rank(Model& model, int rank);
+
+  // state
+  SimConfig config_;
+  Profile profile_;
+  Mutant mutant_;
+  std::vector<CallSpec> calls_;
+  int max_vectors_ = 0;
+  int granularity_bytes_ = 4;
+  std::uint32_t fill_value_ = 0;  // what init and clear store (the sentinel pattern)
+  std::vector<RankMemory> memory_;
+  std::vector<Kernel> kernels_;  // rank * calls + call
+  std::vector<Thread> threads_;  // kernel * blocks * V + block * V + tid
+  std::vector<std::int32_t> block_pass_;  // (kernel * blocks + block) * kPhases + phase
+  std::vector<std::uint8_t> output_written_;  // kernel * max_vectors + idx (NaN canary)
+  std::vector<Piece> in_flight_;
+  std::vector<int> first_active_, launched_count_;  // per rank
+  std::uint64_t seq_ = 0, steps_ = 0, memory_events_ = 0, step_bound_ = 0;
+  std::optional<Violation> violation_;
+  std::vector<std::string>* trace_ = nullptr;
+
+  // scratch of enabled()
+  std::vector<Event> events_;  // storage; enabled() returns its first event_count_ entries
+  std::vector<std::uint32_t> fifo_stamp_, block_stamp_;
+  std::uint32_t scan_id_ = 0;
+  std::vector<std::uint8_t> ready_;       // per thread: enabled at the last evaluation
+  std::vector<std::uint8_t> rank_dirty_;  // per rank: kClean, kDirtyMemory or kDirtyAll
+  std::vector<std::uint8_t> list_stale_;  // per rank: rank_events_ must be rebuilt
+  std::vector<std::vector<Event>> rank_events_;  // per rank: its enabled threads, in order
+  bool touched_shared_ = false;           // the last thread step changed rank-shared state
+
+  // memory and links (model.cpp)
+  std::uint32_t* region_ptr(int rank, Region region, std::uint32_t offset);
+  std::size_t region_size(Region region) const;
+  void issue_store(const Thread& t, int dst, Region region, std::uint32_t offset,
+                   const std::uint32_t* values, int count, bool release);
+  void deliver(int index);
+  void launch_ready_kernels(int rank);
+  bool thread_enabled(const Thread& t) const;
+  void step_thread(int thread_index);
+  void init_rank(int rank);
+  void fail(ViolationKind kind, std::string text);
+  void trace(std::string line);
+
+ public:
+  // numbers used by the steps, the checker and the report
+  static constexpr int kPhases = 4;
+  static constexpr std::uint8_t kClean = 0, kDirtyMemory = 1, kDirtyAll = 2;
+  int grid_of(int rank) const;
+  int kernel_index(int rank, int call) const {
+    return rank * static_cast<int>(calls_.size()) + call;
+  }
+  int thread_index(int kernel, int block, int tid) const {
+    return (kernel * config_.blocks + block) * config_.vectors_per_block + tid;
+  }
+  std::uint32_t lamport_stride() const {  // elements per Lamport buffer
+    return static_cast<std::uint32_t>(config_.ranks * max_vectors_ * config_.elems_per_vector);
+  }
+  const std::vector<CallSpec>& calls() const { return calls_; }
+  const std::vector<RankMemory>& memory() const { return memory_; }
+  const std::vector<Thread>& threads() const { return threads_; }
+  const std::vector<Kernel>& kernels() const { return kernels_; }
+  const std::vector<Piece>& in_flight() const { return in_flight_; }
+  std::uint32_t fill_value() const { return fill_value_; }
+  bool output_written(int kernel, int idx) const {
+    return output_written_[static_cast<std::size_t>(kernel * max_vectors_ + idx)] != 0;
+  }
+};
+
+}  // namespace fusioncheck::sim

@@ -1,0 +1,148 @@
+// Counterexamples as values: JSON, replay, readable trace.
+#include "fusioncheck/sim/counterexample.hpp"
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace fusioncheck::sim {
+
+Counterexample make_counterexample(const SimConfig& config, const Profile& profile,
+                                   Mutant mutant, SchedulerKind scheduler,
+                                   const SearchResult& result) {
+  Counterexample cx;
+  cx.profile = std::string(profile.name);
+  cx.mutant = mutant;
+  cx.config = config;
+  cx.scheduler = scheduler;
+  cx.seed = result.counterexample_seed;
+  cx.deviations = result.counterexample->deviations;
+  cx.kind = result.counterexample->violation->kind;
+  cx.violation = result.counterexample->violation->text;
+  cx.steps = result.counterexample->steps;
+  return cx;
+}
+
+nlohmann::json to_json(const Counterexample& cx) {
+  nlohmann::json calls = nlohmann::json::array();
+  auto devs = nlohmann::json::array();
+  for (const auto& d : cx.deviations) devs.push_back({d.step, d.choice});
+  return {
+      {"format", "fusioncheck-sim-counterexample-1"},
+      {"profile", cx.profile},
+      {"mutant", std::string(protocol::mutant_id(cx.mutant))},
+      {"config",
+       {{"ranks", cx.config.ranks},
+        {"blocks", cx.config.blocks},
+        {"vectors_per_block", cx.config.vectors_per_block},
+        {"elems_per_vector", cx.config.elems_per_vector},
+        {"calls", format_calls(cx.config.calls)},
+        {"graph_replays", cx.config.graph_replays},
+        {"late_trigger", cx.config.late_trigger}}},
+      {"scheduler", scheduler_name(cx.scheduler)},
+      {"seed", cx.seed},
+      {"deviations", devs},
+      {"violation_kind", violation_kind_name(cx.kind)},
+      {"violation", cx.violation},
+      {"steps", cx.steps},
+  };
+}
+
+Counterexample counterexample_from_json(const nlohmann::json& j) {
+  try {
+    Counterexample cx;
+    if (j.at("format").get<std::string>() != "fusioncheck-sim-counterexample-1")
+      throw std::invalid_argument("unknown counterexample format");
+    cx.profile = j.at("profile").get<std::string>();
+    if (!find_profile(cx.profile))
+      throw std::invalid_argument("unknown profile '" + cx.profile + "'");
+    const auto mutant = protocol::parse_mutant(j.at("mutant").get<std::string>());
+    if (!mutant) throw std::invalid_argument("unknown mutant '" + j.at("mutant").get<std::string>() + "'");
+    cx.mutant = *mutant;
+    const auto& c = j.at("config");
+    cx.config.ranks = c.at("ranks").get<int>();
+    cx.config.blocks = c.at("blocks").get<int>();
+    cx.config.vectors_per_block = c.at("vectors_per_block").get<int>();
+    cx.config.elems_per_vector = c.at("elems_per_vector").get<int>();
+    if (!parse_calls(c.at("calls").get<std::string>(), cx.config.calls))
+      throw std::invalid_argument("bad call list '" + c.at("calls").get<std::string>() + "'");
+    cx.config.graph_replays = c.at("graph_replays").get<int>();
+    cx.config.late_trigger = c.at("late_trigger").get<bool>();
+    const auto scheduler = parse_scheduler(j.at("scheduler").get<std::string>());
+    if (!scheduler) throw std::invalid_argument("unknown scheduler");
+    cx.scheduler = *scheduler;
+    cx.seed = j.at("seed").get<std::uint64_t>();
+    for (const auto& d : j.at("deviations"))
+      cx.deviations.push_back({d.at(0).get<std::uint32_t>(), d.at(1).get<std::uint32_t>()});
+    for (std::size_t i = 1; i < cx.deviations.size(); ++i)
+      if (cx.deviations[i].step <= cx.deviations[i - 1].step)
+        throw std::invalid_argument("deviations must be in increasing step order");
+    cx.violation = j.at("violation").get<std::string>();
+    cx.steps = j.value("steps", std::uint64_t{0});
+    const std::string error = validate(cx.config, *find_profile(cx.profile));
+    if (!error.empty()) throw std::invalid_argument(error);
+    return cx;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("malformed counterexample: ") + e.what());
+  }
+}
+
+void write_counterexample(const Counterexample& cx, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << to_json(cx).dump(2) << "\n";
+}
+
+Counterexample read_counterexample(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot read counterexample file '" + path + "'");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception&) {
+    throw std::invalid_argument("'" + path + "' is not JSON");
+  }
+  return counterexample_from_json(j);
+}
+
+std::string counterexample_file_name(const Counterexample& cx) {
+  return fmt::format("sim-{}-{}.json", protocol::mutant_id(cx.mutant), cx.profile);
+}
+
+Replay replay(const Counterexample& cx) {
+  Replay out;
+  Model model(cx.config, *find_profile(cx.profile), cx.mutant);
+  model.set_trace(&out.trace);
+  out.run = run_replay(model, cx.deviations);
+  out.reproduced = out.run.violation && out.run.violation->text == cx.violation;
+  return out;
+}
+
+std::string format_counterexample(const Counterexample& cx, const std::vector<std::string>& trace,
+                                  const std::string& file) {
+  std::string out = fmt::format(
+      "counterexample: mutant {} on {}\n"
+      "  config: {} ranks x {} blocks x {} vectors/block x {} elements/vector, calls {}{}{}\n"
+      "  schedule: found by {}{}; replays from {} deviation(s) from the default order, {} steps\n"
+      "  violation ({}): {}\n",
+      protocol::mutant_id(cx.mutant), cx.profile, cx.config.ranks, cx.config.blocks,
+      cx.config.vectors_per_block, cx.config.elems_per_vector, format_calls(cx.config.calls),
+      cx.config.graph_replays > 1 ? fmt::format(" replayed {}x", cx.config.graph_replays) : "",
+      cx.config.late_trigger ? ", late trigger" : ", early trigger", scheduler_name(cx.scheduler),
+      cx.scheduler == SchedulerKind::exhaustive ? "" : fmt::format(" (seed {})", cx.seed),
+      cx.deviations.size(), cx.steps, violation_kind_name(cx.kind), cx.violation);
+  if (!cx.deviations.empty()) {
+    out += "  deviations (step:choice):";
+    for (const auto& d : cx.deviations) out += fmt::format(" {}:{}", d.step, d.choice);
+    out += "\n";
+  }
+  out += "trace:\n";
+  for (const auto& line : trace) out += "  " + line + "\n";
+  if (!file.empty())
+    out += fmt::format("written to {}\nreplay with: fusioncheck sim --replay {}\n", file, file);
+  return out;
+}
+
+}  // namespace fusioncheck::sim

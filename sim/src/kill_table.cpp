@@ -1,0 +1,104 @@
+// The mutant x profile kill table.
+#include "fusioncheck/sim/kill_table.hpp"
+
+#include <fmt/core.h>
+
+#include <map>
+
+namespace fusioncheck::sim {
+
+std::string counterexample_size(const Counterexample& cx) {
+  const auto& c = cx.config;
+  return fmt::format("{}r x {}b x {}v x {}e, {} calls, {} dev, {} steps", c.ranks, c.blocks,
+                     c.vectors_per_block, c.elems_per_vector, c.calls.size() * c.graph_replays,
+                     cx.deviations.size(), cx.steps);
+}
+
+KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options) {
+  KillRow row;
+  row.mutant = mutant;
+  row.profile = std::string(profile.name);
+  struct Attempt {
+    SchedulerKind scheduler;
+    SimConfig config;
+    std::uint64_t budget;
+  };
+  const Attempt attempts[] = {
+      {SchedulerKind::random, default_config(), options.random_budget},
+      {SchedulerKind::pct, default_config(), options.random_budget},
+      {SchedulerKind::exhaustive, tiny_config(), options.exhaustive_budget},
+  };
+  for (const auto& attempt : attempts) {
+    SearchOptions search_options;
+    search_options.scheduler = attempt.scheduler;
+    search_options.budget = attempt.budget;
+    search_options.seed = 1;
+    const SearchResult result = search(attempt.config, profile, mutant, search_options);
+    row.seconds_to_detect += result.seconds;
+    row.schedules += result.executions;
+    if (!result.counterexample) continue;
+    row.killed = true;
+    row.scheduler = attempt.scheduler;
+    const Counterexample found =
+        make_counterexample(attempt.config, profile, mutant, attempt.scheduler, result);
+    row.minimal = mutant == Mutant::none ? found : minimise(found);
+    break;
+  }
+  return row;
+}
+
+std::vector<KillRow> kill_table(const KillTableOptions& options) {
+  std::vector<KillRow> rows;
+  std::vector<Mutant> mutants;
+  if (options.include_correct) mutants.push_back(Mutant::none);
+  for (const auto& info : protocol::kMutantCatalogue)
+    if (info.layers & protocol::kInSim) mutants.push_back(info.mutant);
+  for (Mutant m : mutants)
+    for (const auto& profile : kProfiles) {
+      rows.push_back(kill_row(m, profile, options));
+      if (options.on_row) options.on_row(rows.back());
+    }
+  return rows;
+}
+
+std::string format_kill_table(const std::vector<KillRow>& rows) {
+  std::string out;
+  // Summary: one line per mutant, one column per profile.
+  out += "| mutant |";
+  for (const auto& p : kProfiles) out += fmt::format(" {} |", p.name);
+  out += "\n|---|";
+  for (std::size_t i = 0; i < kProfiles.size(); ++i) out += "---|";
+  out += "\n";
+  std::map<Mutant, std::vector<const KillRow*>> by_mutant;
+  std::vector<Mutant> order;
+  for (const auto& r : rows) {
+    if (by_mutant[r.mutant].empty()) order.push_back(r.mutant);
+    by_mutant[r.mutant].push_back(&r);
+  }
+  for (Mutant m : order) {
+    out += fmt::format("| {} |", protocol::mutant_id(m));
+    for (const auto& p : kProfiles) {
+      std::string cell = " |";
+      for (const KillRow* r : by_mutant[m])
+        if (r->profile == p.name)
+          cell = r->killed ? (m == Mutant::none ? " **FLAGGED** |" : " killed |") : " clean |";
+      out += cell;
+    }
+    out += "\n";
+  }
+  out += "\n| mutant | profile | killed | time to detect | schedules | found by | minimised "
+         "counterexample | violation |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    const std::string time = r.seconds_to_detect < 0.01
+                                 ? fmt::format("{:.2f} ms", r.seconds_to_detect * 1e3)
+                                 : fmt::format("{:.3f} s", r.seconds_to_detect);
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
+                       r.profile, r.killed ? "yes" : "no", time, r.schedules,
+                       r.killed ? scheduler_name(r.scheduler) : "-",
+                       r.killed ? counterexample_size(r.minimal) : "-",
+                       r.killed ? violation_kind_name(r.minimal.kind) : "-");
+  }
+  return out;
+}
+
+}  // namespace fusioncheck::sim

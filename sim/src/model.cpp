@@ -1,0 +1,387 @@
+// State, memory and links of the model: which events are enabled, stores in flight and
+// their delivery, kernel launch and completion (stream order and PDL).
+#include "fusioncheck/sim/model.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "fusioncheck/protocol/rotation.hpp"
+#include "fusioncheck/sim/values.hpp"
+#include "model_internal.hpp"
+
+namespace fusioncheck::sim {
+
+const char* violation_kind_name(ViolationKind kind) {
+  switch (kind) {
+    case ViolationKind::wrong_value: return "wrong-value";
+    case ViolationKind::deadlock: return "deadlock";
+    case ViolationKind::step_bound: return "step-bound";
+    case ViolationKind::invariant: return "invariant";
+    case ViolationKind::output_missing: return "output-missing";
+    case ViolationKind::early_push: return "early-push";
+  }
+  return "?";
+}
+
+Model::Model(const SimConfig& config, const Profile& profile, Mutant mutant)
+    : config_(config), profile_(profile), mutant_(mutant) {
+  const std::string error = validate(config, profile);
+  if (!error.empty()) throw std::invalid_argument(error);
+  calls_ = expanded_calls(config);
+  max_vectors_ = max_vectors(config);
+  granularity_bytes_ = mutant == Mutant::torn_element ? 2 : profile.store_granularity_bytes;
+  fill_value_ = mutant == Mutant::sentinel_width ? kSentinel16Fill : kSentinel;
+  reset();
+}
+
+int Model::grid_of(int rank) const {
+  // divergent-config: the last rank launches one block fewer than its peers.
+  if (mutant_ == Mutant::divergent_config && rank == config_.ranks - 1 && config_.blocks > 1)
+    return config_.blocks - 1;
+  return config_.blocks;
+}
+
+std::size_t Model::region_size(Region region) const {
+  const std::size_t e = static_cast<std::size_t>(config_.elems_per_vector);
+  const std::size_t v = static_cast<std::size_t>(max_vectors_);
+  const std::size_t n = static_cast<std::size_t>(config_.ranks);
+  switch (region) {
+    case Region::lamport: return protocol::kLamportBuffers * n * v * e;
+    case Region::ts_data: return n * v * e;
+    case Region::ts_gather: return v * e;
+    case Region::ts_start:
+    case Region::ts_end: return static_cast<std::size_t>(config_.blocks) * n;
+  }
+  return 0;
+}
+
+void Model::reset() {
+  const int ranks = config_.ranks, blocks = config_.blocks, V = config_.vectors_per_block;
+  const int calls = static_cast<int>(calls_.size());
+  // Reused between runs: a search resets the model once per schedule.
+  memory_.resize(static_cast<std::size_t>(ranks));
+  for (auto& m : memory_) {
+    m.lamport.assign(region_size(Region::lamport), kUninitialised);
+    m.ts_data.assign(region_size(Region::ts_data), kPoison);
+    m.ts_gather.assign(region_size(Region::ts_gather), kPoison);
+    m.ts_start.assign(region_size(Region::ts_start), 0u);
+    m.ts_end.assign(region_size(Region::ts_end), 0u);
+    m.control = protocol::initial_control_block(lamport_stride() * 4ull);
+    m.initialised = false;
+  }
+  kernels_.assign(static_cast<std::size_t>(ranks * calls), Kernel{});
+  threads_.resize(static_cast<std::size_t>(ranks * calls * blocks * V));
+  for (int r = 0; r < ranks; ++r) {
+    for (int c = 0; c < calls; ++c) {
+      const int k = kernel_index(r, c);
+      Kernel& kernel = kernels_[static_cast<std::size_t>(k)];
+      kernel.spec = calls_[static_cast<std::size_t>(c)];
+      kernel.grid_blocks = grid_of(r);
+      kernel.threads_total = kernel.grid_blocks * V;
+      for (int b = 0; b < blocks; ++b)
+        for (int t = 0; t < V; ++t) {
+          Thread& th = threads_[static_cast<std::size_t>(thread_index(k, b, t))];
+          th = Thread{};
+          th.kernel = k;
+          th.call = static_cast<std::uint16_t>(c);
+          th.rank = static_cast<std::uint8_t>(r);
+          th.block = static_cast<std::uint8_t>(b);
+          th.tid = static_cast<std::uint16_t>(t);
+          th.idx = b * V + t;
+          th.present = b < kernel.grid_blocks;
+          th.pc = first_pc(*this);
+        }
+    }
+  }
+  block_pass_.assign(static_cast<std::size_t>(ranks * calls * blocks * kPhases), 0);
+  output_written_.assign(static_cast<std::size_t>(ranks * calls * max_vectors_), 0);
+  in_flight_.clear();
+  first_active_.assign(static_cast<std::size_t>(ranks), 0);
+  launched_count_.assign(static_cast<std::size_t>(ranks), 0);
+  seq_ = steps_ = memory_events_ = 0;
+  violation_.reset();
+  fifo_stamp_.assign(threads_.size() * static_cast<std::size_t>(ranks), 0u);
+  block_stamp_.assign(static_cast<std::size_t>(ranks * calls * blocks), 0u);
+  scan_id_ = 0;
+  ready_.assign(threads_.size(), 0);
+  rank_dirty_.assign(static_cast<std::size_t>(ranks), kDirtyAll);
+  list_stale_.assign(static_cast<std::size_t>(ranks), 1);
+  rank_events_.resize(static_cast<std::size_t>(ranks));
+  // Livelock guard: far above what any correct run of this size needs.
+  step_bound_ = 64ull * threads_.size() * static_cast<std::uint64_t>(ranks + 2) + 10000ull;
+}
+
+std::span<const Event> Model::enabled() {
+  if (violation_) return {};
+  // Room for every possible event, so the loops below write without checks.
+  const std::size_t most = in_flight_.size() + memory_.size() + threads_.size();
+  if (events_.size() < most) events_.resize(most);
+  Event* out = events_.data();
+  // Deliveries. Per-thread FIFO links let only the oldest piece of (thread, dst) go; a
+  // release piece waits for every older piece of its block; inside one GPU anything goes.
+  ++scan_id_;
+  const int ranks = config_.ranks;
+  const bool fifo = profile_.link_order == LinkOrder::per_thread_fifo;
+  const std::uint32_t scan = scan_id_;
+  const int link_actor_base = static_cast<int>(threads_.size());
+  std::uint32_t* const block_stamp = block_stamp_.data();
+  std::uint32_t* const fifo_stamp = fifo_stamp_.data();
+  const std::size_t flying = in_flight_.size();
+  for (std::size_t i = 0; i < flying; ++i) {
+    const Piece& p = in_flight_[i];
+    bool ok = !(p.release && block_stamp[p.block_key] == scan);
+    if (fifo && p.src_rank != p.dst_rank) {
+      ok = ok && fifo_stamp[p.fifo_key] != scan;
+      fifo_stamp[p.fifo_key] = scan;
+    }
+    block_stamp[p.block_key] = scan;
+    if (ok)
+      *out++ = {EventKind::deliver, static_cast<std::int32_t>(i),
+                link_actor_base + p.src_rank * ranks + p.dst_rank};
+  }
+  for (int r = 0; r < ranks; ++r)
+    if (!memory_[static_cast<std::size_t>(r)].initialised)
+      *out++ = {EventKind::init, r, link_actor_base + ranks * ranks + r};
+  // Threads. Whether a thread may step depends only on its own rank's state, so only the
+  // ranks the last event touched are evaluated again.
+  const int per_kernel = config_.blocks * config_.vectors_per_block;
+  for (int r = 0; r < ranks; ++r) {
+    const int first = first_active_[static_cast<std::size_t>(r)];
+    const int last = launched_count_[static_cast<std::size_t>(r)];
+    const int begin = kernel_index(r, first) * per_kernel;
+    const int end = kernel_index(r, last) * per_kernel;
+    std::uint8_t* const ready = ready_.data();
+    const std::size_t rr = static_cast<std::size_t>(r);
+    if (rank_dirty_[rr] == kDirtyAll) {
+      for (int i = begin; i < end; ++i) {
+        const Thread& t = threads_[static_cast<std::size_t>(i)];
+        ready[i] = t.present && t.pc != kPcDone && thread_enabled(t);
+      }
+      list_stale_[rr] = 1;
+    } else if (rank_dirty_[rr] == kDirtyMemory) {
+      // Only a delivery happened: only threads polling memory can change their mind.
+      for (int i = begin; i < end; ++i) {
+        const Thread& t = threads_[static_cast<std::size_t>(i)];
+        if (t.pc != kPcPoll && t.pc != kPcWait1 && t.pc != kPcWait2) continue;
+        const std::uint8_t now = t.present && thread_enabled(t);
+        if (now != ready[i]) {
+          ready[i] = now;
+          list_stale_[rr] = 1;
+        }
+      }
+    }
+    auto& list = rank_events_[rr];
+    if (list_stale_[rr]) {
+      list.clear();
+      for (int i = begin; i < end; ++i)
+        if (ready[i]) list.push_back({EventKind::thread_step, i, i});
+      list_stale_[rr] = 0;
+    }
+    out = std::copy(list.begin(), list.end(), out);
+    rank_dirty_[static_cast<std::size_t>(r)] = kClean;
+  }
+  return {events_.data(), static_cast<std::size_t>(out - events_.data())};
+}
+
+void Model::execute(const Event& event) {
+  ++steps_;
+  // Keep the per-thread readiness cache honest: a delivery changes its destination's
+  // memory; a thread step changes the thread itself and, when it touched shared state of its
+  // rank (block barriers, counters, the flag), every waiter on that rank. Kernel completion
+  // and launch mark their rank in refresh_rank / launch_ready_kernels.
+  switch (event.kind) {
+    case EventKind::deliver: {
+      std::uint8_t& dirty = rank_dirty_[in_flight_[static_cast<std::size_t>(event.id)].dst_rank];
+      dirty = std::max(dirty, kDirtyMemory);
+      deliver(event.id);
+      break;
+    }
+    case EventKind::init:
+      std::fill(rank_dirty_.begin(), rank_dirty_.end(), kDirtyAll);
+      init_rank(event.id);
+      break;
+    case EventKind::thread_step: {
+      touched_shared_ = false;
+      step_thread(event.id);
+      const Thread& t = threads_[static_cast<std::size_t>(event.id)];
+      if (touched_shared_) {
+        rank_dirty_[t.rank] = kDirtyAll;
+      } else {
+        const std::uint8_t now = t.pc != kPcDone && thread_enabled(t);
+        if (now != ready_[static_cast<std::size_t>(event.id)]) {
+          ready_[static_cast<std::size_t>(event.id)] = now;
+          list_stale_[t.rank] = 1;
+        }
+      }
+      break;
+    }
+  }
+  if (!violation_ && steps_ > step_bound_)
+    fail(ViolationKind::step_bound,
+         fmt::format("livelock: {} steps without finishing (bound {})", steps_, step_bound_));
+}
+
+int Model::actor_count() const {
+  return static_cast<int>(threads_.size()) + config_.ranks * config_.ranks + config_.ranks;
+}
+
+bool Model::all_done() const {
+  for (int r = 0; r < config_.ranks; ++r)
+    if (first_active_[static_cast<std::size_t>(r)] < static_cast<int>(calls_.size()))
+      return false;
+  return true;
+}
+
+void Model::fail(ViolationKind kind, std::string text) {
+  if (violation_) return;
+  if (trace_) trace_->push_back("VIOLATION (" + std::string(violation_kind_name(kind)) + "): " + text);
+  violation_ = Violation{kind, std::move(text)};
+}
+
+void Model::trace(std::string line) {
+  if (trace_) trace_->push_back(fmt::format("{:>5}  {}", steps_, line));
+}
+
+std::uint32_t* Model::region_ptr(int rank, Region region, std::uint32_t offset) {
+  RankMemory& m = memory_[static_cast<std::size_t>(rank)];
+  std::vector<std::uint32_t>* v = nullptr;
+  switch (region) {
+    case Region::lamport: v = &m.lamport; break;
+    case Region::ts_data: v = &m.ts_data; break;
+    case Region::ts_gather: v = &m.ts_gather; break;
+    case Region::ts_start: v = &m.ts_start; break;
+    case Region::ts_end: v = &m.ts_end; break;
+  }
+  if (offset >= v->size()) return nullptr;
+  return v->data() + offset;
+}
+
+// A vector store leaves its thread as pieces of the profile's granularity; each piece
+// travels on its own and may be delayed (and, where the link allows, reordered).
+void Model::issue_store(const Thread& t, int dst, Region region, std::uint32_t offset,
+                        const std::uint32_t* values, int count, bool release) {
+  Piece base{};
+  base.thread = static_cast<std::int32_t>(&t - threads_.data());
+  base.kernel = t.kernel;
+  base.src_rank = t.rank;
+  base.dst_rank = static_cast<std::uint8_t>(dst);
+  base.block = t.block;
+  base.region = region;
+  base.release = release;
+  base.fifo_key = static_cast<std::uint32_t>(base.thread * config_.ranks + dst);
+  base.block_key = static_cast<std::uint32_t>(t.kernel * config_.blocks + t.block);
+  Kernel& kernel = kernels_[static_cast<std::size_t>(t.kernel)];
+  if (granularity_bytes_ < 4) {  // torn: every element goes as two 16-bit halves
+    for (int i = 0; i < count; ++i)
+      for (std::uint8_t half = 1; half <= 2; ++half) {
+        Piece p = base;
+        p.seq = seq_++;
+        p.offset = offset + static_cast<std::uint32_t>(i);
+        p.values[0] = values[i];
+        p.count = 1;
+        p.half = half;
+        in_flight_.push_back(p);
+        ++kernel.in_flight;
+      }
+    return;
+  }
+  const int per_piece = std::max(1, granularity_bytes_ / 4);
+  for (int i = 0; i < count; i += per_piece) {
+    Piece p = base;
+    p.seq = seq_++;
+    p.offset = offset + static_cast<std::uint32_t>(i);
+    p.count = static_cast<std::uint8_t>(std::min(per_piece, count - i));
+    p.half = 0;
+    for (int j = 0; j < p.count; ++j) p.values[j] = values[i + j];
+    in_flight_.push_back(p);
+    ++kernel.in_flight;
+  }
+}
+
+void Model::deliver(int index) {
+  const Piece p = in_flight_[static_cast<std::size_t>(index)];
+  in_flight_.erase(in_flight_.begin() + index);
+  Kernel& kernel = kernels_[static_cast<std::size_t>(p.kernel)];
+  --kernel.in_flight;
+  memory_events_ += p.count;
+  if (!memory_[p.dst_rank].initialised && p.region == Region::lamport) {
+    fail(ViolationKind::early_push,
+         fmt::format("rank {} call {} pushed into rank {}'s Lamport buffer before rank {} "
+                     "initialised it (invariant 12)",
+                     p.src_rank, threads_[static_cast<std::size_t>(p.thread)].call, p.dst_rank,
+                     p.dst_rank));
+    return;
+  }
+  std::uint32_t* dst = region_ptr(p.dst_rank, p.region, p.offset + p.count - 1u);
+  if (dst == nullptr) {
+    fail(ViolationKind::invariant, fmt::format("store outside rank {}'s buffer", p.dst_rank));
+    return;
+  }
+  dst -= p.count - 1u;
+  if (p.half == 0) {
+    for (int j = 0; j < p.count; ++j) dst[j] = p.values[j];
+  } else if (p.half == 1) {
+    dst[0] = (dst[0] & 0xFFFF0000u) | (p.values[0] & 0x0000FFFFu);
+  } else {
+    dst[0] = (dst[0] & 0x0000FFFFu) | (p.values[0] & 0xFFFF0000u);
+  }
+  if (trace_)
+    trace(fmt::format("link {}->{}: delivers {} piece of rank {} call {} to {} element {}{}",
+                      p.src_rank, p.dst_rank, p.release ? "release-flag" : "store",
+                      p.src_rank, threads_[static_cast<std::size_t>(p.thread)].call,
+                      region_name(p.region), p.offset,
+                      p.half ? (p.half == 1 ? " (low half)" : " (high half)") : ""));
+  refresh_rank(*this, p.src_rank);
+}
+
+void Model::init_rank(int rank) {
+  RankMemory& m = memory_[static_cast<std::size_t>(rank)];
+  std::fill(m.lamport.begin(), m.lamport.end(), fill_value_);
+  m.initialised = true;  // a host memset: not counted as simulated memory events
+  trace(fmt::format("rank {}: host fills its Lamport buffers with {}", rank,
+                    describe_value(fill_value_)));
+  for (int r = 0; r < config_.ranks; ++r) refresh_rank(*this, r);
+}
+
+// Stream order and PDL: kernel c+1 may start once kernel c triggered its dependents (PDL)
+// or completed (no PDL). The first kernel starts after the host initialised the buffers:
+// on every rank (an MPI barrier) or, with no-init-barrier, on its own rank only.
+void Model::launch_ready_kernels(int rank) {
+  const int calls = static_cast<int>(calls_.size());
+  auto& launched = launched_count_[static_cast<std::size_t>(rank)];
+  while (launched < calls) {
+    bool ready;
+    if (launched == 0) {
+      ready = true;
+      if (mutant_ == Mutant::no_init_barrier) {
+        ready = memory_[static_cast<std::size_t>(rank)].initialised;
+      } else {
+        for (const auto& m : memory_) ready = ready && m.initialised;
+      }
+    } else {
+      const Kernel& prev = kernels_[static_cast<std::size_t>(kernel_index(rank, launched - 1))];
+      ready = profile_.pdl ? prev.threads_triggered == prev.threads_total : prev.complete;
+    }
+    if (!ready) return;
+    Kernel& k = kernels_[static_cast<std::size_t>(kernel_index(rank, launched))];
+    k.launched = true;
+    rank_dirty_[static_cast<std::size_t>(rank)] = kDirtyAll;
+    if (trace_) {
+      const Kernel* prev =
+          launched > 0 ? &kernels_[static_cast<std::size_t>(kernel_index(rank, launched - 1))]
+                       : nullptr;
+      trace(fmt::format("rank {}: kernel of call {} ({} x{}) launched{}", rank, launched,
+                        k.spec.kind == CallKind::one_shot ? "one-shot" : "two-shot",
+                        k.spec.vectors,
+                        prev && !prev->complete
+                            ? fmt::format(" by PDL while call {} is still running",
+                                          launched - 1)
+                            : std::string{}));
+    }
+    ++launched;
+  }
+}
+
+}  // namespace fusioncheck::sim
