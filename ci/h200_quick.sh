@@ -3,7 +3,7 @@
 # the steps named in STEPS (default: all), ranks sharing the GPU under MPS. Logs in $OUT.
 #   gtest  in-process kernel tests        smoke  `fusioncheck gpu smoke` on RANKS ranks
 #   check  property suite, CASES cases     kill   mutant kill table, KILL_CASES cases each
-#   bench  latency table
+#   bench  latency table                   kill9  a rank killed mid-run must be diagnosed
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source ci/h200_deps.sh
@@ -39,6 +39,13 @@ for n in ${RANKS:-2}; do
   if has bench; then
     timeout "${BENCH_S:-120}" $M $FC gpu bench --json "$OUT/bench-$n.json" >"$OUT/bench-$n.log" 2>&1; echo "bench $n rc=$?"
     tail -28 "$OUT/bench-$n.log"
+  fi
+  if has kill9; then  # --enable-recovery: survivors keep running, so they must notice themselves
+    (timeout 90 $M --enable-recovery $FC gpu --timeout 15 check --cases 100000 >"$OUT/kill9-$n.log" 2>&1; echo "rc=$?" >>"$OUT/kill9-$n.log") &
+    sleep 12; victim=$(pgrep -f "fusioncheck gpu --timeout 15" | tail -1); start=$(date +%s)
+    kill -9 "$victim"; wait; echo "kill9 $n: killed pid $victim, job ended after $(( $(date +%s) - start )) s"
+    grep -E "vanished|waited|rc=|terminated" "$OUT/kill9-$n.log" | head -6
+    pgrep -f "fusioncheck gpu" && echo "LEFT BEHIND" || echo "no fusioncheck process left"
   fi
 done
 [ "${MPS:-1}" = 1 ] && echo quit | nvidia-cuda-mps-control

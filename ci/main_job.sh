@@ -13,9 +13,13 @@ echo "== reference self-check"
 "$FC" reference --selfcheck
 
 echo "== protocol sim: the correct protocol on every profile"
-for profile in sm90-nvlink sm90-pcie sm100-nvlink sm120-pcie; do
-  "$FC" sim --profile "$profile" --scheduler random --budget 20000 --out "$B/sim-out"
-done
+"$FC" sim --profile all --budget 100000                   # 1e5 random schedules per profile
+"$FC" sim --profile all --scheduler pct --budget 20000
+"$FC" sim --profile all --tiny --scheduler exhaustive      # every schedule within 2 deviations
+echo "== protocol sim: pdl-wait-missing is caught on sm120-pcie"
+rc=0; "$FC" sim --profile sm120-pcie --mutant pdl-wait-missing --out "$B/sim-counterexamples" >"$B/sim_pdl.txt" || rc=$?
+if [ "$rc" -ne 1 ]; then cat "$B/sim_pdl.txt"; echo "sim: pdl-wait-missing not caught (exit $rc)"; exit 1; fi
+tail -3 "$B/sim_pdl.txt"
 
 K=$B/kernels
 if [ -f "$K/libfc_audit_kernels_none.so" ]; then

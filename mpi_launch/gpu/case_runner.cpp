@@ -45,33 +45,6 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   return rc;
 }
 
-// Root receives every rank's state (the invariant checks compare ranks); others get {}.
-std::vector<k::ControlState> gather_states(mpi::MpiComm& comm, const k::ControlState& mine) {
-  const std::size_t head = sizeof(protocol::ControlBlock) + 1;
-  const std::size_t lamport_bytes = mine.lamport.size();
-  const std::size_t flag_bytes = mine.barrier_flags.size() * sizeof(std::uint32_t);
-  const std::size_t record = head + lamport_bytes + flag_bytes;
-  std::vector<std::uint8_t> send(record);
-  std::memcpy(send.data(), &mine.control, sizeof(protocol::ControlBlock));
-  send[head - 1] = mine.buffer_guards_intact ? 1 : 0;
-  std::memcpy(send.data() + head, mine.lamport.data(), lamport_bytes);
-  std::memcpy(send.data() + head + lamport_bytes, mine.barrier_flags.data(), flag_bytes);
-  std::vector<std::uint8_t> recv(comm.rank() == 0 ? record * comm.size() : 0);
-  comm.gather(send.data(), recv.data(), record, 0, "control-state gather");
-  std::vector<k::ControlState> states;
-  if (comm.rank() != 0) return states;
-  for (int r = 0; r < comm.size(); ++r) {
-    const std::uint8_t* p = recv.data() + record * static_cast<std::size_t>(r);
-    k::ControlState s = mine;  // the shape fields are equal on every rank
-    std::memcpy(&s.control, p, sizeof(protocol::ControlBlock));
-    s.buffer_guards_intact = p[head - 1] != 0;
-    std::memcpy(s.lamport.data(), p + head, lamport_bytes);
-    std::memcpy(s.barrier_flags.data(), p + head + lamport_bytes, flag_bytes);
-    states.push_back(std::move(s));
-  }
-  return states;
-}
-
 // Fixed-size text records so that findings of every rank can be gathered to rank 0.
 constexpr std::size_t kFindingBytes = 4096;
 
@@ -243,6 +216,8 @@ bool CaseRunner::check_hang(std::vector<Finding>& out) {
   return true;
 }
 
+// Every rank checks its own state (the Lamport buffers stay where they are); only the
+// control blocks travel, for the cross-rank invariant 3, checked on rank 0.
 void CaseRunner::check_invariants(const GpuCase& c, const k::ControlState& before_sequence,
                                   const std::vector<CallData>& calls, std::vector<Finding>& out) {
   // The state before the last call, derived from the state before the sequence: one-shot
@@ -257,12 +232,11 @@ void CaseRunner::check_invariants(const GpuCase& c, const k::ControlState& befor
       before.control.clear_size = static_cast<std::uint64_t>(c.ranks) * c.calls[i].tokens * c.hidden;
     }
   }
-  const auto before_all = gather_states(comm_, before);
-  const auto after_all = gather_states(comm_, kernel_.read_state());
-  if (comm_.rank() != 0) return;
+  last_state_ = kernel_.read_state();
+  const k::ControlState& after = last_state_;
   std::vector<std::string> violations;
   if (c.calls[last].twoshot) {
-    violations = k::check_twoshot_invariants(before_all, after_all);
+    violations = k::check_twoshot_rank_invariants(comm_.rank(), before, after);
   } else {
     const std::size_t elems = static_cast<std::size_t>(c.calls[last].tokens) * c.hidden;
     std::vector<std::vector<std::uint16_t>> inputs;
@@ -270,7 +244,13 @@ void CaseRunner::check_invariants(const GpuCase& c, const k::ControlState& befor
       const auto bits = t.bits16();
       inputs.emplace_back(bits.begin(), bits.begin() + static_cast<std::ptrdiff_t>(elems));
     }
-    violations = k::check_oneshot_invariants(before_all, after_all, inputs, c.dtype);
+    violations = k::check_oneshot_rank_invariants(comm_.rank(), before, after, inputs, c.dtype);
+  }
+  std::vector<protocol::ControlBlock> blocks(static_cast<std::size_t>(comm_.size()));
+  comm_.all_gather(&after.control, blocks.data(), sizeof(protocol::ControlBlock), "control blocks");
+  if (comm_.rank() == 0) {
+    const auto same = k::check_same_control_state(blocks);
+    violations.insert(violations.end(), same.begin(), same.end());
   }
   for (auto& v : violations)
     out.push_back({"invariant", fmt::format("after call {}: {}", calls[last].call_index, v)});
@@ -313,6 +293,9 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
     max_elems = std::max<std::uint64_t>(max_elems, static_cast<std::uint64_t>(call.tokens) * c.hidden);
   kernel_.prepare(max_elems, c.fp32_lamport);
   kernel_.clear_hang_record();
+  // The state before the first call; later calls start from the state read after the
+  // previous one (one read-back per call).
+  last_state_ = kernel_.read_state();
   std::vector<Finding> findings;
   std::vector<CallData> calls(c.calls.size());
   const int n = static_cast<int>(c.calls.size());
@@ -321,7 +304,10 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
     if (c.mode == IssueMode::checked_each_call) {
       for (int i = 0; i < n; ++i) {
         prepare_call(c, i, static_cast<std::uint64_t>(i), calls[i]);
-        const k::ControlState before = kernel_.read_state();
+        const k::ControlState before = std::move(last_state_);
+        // Ranks enqueue together: a rank still checking the previous call must not leave
+        // its peers spinning through their wait budget (a false hang).
+        comm_.barrier("call start");
         launch_call(c, i, calls[i]);
         cuda_check(cudaStreamSynchronize(stream_), "kernel");
         if (check_hang(findings)) break;
@@ -335,7 +321,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
       cudaGraphExec_t graph_exec = nullptr;
       for (int replay = 0; replay < replays && findings.empty(); ++replay) {
         for (int i = 0; i < n; ++i) prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
-        const k::ControlState before = kernel_.read_state();
+        const k::ControlState before = std::move(last_state_);
+        comm_.barrier("sequence start");
         if (c.mode == IssueMode::back_to_back) {
           for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
         } else {

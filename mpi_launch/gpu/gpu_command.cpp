@@ -136,7 +136,7 @@ int run_kill_table(mpi::MpiComm& comm, GpuCliOptions o) {
     o.check.mutant = m;
     o.check.replay_out = "fusioncheck-gpu-" + m + ".json";
     runs.push_back(gpu::run_check(comm, o.check, placement));
-    if (comm.rank() == 0) fmt::print("{}\n", gpu::summary_line(runs.back(), comm.size()));
+    if (comm.rank() == 0) fmt::print("{}\n", gpu::summary_line(runs.back(), comm.size())), std::fflush(stdout);
   }
   int bad = 0;
   for (const auto& r : runs) bad += (r.mutant == "none") == r.failed ? 1 : 0;

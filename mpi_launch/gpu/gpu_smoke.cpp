@@ -70,7 +70,10 @@ int run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
                     *std::max_element(options.hidden.begin(), options.hidden.end()), options.calls_per_case);
   nlohmann::json results = nlohmann::json::array();
   int refused = 0, failed = 0, passed = 0;
-  for (const GpuCase& c : smoke_cases(options, comm.size())) {
+  const auto cases = smoke_cases(options, comm.size());
+  for (const GpuCase& c : cases) {
+    if (comm.rank() == 0 && (passed + failed + refused) % 20 == 0)
+      fmt::print("  ... case {}/{}\n", passed + failed + refused + 1, cases.size()), std::fflush(stdout);
     const CaseVerdict v = runner.run(c);
     std::string outcome = v.refused ? "refused" : v.failed() ? "fail" : "pass";
     if (v.refused) {

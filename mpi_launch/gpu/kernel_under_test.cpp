@@ -1,6 +1,9 @@
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 
+#include <algorithm>
 #include <bit>
+
+#include "fusioncheck/kernels/validate.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -11,8 +14,11 @@ std::string OurKernels::name() const {
 }
 
 void OurKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
-  const std::uint64_t need = static_cast<std::uint64_t>(bootstrap_.size()) * max_elems_per_rank * 4;
-  const std::uint64_t comm_size = std::max<std::uint64_t>(1u << 20, std::bit_ceil(need));
+  // Room for the Lamport slots of every rank and for the two-shot data buffer.
+  const std::uint64_t need = std::max<std::uint64_t>(
+      static_cast<std::uint64_t>(bootstrap_.size()) * max_elems_per_rank * (fp32_lamport ? 4 : 2),
+      kernels::twoshot_required_bytes(bootstrap_.size(), max_elems_per_rank, kernels::DType::bf16));
+  const std::uint64_t comm_size = std::max<std::uint64_t>(64u << 10, std::bit_ceil(need));
   auto& slot = workspaces_[{comm_size, fp32_lamport}];
   if (!slot) {
     kernels::WorkspaceConfig config;

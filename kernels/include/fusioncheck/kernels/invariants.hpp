@@ -22,6 +22,17 @@ std::vector<std::string> check_oneshot_invariants(const std::vector<ControlState
 std::vector<std::string> check_twoshot_invariants(const std::vector<ControlState>& before,
                                                   const std::vector<ControlState>& after);
 
+// The same checks split for a harness in which every rank checks its own state (no need to
+// move the Lamport buffers between processes): one rank's invariants 1, 2, 4-6 and 11 (r is
+// its rank, inputs hold every rank's input), or 1, 2, 7 and 11 after a two-shot call; and
+// invariant 3 over every rank's control block.
+std::vector<std::string> check_oneshot_rank_invariants(int r, const ControlState& before, const ControlState& after,
+                                                       const std::vector<std::vector<std::uint16_t>>& inputs,
+                                                       DType dtype);
+std::vector<std::string> check_twoshot_rank_invariants(int r, const ControlState& before, const ControlState& after);
+std::vector<std::string> check_same_control_state(const std::vector<protocol::ControlBlock>& blocks);
+std::vector<protocol::ControlBlock> control_blocks(const std::vector<ControlState>& states);
+
 // The Lamport element a rank pushes for an input element (T bits): -0 becomes +0; with an
 // fp32 Lamport buffer the value is widened first. Returned in the low elem_bytes bytes.
 std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int elem_bytes);

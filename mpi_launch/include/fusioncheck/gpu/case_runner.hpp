@@ -61,6 +61,7 @@ class CaseRunner {
   std::vector<std::unique_ptr<CallBuffers>> buffers_;
   cudaStream_t stream_{};
   int calls_run_ = 0;
+  kernels::ControlState last_state_;  // read after the last call (or before the first)
 };
 
 }  // namespace fusioncheck::gpu

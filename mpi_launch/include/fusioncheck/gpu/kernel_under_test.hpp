@@ -32,7 +32,7 @@ class KernelUnderTest {
 };
 
 // fusioncheck's own kernels, optionally a mutant instance. Workspaces come in size classes
-// (powers of two from 1 MiB), created on first use and kept, so that the invariant read-back
+// (powers of two from 64 KiB), created on first use and kept, so that the invariant read-back
 // of a small case copies a small buffer.
 class OurKernels final : public KernelUnderTest {
  public:
