@@ -57,8 +57,13 @@ struct CaseRunner::CallBuffers {
         residual_out(elems * 2), norm_out(elems * 2), quant_out(elems),
         scale_out(std::max(tokens * 4, ref::nvfp4_scale_storage(ref::ScaleLayout::swizzled128x4,
                                                                 tokens, hidden / 16))) {}
-  void fill_canaries() {  // 0xFF bytes: NaN in fp16/bf16 and in e4m3 codes
-    for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out, &quant_out, &scale_out}) b->fill(0xFF);
+  // 0xFF bytes: NaN in fp16/bf16, fp32 scales and e4m3 codes; the call's extent only.
+  void fill_canaries(cudaStream_t stream, std::size_t tokens, std::size_t hidden) {
+    const std::size_t elems = tokens * hidden;
+    for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out}) b->fill(0xFF, stream, elems * 2);
+    quant_out.fill(0xFF, stream, elems);
+    scale_out.fill(0xFF, stream, std::max(tokens * 4, ref::nvfp4_scale_storage(ref::ScaleLayout::swizzled128x4,
+                                                                               tokens, hidden / 16)));
   }
 };
 
@@ -96,7 +101,7 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   b.input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), bytes);
   b.residual_in.upload(call.inputs.residual_in.data(), bytes);
   b.gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2);
-  b.fill_canaries();
+  b.fill_canaries(stream_, static_cast<std::size_t>(spec.tokens), static_cast<std::size_t>(c.hidden));
 }
 
 void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& call) {

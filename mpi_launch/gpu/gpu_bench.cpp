@@ -67,9 +67,9 @@ class BenchRunner {
       nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
     DeviceBuffer input(max_elems * 2), residual(max_elems * 2), gamma(max_hidden * 2),
         residual_out(max_elems * 2), norm_out(max_elems * 2), allreduced(max_elems * 2);
-    input.fill(0x3c);  // small finite bf16/fp16 values; the content does not change timing
-    residual.fill(0x3c);
-    gamma.fill(0x3c);
+    for (DeviceBuffer* b : {&input, &residual, &gamma})  // small finite values: content does not change timing
+      b->fill(0x3c, stream_, b->bytes());
+    cuda_check(cudaStreamSynchronize(stream_), "input fill");
     nlohmann::json rows = nlohmann::json::array();
     for (int hidden : options_.hidden)
       for (int tokens : options_.tokens) {

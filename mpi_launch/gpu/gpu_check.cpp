@@ -109,7 +109,10 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
 
   auto run_one = [&](const GpuCase& c) {
     CaseVerdict v = runner.run(c);
-    if (v.refused) ++result.refused;
+    if (v.refused) {
+      ++result.refused;
+      ++result.refusals[v.refusal.substr(0, v.refusal.find_first_of("0123456789"))];
+    }
     else ++result.cases;
     if (v.failed()) kernel.reset();  // protocol state after a failure is not trusted
     return v;

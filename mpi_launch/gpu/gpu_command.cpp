@@ -111,6 +111,7 @@ int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   if (comm.rank() == 0) {
     fmt::print("{}\n", gpu::summary_line(r, comm.size()));
     for (const auto& f : r.findings) fmt::print("  [{}] {}\n", f.check, f.message);
+    for (const auto& [why, n] : r.refusals) fmt::print("  refused {} cases: {}...\n", n, why);
     if (!r.replay_command.empty()) fmt::print("minimal case written; replay with:\n  {}\n", r.replay_command);
     if (!o.json_out.empty()) std::ofstream(o.json_out) << gpu::to_json(r).dump(1) << "\n";
     if (!o.junit_out.empty()) gpu::write_junit(o.junit_out, "fusioncheck.gpu.check", {r}, false);
@@ -159,6 +160,7 @@ void add_check_options(CLI::App* cmd, gpu::CheckOptions& c) {
   cmd->add_option("--cases", c.cases, "Cases to run")->check(CLI::Range(1, 100000000));
   cmd->add_option("--max-tokens", c.max_tokens, "Largest token count drawn");
   cmd->add_option("--max-hidden", c.max_hidden, "Largest hidden size drawn (multiple of 16)");
+  cmd->add_option("--max-elems", c.max_elems, "Largest tokens x hidden of one call")->check(CLI::Range(16, 1 << 26));
   cmd->add_option("--max-calls", c.max_calls, "Longest call sequence per case")->check(CLI::Range(1, 16));
 }
 

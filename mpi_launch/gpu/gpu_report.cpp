@@ -42,6 +42,7 @@ nlohmann::json to_json(const CheckResult& r) {
           {"failed", r.failed},
           {"cases", r.cases},
           {"refused", r.refused},
+          {"refusals", r.refusals},
           {"calls_per_rank", r.calls},
           {"seconds", r.seconds},
           {"seconds_to_first_failure", r.seconds_to_first_failure},

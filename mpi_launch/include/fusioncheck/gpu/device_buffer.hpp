@@ -2,6 +2,7 @@
 // Owning device allocation for the launcher's inputs and outputs; throws on failure.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -41,8 +42,12 @@ class DeviceBuffer {
   void download(void* host, std::size_t bytes) const {
     cuda_check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "download");
   }
-  // Fills with a byte pattern (0xFF makes every 16-bit element a NaN: the output canary).
-  void fill(int byte) { cuda_check(cudaMemset(ptr_, byte, bytes_), "cudaMemset"); }
+  // Fills the first `bytes` with a byte pattern (0xFF makes every 16-bit element a NaN: the
+  // output canary), ordered on `stream` before the kernel that must overwrite it. (A plain
+  // cudaMemset runs on the legacy stream, which does not order against a non-blocking one.)
+  void fill(int byte, cudaStream_t stream, std::size_t bytes) {
+    cuda_check(cudaMemsetAsync(ptr_, byte, std::min(bytes, bytes_), stream), "cudaMemsetAsync");
+  }
 
  private:
   void* ptr_ = nullptr;

@@ -1,6 +1,7 @@
 #pragma once
 // The GPU property suite (`fusioncheck gpu check`) and its result, shared by the kill table.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ struct CheckOptions {
   int cases = 10000;
   int max_tokens = 2048;
   int max_hidden = 8192;
-  int max_elems = 2048 * 4096;  // bounds tokens x hidden of one call (reference time)
+  int max_elems = 1 << 20;  // bounds tokens x hidden of one call (reference and read-back time)
   int max_calls = 4;
   std::string mutant = "none";
   bool shrink = true;
@@ -30,6 +31,7 @@ struct CheckResult {
   bool failed = false;
   int cases = 0;     // run to completion (refused ones not counted)
   int refused = 0;
+  std::map<std::string, int> refusals;  // why the kernel refused cases (reason prefix -> count)
   int calls = 0;     // kernel calls on this rank
   double seconds = 0;
   double seconds_to_first_failure = 0;
