@@ -36,6 +36,31 @@ TEST_P(EveryProfile, CorrectProtocolIsCleanUnderRandomAndPct) {
   }
 }
 
+// Negative control of the livelock guard: spins are blocking in the model, so no mutant
+// can livelock; a bound below what the run needs must make the checker fire, and the
+// default bound must not.
+TEST_P(EveryProfile, StepBoundCheckerFiresWhenTheBoundIsExceeded) {
+  auto run = [&](std::uint64_t bound) {
+    Model model(default_config(), p(), Mutant::none);
+    model.set_step_bound(bound);
+    model.reset();
+    for (int guard = 0; guard < 10'000'000; ++guard) {
+      const auto events = model.enabled();
+      if (events.empty()) break;
+      model.execute(events.front());
+    }
+    if (!model.violation()) model.finish();
+    return std::make_pair(model.violation(), model.steps());
+  };
+  const auto [clean, steps_needed] = run(0);
+  ASSERT_FALSE(clean) << clean->text;
+  ASSERT_GT(steps_needed, 10u);
+  const auto [bounded, steps_taken] = run(steps_needed / 2);
+  ASSERT_TRUE(bounded);
+  EXPECT_EQ(bounded->kind, ViolationKind::step_bound) << bounded->text;
+  EXPECT_LE(steps_taken, steps_needed / 2 + 1);
+}
+
 TEST_P(EveryProfile, CorrectProtocolIsCleanInOtherShapes) {
   SimConfig late = default_config();
   late.late_trigger = true;

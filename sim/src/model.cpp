@@ -111,6 +111,7 @@ void Model::reset() {
   rank_events_.resize(static_cast<std::size_t>(ranks));
   // Livelock guard: far above what any correct run of this size needs.
   step_bound_ = 64ull * threads_.size() * static_cast<std::uint64_t>(ranks + 2) + 10000ull;
+  if (step_bound_override_ != 0) step_bound_ = step_bound_override_;
 }
 
 std::span<const Event> Model::enabled() {

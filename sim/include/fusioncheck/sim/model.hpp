@@ -111,6 +111,9 @@ class Model {
   std::uint64_t steps() const { return steps_; }
   std::uint64_t memory_events() const { return memory_events_; }
   std::uint64_t step_bound() const { return step_bound_; }
+  // Replaces the livelock guard's bound from the next reset() on (0: the default); lets a
+  // test show that the step-bound checker fires.
+  void set_step_bound(std::uint64_t bound) { step_bound_override_ = bound; }
   // PCT actor of an event: a thread, a link (src,dst) or a rank's init.
   int actor_of(const Event& event) const { return event.actor; }
   int actor_count() const;
@@ -141,7 +144,7 @@ class Model {
   std::vector<std::uint8_t> output_written_;  // kernel * max_vectors + idx (NaN canary)
   std::vector<Piece> in_flight_;
   std::vector<int> first_active_, launched_count_;  // per rank
-  std::uint64_t seq_ = 0, steps_ = 0, memory_events_ = 0, step_bound_ = 0;
+  std::uint64_t seq_ = 0, steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
   std::optional<Violation> violation_;
   std::vector<std::string>* trace_ = nullptr;
 
