@@ -32,7 +32,8 @@ void refresh_rank(Model& m, int rank) {
     if (k.complete || k.threads_done != k.threads_total || k.in_flight != 0) continue;
     k.complete = true;
     m.rank_dirty_[static_cast<std::size_t>(rank)] = Model::kDirtyAll;  // the next kernel's wait may return
-    m.trace(fmt::format("rank {}: kernel of call {} completed, its writes are visible", rank, c));
+    if (m.trace_)  // formatting costs more than a whole step of an untraced run
+      m.trace(fmt::format("rank {}: kernel of call {} completed, its writes are visible", rank, c));
     Checker::kernel_completed(m, rank, c);
   }
   while (first < calls && m.kernels_[static_cast<std::size_t>(m.kernel_index(rank, first))].complete)

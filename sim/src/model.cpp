@@ -98,20 +98,38 @@ void Model::reset() {
   block_pass_.assign(static_cast<std::size_t>(ranks * calls * blocks * kPhases), 0);
   output_written_.assign(static_cast<std::size_t>(ranks * calls * max_vectors_), 0);
   in_flight_.clear();
+  releases_in_flight_ = 0;
   first_active_.assign(static_cast<std::size_t>(ranks), 0);
   launched_count_.assign(static_cast<std::size_t>(ranks), 0);
-  seq_ = steps_ = memory_events_ = 0;
+  steps_ = memory_events_ = 0;
   violation_.reset();
   fifo_stamp_.assign(threads_.size() * static_cast<std::size_t>(ranks), 0u);
   block_stamp_.assign(static_cast<std::size_t>(ranks * calls * blocks), 0u);
   scan_id_ = 0;
   ready_.assign(threads_.size(), 0);
   rank_dirty_.assign(static_cast<std::size_t>(ranks), kDirtyAll);
+  rank_changes_.assign(static_cast<std::size_t>(ranks), 0);
   list_stale_.assign(static_cast<std::size_t>(ranks), 1);
   rank_events_.resize(static_cast<std::size_t>(ranks));
   // Livelock guard: far above what any correct run of this size needs.
   step_bound_ = 64ull * threads_.size() * static_cast<std::uint64_t>(ranks + 2) + 10000ull;
   if (step_bound_override_ != 0) step_bound_ = step_bound_override_;
+}
+
+// What the readiness of a thread at `pc` reads (thread_enabled), as Model::kChanged* bits;
+// 0: nothing that another event changes (the thread is ready until it steps itself).
+static std::uint8_t depends_on_changes(std::uint8_t pc) {
+  switch (pc) {
+    case kPcWait: return Model::kChangedTriggers;  // early-trigger; completions: kDirtyAll
+    case kPcArrive:
+    case kPcSignal1:
+    case kPcSignal2: return Model::kChangedBlockPass;
+    case kPcPoll: return Model::kChangedLamport;
+    case kPcWait1: return Model::kChangedStartFlags;
+    case kPcWait2: return Model::kChangedEndFlags;
+    case kPcUpdate: return Model::kChangedCounters;
+    default: return 0;
+  }
 }
 
 std::span<const Event> Model::enabled() {
@@ -130,8 +148,18 @@ std::span<const Event> Model::enabled() {
   std::uint32_t* const block_stamp = block_stamp_.data();
   std::uint32_t* const fifo_stamp = fifo_stamp_.data();
   const std::size_t flying = in_flight_.size();
-  for (std::size_t i = 0; i < flying; ++i) {
-    const Piece& p = in_flight_[i];
+  const Piece* const pieces = in_flight_.data();
+  const Thread* const threads = threads_.data();
+  // Without FIFO links and release pieces nothing holds a piece back: the stamps below
+  // would accept every piece, so they are skipped.
+  const bool any_held = fifo || releases_in_flight_ != 0;
+  for (std::size_t i = 0; i < flying && !any_held; ++i) {
+    const Piece& p = pieces[i];
+    *out++ = {EventKind::deliver, static_cast<std::int32_t>(i),
+              link_actor_base + p.src_rank * ranks + p.dst_rank};
+  }
+  for (std::size_t i = 0; i < flying && any_held; ++i) {
+    const Piece& p = pieces[i];
     bool ok = !(p.release && block_stamp[p.block_key] == scan);
     if (fifo && p.src_rank != p.dst_rank) {
       ok = ok && fifo_stamp[p.fifo_key] != scan;
@@ -157,15 +185,16 @@ std::span<const Event> Model::enabled() {
     const std::size_t rr = static_cast<std::size_t>(r);
     if (rank_dirty_[rr] == kDirtyAll) {
       for (int i = begin; i < end; ++i) {
-        const Thread& t = threads_[static_cast<std::size_t>(i)];
+        const Thread& t = threads[i];
         ready[i] = t.present && t.pc != kPcDone && thread_enabled(t);
       }
       list_stale_[rr] = 1;
-    } else if (rank_dirty_[rr] == kDirtyMemory) {
-      // Only a delivery happened: only threads polling memory can change their mind.
+    } else if (rank_dirty_[rr] == kDirtySome) {
+      // Only the threads whose readiness reads what changed can change their mind.
+      const std::uint8_t changes = rank_changes_[rr];
       for (int i = begin; i < end; ++i) {
-        const Thread& t = threads_[static_cast<std::size_t>(i)];
-        if (t.pc != kPcPoll && t.pc != kPcWait1 && t.pc != kPcWait2) continue;
+        const Thread& t = threads[i];
+        if ((depends_on_changes(t.pc) & changes) == 0) continue;
         const std::uint8_t now = t.present && thread_enabled(t);
         if (now != ready[i]) {
           ready[i] = now;
@@ -181,7 +210,8 @@ std::span<const Event> Model::enabled() {
       list_stale_[rr] = 0;
     }
     out = std::copy(list.begin(), list.end(), out);
-    rank_dirty_[static_cast<std::size_t>(r)] = kClean;
+    rank_dirty_[rr] = kClean;
+    rank_changes_[rr] = 0;
   }
   return {events_.data(), static_cast<std::size_t>(out - events_.data())};
 }
@@ -189,13 +219,23 @@ std::span<const Event> Model::enabled() {
 void Model::execute(const Event& event) {
   ++steps_;
   // Keep the per-thread readiness cache honest: a delivery changes its destination's
-  // memory; a thread step changes the thread itself and, when it touched shared state of its
-  // rank (block barriers, counters, the flag), every waiter on that rank. Kernel completion
-  // and launch mark their rank in refresh_rank / launch_ready_kernels.
+  // memory; a thread step changes the thread itself and possibly shared state of its rank
+  // (block barriers, counters, triggers), which every waiter on it must see. Kernel
+  // completion and launch mark their rank in refresh_rank / launch_ready_kernels.
   switch (event.kind) {
     case EventKind::deliver: {
-      std::uint8_t& dirty = rank_dirty_[in_flight_[static_cast<std::size_t>(event.id)].dst_rank];
-      dirty = std::max(dirty, kDirtyMemory);
+      // No thread polls the two-shot data or gather regions (thread_enabled), so a
+      // delivery there cannot change any thread's readiness.
+      const Piece& p = in_flight_[static_cast<std::size_t>(event.id)];
+      const std::uint8_t changed = p.region == Region::lamport    ? kChangedLamport
+                                   : p.region == Region::ts_start ? kChangedStartFlags
+                                   : p.region == Region::ts_end   ? kChangedEndFlags
+                                                                  : 0;
+      if (changed != 0) {
+        std::uint8_t& dirty = rank_dirty_[p.dst_rank];
+        dirty = std::max(dirty, kDirtySome);
+        rank_changes_[p.dst_rank] |= changed;
+      }
       deliver(event.id);
       break;
     }
@@ -204,17 +244,18 @@ void Model::execute(const Event& event) {
       init_rank(event.id);
       break;
     case EventKind::thread_step: {
-      touched_shared_ = false;
+      step_changes_ = 0;
       step_thread(event.id);
       const Thread& t = threads_[static_cast<std::size_t>(event.id)];
-      if (touched_shared_) {
-        rank_dirty_[t.rank] = kDirtyAll;
-      } else {
-        const std::uint8_t now = t.pc != kPcDone && thread_enabled(t);
-        if (now != ready_[static_cast<std::size_t>(event.id)]) {
-          ready_[static_cast<std::size_t>(event.id)] = now;
-          list_stale_[t.rank] = 1;
-        }
+      const std::uint8_t now = t.pc != kPcDone && thread_enabled(t);
+      if (now != ready_[static_cast<std::size_t>(event.id)]) {
+        ready_[static_cast<std::size_t>(event.id)] = now;
+        list_stale_[t.rank] = 1;
+      }
+      if (step_changes_ != 0) {
+        std::uint8_t& dirty = rank_dirty_[t.rank];
+        dirty = std::max(dirty, kDirtySome);
+        rank_changes_[t.rank] |= step_changes_;
       }
       break;
     }
@@ -278,47 +319,59 @@ void Model::issue_store(const Thread& t, int dst, Region region, std::uint32_t o
     for (int i = 0; i < count; ++i)
       for (std::uint8_t half = 1; half <= 2; ++half) {
         Piece p = base;
-        p.seq = seq_++;
         p.offset = offset + static_cast<std::uint32_t>(i);
         p.values[0] = values[i];
         p.count = 1;
         p.half = half;
         in_flight_.push_back(p);
         ++kernel.in_flight;
+        releases_in_flight_ += release ? 1 : 0;
       }
     return;
   }
   const int per_piece = std::max(1, granularity_bytes_ / 4);
   for (int i = 0; i < count; i += per_piece) {
     Piece p = base;
-    p.seq = seq_++;
     p.offset = offset + static_cast<std::uint32_t>(i);
     p.count = static_cast<std::uint8_t>(std::min(per_piece, count - i));
     p.half = 0;
     for (int j = 0; j < p.count; ++j) p.values[j] = values[i + j];
     in_flight_.push_back(p);
     ++kernel.in_flight;
+    releases_in_flight_ += release ? 1 : 0;
   }
 }
 
 void Model::deliver(int index) {
-  const Piece p = in_flight_[static_cast<std::size_t>(index)];
-  in_flight_.erase(in_flight_.begin() + index);
-  Kernel& kernel = kernels_[static_cast<std::size_t>(p.kernel)];
+  // The piece is used in place and erased afterwards: no copy of it per delivery.
+  const auto piece = in_flight_.begin() + index;
+  Kernel& kernel = kernels_[static_cast<std::size_t>(piece->kernel)];
   --kernel.in_flight;
-  memory_events_ += p.count;
+  releases_in_flight_ -= piece->release ? 1 : 0;
+  memory_events_ += piece->count;
+  const int src_rank = piece->src_rank;
+  const bool stored = store_piece(*piece);
+  in_flight_.erase(piece);
+  // A delivery changes only its kernel's in-flight count: nothing on the rank can
+  // complete or launch before that count reaches zero.
+  if (stored && kernel.in_flight == 0) refresh_rank(*this, src_rank);
+}
+
+// Writes a delivered piece into its destination's memory; false (and a violation) when it
+// may not land there.
+bool Model::store_piece(const Piece& p) {
   if (!memory_[p.dst_rank].initialised && p.region == Region::lamport) {
     fail(ViolationKind::early_push,
          fmt::format("rank {} call {} pushed into rank {}'s Lamport buffer before rank {} "
                      "initialised it (invariant 12)",
                      p.src_rank, threads_[static_cast<std::size_t>(p.thread)].call, p.dst_rank,
                      p.dst_rank));
-    return;
+    return false;
   }
   std::uint32_t* dst = region_ptr(p.dst_rank, p.region, p.offset + p.count - 1u);
   if (dst == nullptr) {
     fail(ViolationKind::invariant, fmt::format("store outside rank {}'s buffer", p.dst_rank));
-    return;
+    return false;
   }
   dst -= p.count - 1u;
   if (p.half == 0) {
@@ -334,15 +387,16 @@ void Model::deliver(int index) {
                       p.src_rank, threads_[static_cast<std::size_t>(p.thread)].call,
                       region_name(p.region), p.offset,
                       p.half ? (p.half == 1 ? " (low half)" : " (high half)") : ""));
-  refresh_rank(*this, p.src_rank);
+  return true;
 }
 
 void Model::init_rank(int rank) {
   RankMemory& m = memory_[static_cast<std::size_t>(rank)];
   std::fill(m.lamport.begin(), m.lamport.end(), fill_value_);
   m.initialised = true;  // a host memset: not counted as simulated memory events
-  trace(fmt::format("rank {}: host fills its Lamport buffers with {}", rank,
-                    describe_value(fill_value_)));
+  if (trace_)
+    trace(fmt::format("rank {}: host fills its Lamport buffers with {}", rank,
+                      describe_value(fill_value_)));
   for (int r = 0; r < config_.ranks; ++r) refresh_rank(*this, r);
 }
 

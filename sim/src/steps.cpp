@@ -220,7 +220,7 @@ void Model::step_thread(int thread_index) {
       auto& counter = shared ? mem.control.arrival_counter : mem.control.two_shot_counter;
       ++counter;
       ++memory_events_;
-      touched_shared_ = true;
+      step_changes_ |= kChangedCounters;
       if (trace_)
         trace(fmt::format("{}: block arrives, {} counter = {}", who,
                           shared ? "arrival" : "two-shot", counter));
@@ -285,7 +285,7 @@ void Model::step_thread(int thread_index) {
     }
     case kPcUpdate:
       memory_events_ += 3;  // flag, clear size / counter, counter
-      touched_shared_ = true;
+      step_changes_ |= kChangedCounters;
       if (one_shot) {
         mem.control.flag = protocol::next_flag(mem.control.flag, mutant_);
         mem.control.clear_size = static_cast<std::uint64_t>(N * size * E);
@@ -378,12 +378,19 @@ void Model::step_thread(int thread_index) {
     }
     default: break;
   }
-  if (triggered_now) ++kernel.threads_triggered;
+  if (triggered_now) {
+    ++kernel.threads_triggered;
+    // Only early-trigger's grid-dependency wait reads the trigger count (thread_enabled);
+    // the correct wait reads completion, which marks the whole rank in refresh_rank.
+    if (mutant_ == Mutant::early_trigger) step_changes_ |= kChangedTriggers;
+  }
   // Every path to done passes the trigger: the wait (early), the trigger step (late) or
   // the empty body.
-  if (move_on(*this, t, block_pass_, kernel, late)) touched_shared_ = true;
+  if (move_on(*this, t, block_pass_, kernel, late)) step_changes_ |= kChangedBlockPass;
   if (t.pc == kPcDone) ++kernel.threads_done;
-  refresh_rank(*this, t.rank);
+  // Completion needs the thread done and a launch needs its trigger: any other step
+  // cannot complete or launch a kernel of the rank.
+  if (triggered_now || t.pc == kPcDone) refresh_rank(*this, t.rank);
 }
 
 }  // namespace fusioncheck::sim

@@ -45,7 +45,6 @@ enum class Region : std::uint8_t { lamport, ts_data, ts_gather, ts_start, ts_end
 // One piece of a store on its way to a rank's memory. A piece covers `count` whole 32-bit
 // elements, or one 16-bit half of one element (torn stores).
 struct Piece {
-  std::uint64_t seq;
   std::int32_t thread;  // issuing thread
   std::int32_t kernel;  // issuing kernel (rank * calls + call)
   std::uint32_t fifo_key;   // thread * ranks + dst: the per-thread FIFO it travels in
@@ -143,8 +142,9 @@ class Model {
   std::vector<std::int32_t> block_pass_;  // (kernel * blocks + block) * kPhases + phase
   std::vector<std::uint8_t> output_written_;  // kernel * max_vectors + idx (NaN canary)
   std::vector<Piece> in_flight_;
+  int releases_in_flight_ = 0;  // st.release pieces in in_flight_
   std::vector<int> first_active_, launched_count_;  // per rank
-  std::uint64_t seq_ = 0, steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
+  std::uint64_t steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
   std::optional<Violation> violation_;
   std::vector<std::string>* trace_ = nullptr;
 
@@ -153,10 +153,13 @@ class Model {
   std::vector<std::uint32_t> fifo_stamp_, block_stamp_;
   std::uint32_t scan_id_ = 0;
   std::vector<std::uint8_t> ready_;       // per thread: enabled at the last evaluation
-  std::vector<std::uint8_t> rank_dirty_;  // per rank: kClean, kDirtyMemory or kDirtyAll
+  std::vector<std::uint8_t> rank_dirty_;  // per rank: kClean, kDirtySome or kDirtyAll
+  // per rank, with kDirtySome: what changed (kChanged* bits), so that only the threads
+  // whose readiness reads it are evaluated again
+  std::vector<std::uint8_t> rank_changes_;
   std::vector<std::uint8_t> list_stale_;  // per rank: rank_events_ must be rebuilt
   std::vector<std::vector<Event>> rank_events_;  // per rank: its enabled threads, in order
-  bool touched_shared_ = false;           // the last thread step changed rank-shared state
+  std::uint8_t step_changes_ = 0;  // kChanged* bits: rank state the last thread step changed
 
   // memory and links (model.cpp)
   std::uint32_t* region_ptr(int rank, Region region, std::uint32_t offset);
@@ -164,6 +167,7 @@ class Model {
   void issue_store(const Thread& t, int dst, Region region, std::uint32_t offset,
                    const std::uint32_t* values, int count, bool release);
   void deliver(int index);
+  bool store_piece(const Piece& piece);
   void launch_ready_kernels(int rank);
   bool thread_enabled(const Thread& t) const;
   void step_thread(int thread_index);
@@ -174,7 +178,11 @@ class Model {
  public:
   // numbers used by the steps, the checker and the report
   static constexpr int kPhases = 4;
-  static constexpr std::uint8_t kClean = 0, kDirtyMemory = 1, kDirtyAll = 2;
+  static constexpr std::uint8_t kClean = 0, kDirtySome = 1, kDirtyAll = 2;
+  // The rank state thread_enabled reads, one bit per kind (see depends_on_changes).
+  static constexpr std::uint8_t kChangedLamport = 1, kChangedStartFlags = 2,
+                                kChangedEndFlags = 4, kChangedBlockPass = 8,
+                                kChangedCounters = 16, kChangedTriggers = 32;
   int grid_of(int rank) const;
   int kernel_index(int rank, int call) const {
     return rank * static_cast<int>(calls_.size()) + call;
