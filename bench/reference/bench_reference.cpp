@@ -10,27 +10,11 @@ namespace {
 
 using namespace fusioncheck::reference;
 
-void BM_FusedBf16(benchmark::State& state) {
+// One fused call of the reference, bf16; the bytes are the inputs read (N ranks + residual).
+void run_fused_bf16(benchmark::State& state, Accumulation accumulation) {
   FusedConfig c;
   c.dtype = DType::bf16;
-  c.accumulation = Accumulation::fp32;
-  c.tokens = static_cast<int>(state.range(0));
-  c.hidden = static_cast<int>(state.range(1));
-  c.ranks = static_cast<int>(state.range(2));
-  const FusedInputs in = make_random_inputs(c, SpecialsSpec{1, 0, 0, false});
-  FusedOutputs out;  // reused across calls, as a GPU harness would
-  for (auto _ : state) {
-    compute_fused_into(c, in, out);
-    benchmark::DoNotOptimize(out.norm_out.data());
-  }
-  const auto bytes = static_cast<std::int64_t>(c.ranks + 1) * c.tokens * c.hidden * 2;
-  state.SetBytesProcessed(state.iterations() * bytes);
-}
-
-void BM_FusedBf16PerStep(benchmark::State& state) {
-  FusedConfig c;
-  c.dtype = DType::bf16;
-  c.accumulation = Accumulation::per_step;
+  c.accumulation = accumulation;
   c.tokens = static_cast<int>(state.range(0));
   c.hidden = static_cast<int>(state.range(1));
   c.ranks = static_cast<int>(state.range(2));
@@ -42,6 +26,9 @@ void BM_FusedBf16PerStep(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.ranks + 1) * c.tokens * c.hidden * 2);
 }
+
+void BM_FusedBf16(benchmark::State& state) { run_fused_bf16(state, Accumulation::fp32); }
+void BM_FusedBf16PerStep(benchmark::State& state) { run_fused_bf16(state, Accumulation::per_step); }
 
 void shapes(benchmark::internal::Benchmark* b) {
   for (int tokens : {1, 16, 128, 2048})

@@ -113,10 +113,7 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
 
   device::OneShotArgs args;
   args.ws = ws.device_view();
-  args.e = device::EpilogueArgs{p.tokens, p.hidden, p.pattern, p.fp32_accumulation, p.eps, p.weight_bias,
-                                p.fp8_inv_scale, p.nvfp4_global_scale, p.nvfp4_layout, p.residual_in,
-                                p.gamma, p.allreduce_out, p.residual_out, p.norm_out, p.quant_out,
-                                p.scale_out};
+  args.e = device::epilogue_args(p);
   args.input = p.input;
   args.rank = p.rank;
   args.size = static_cast<std::uint64_t>(p.tokens) * p.hidden;

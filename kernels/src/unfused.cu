@@ -39,9 +39,8 @@ void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduce
   FC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   // Reuse the fused checks; the unfused kernel has no workspace, so size limits are moot.
   validate_twoshot(check, LaunchLimits{p.ranks, ~0ull, p.fp32_lamport, ~0ull, major * 10 + minor});
-  device::EpilogueArgs e{p.tokens, p.hidden, p.pattern, p.fp32_accumulation, p.eps, p.weight_bias,
-                         p.fp8_inv_scale, p.nvfp4_global_scale, p.nvfp4_layout, p.residual_in,
-                         p.gamma, nullptr, p.residual_out, p.norm_out, p.quant_out, p.scale_out};
+  device::EpilogueArgs e = device::epilogue_args(p);
+  e.allreduce_out = nullptr;  // the allreduce already happened
   const int threads = std::max(32, std::min(1024, (p.hidden / 8 + 31) / 32 * 32));
   const int grid = std::min(p.tokens, 65535);
   if (p.dtype == DType::bf16)

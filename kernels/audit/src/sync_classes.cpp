@@ -4,7 +4,6 @@
 #include <vector>
 
 namespace fusioncheck::audit {
-namespace {
 
 std::string_view trim(std::string_view text) {
   const auto first = text.find_first_not_of(" \t\r\n");
@@ -12,6 +11,8 @@ std::string_view trim(std::string_view text) {
   const auto last = text.find_last_not_of(" \t\r\n");
   return text.substr(first, last - first + 1);
 }
+
+namespace {
 
 // Drops a guard predicate ("@P0 ", "@!PT ", "@%p1 ", "@!%p2 ").
 std::string_view strip_predicate(std::string_view instruction) {

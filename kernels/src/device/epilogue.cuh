@@ -47,6 +47,14 @@ struct EpilogueArgs {
   void* scale_out = nullptr;
 };
 
+// The epilogue's part of a launch request; every launcher builds it the same way.
+inline EpilogueArgs epilogue_args(const FusedParams& p) {
+  return EpilogueArgs{p.tokens, p.hidden, p.pattern, p.fp32_accumulation, p.eps, p.weight_bias,
+                      p.fp8_inv_scale, p.nvfp4_global_scale, p.nvfp4_layout, p.residual_in,
+                      p.gamma, p.allreduce_out, p.residual_out, p.norm_out, p.quant_out,
+                      p.scale_out};
+}
+
 template <typename T>
 __device__ __forceinline__ float round_to(float x) {
   return to_float<T>(from_float<T>(x));

@@ -11,6 +11,9 @@
 
 namespace fusioncheck::audit {
 
+// Text without leading and trailing whitespace (cuobjdump lines).
+std::string_view trim(std::string_view text);
+
 enum class CodeSource { kSass, kPtx };
 
 std::string_view source_name(CodeSource source);  // "SASS" / "PTX"
