@@ -17,6 +17,7 @@ struct OneShotArgs {
   bool trigger_early = false;
   std::uint32_t call_index = 0;
   unsigned long long budget = 0;
+  DelaySpec delay;
 };
 
 // Step 7 (block 0, one thread, after all blocks arrived).
@@ -116,6 +117,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   const std::uint64_t hidden = a.e.hidden;
 
   // Step 3: push my rows' vectors into slot [my_rank] of every rank's data buffer.
+  inject_delay(a.delay, a.rank, DelayPoint::before_push, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups) {
     for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
       const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
@@ -174,6 +176,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       }
     }
   };
+  inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups)
     process_row<T, K>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
 
@@ -181,6 +184,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __syncthreads();
   if constexpr (M != Mutant::flag_before_arrival) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
+      inject_delay(a.delay, a.rank, DelayPoint::before_flag, a.call_index);
       std::uint32_t c = load_volatile_u32(&cb->arrival_counter);
       bool arrived = true;
       while (c != gridDim.x) {

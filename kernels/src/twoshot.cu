@@ -22,6 +22,7 @@ struct TwoShotArgs {
   bool trigger_early = false;
   std::uint32_t call_index = 0;
   unsigned long long budget = 0;
+  DelaySpec delay;
 };
 
 // Signal `value` to every rank's flag [phase][my block][my rank], after this block's
@@ -30,11 +31,13 @@ template <int N, Mutant M>
 __device__ __forceinline__ void barrier(const TwoShotArgs& a, int phase, bool all_blocks, std::uint32_t value,
                                         std::uint32_t f, const Deadline& deadline) {
   __syncthreads();
+  inject_delay(a.delay, a.rank, DelayPoint::before_flag, a.call_index);
   if (threadIdx.x < N) {
     if constexpr (M != Mutant::barrier_no_release) __threadfence_system();
     auto* peer = reinterpret_cast<std::uint32_t*>(a.ws.pointer_table[detail::table_barrier(threadIdx.x, N)]);
     store_flag<M>(peer + detail::barrier_index(phase, blockIdx.x, a.rank), value);
   }
+  inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   auto* mine = reinterpret_cast<const std::uint32_t*>(a.ws.pointer_table[detail::table_barrier(a.rank, N)]);
   const int slots = (all_blocks ? gridDim.x : 1) * N;
   for (int s = threadIdx.x; s < slots; s += blockDim.x) {
@@ -76,11 +79,15 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
   auto data = [&](int r) { return reinterpret_cast<T*>(a.ws.pointer_table[detail::table_twoshot_data(r, N)]); };
   const std::uint64_t chunk_vectors = a.chunk / K;
   const std::uint64_t vectors = a.size / K;
-  const std::uint64_t gather = N * a.chunk;  // element offset of the gather region
+  // The gather region starts at a fixed offset, half the data buffer, whatever this call's
+  // size: were it at N * chunk, a larger next call's reduce-scatter (which a peer may start
+  // as soon as it is done with this call) would overwrite rows a slower rank still reads.
+  const std::uint64_t gather = a.ws.twoshot_bytes / 2 / sizeof(T);
   const std::uint64_t gtid = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::uint64_t gstride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
 
   // Reduce-scatter, part 1: my vector `local` of rank d's chunk -> d's slot [my rank].
+  inject_delay(a.delay, a.rank, DelayPoint::before_push, a.call_index);
   for (int d = 0; d < N; ++d)
     for (std::uint64_t local = gtid; local < chunk_vectors; local += gstride) {
       const std::uint64_t gv = d * chunk_vectors + local;
@@ -225,6 +232,7 @@ LaunchInfo launch_twoshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
   args.trigger_early = p.trigger == Trigger::early;
   args.call_index = ws.next_call_index();
   args.budget = p.spin_budget_cycles;
+  args.delay = device::DelaySpec{p.delay_seed, p.delay_max_ns};
   FC_CUDA_CHECK(entry->launch(args, shape, stream));
   return LaunchInfo{shape.grid, shape.threads, 1, args.call_index};
 }

@@ -45,6 +45,9 @@ void validate_common(const FusedParams& p, const LaunchLimits& limits) {
     refuse("nvfp4_global_scale must be finite and > 0");
   if (p.spin_budget_cycles == 0) refuse("spin_budget_cycles must be > 0");
   if (p.max_blocks < 0) refuse("max_blocks must be >= 0");
+  if (p.delay_max_ns > kMaxInjectedDelayNs)
+    refuse("delay_max_ns=" + std::to_string(p.delay_max_ns) + " exceeds " + std::to_string(kMaxInjectedDelayNs) +
+           " (delays must stay far below the spin budget)");
 
   require_pointer(p.input, "input", p);
   if (p.pattern == Pattern::allreduce) {
@@ -83,8 +86,10 @@ std::uint64_t twoshot_chunk_elems(int ranks, std::uint64_t elems) {
   return (vectors + ranks - 1) / ranks * kHiddenMultiple;
 }
 
+// Two halves: the reduce-scatter slots (N chunks) in the first, the gathered rows (elems)
+// in the second, at a fixed offset (see the two-shot kernel); N * chunk >= elems.
 std::uint64_t twoshot_required_bytes(int ranks, std::uint64_t elems, DType dtype) {
-  return (static_cast<std::uint64_t>(ranks) * twoshot_chunk_elems(ranks, elems) + elems) *
+  return 2 * static_cast<std::uint64_t>(ranks) * twoshot_chunk_elems(ranks, elems) *
          static_cast<std::uint64_t>(dtype_bytes(dtype));
 }
 

@@ -74,6 +74,7 @@ struct Workspace::Impl {
   std::vector<void*> opened_ipc;           // to cudaIpcCloseMemHandle
   void* private_mem = nullptr;
   HangRecord* hang_host = nullptr;
+  std::uint8_t* staging = nullptr;  // pinned copy of the shared allocation, for read-backs
   detail::DeviceWorkspace view{};
   std::uint32_t calls = 0;
 
@@ -83,6 +84,7 @@ struct Workspace::Impl {
     if (shared != nullptr) (void)cudaFree(shared);
     if (private_mem != nullptr) (void)cudaFree(private_mem);
     if (hang_host != nullptr) (void)cudaFreeHost(hang_host);
+    if (staging != nullptr) (void)cudaFreeHost(staging);
   }
 
   // Allocates and fills this rank's memory (sentinel, guards, initial control block).
@@ -290,10 +292,12 @@ ControlState read_control_state(const Workspace& ws) {
   s.ranks = impl.config.ranks;
   s.twoshot_blocks = impl.twoshot_blocks;
   FC_CUDA_CHECK(cudaMemcpy(&s.control, impl.view.control, sizeof(s.control), cudaMemcpyDeviceToHost));
-  std::vector<std::uint8_t> all(impl.layout.total);
-  FC_CUDA_CHECK(cudaMemcpy(all.data(), impl.shared, all.size(), cudaMemcpyDeviceToHost));
-  s.lamport.assign(all.begin() + static_cast<std::ptrdiff_t>(impl.layout.lamport),
-                   all.begin() + static_cast<std::ptrdiff_t>(impl.layout.guard1));
+  // Pinned staging: a pageable copy of a few MiB costs several times as long.
+  if (impl.staging == nullptr)
+    FC_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ws.impl_->staging), impl.layout.total));
+  const std::uint8_t* all = impl.staging;
+  FC_CUDA_CHECK(cudaMemcpy(impl.staging, impl.shared, impl.layout.total, cudaMemcpyDeviceToHost));
+  s.lamport.assign(all + impl.layout.lamport, all + impl.layout.guard1);
   s.buffer_guards_intact = true;
   for (int g = 0; g < 4; ++g)
     for (std::uint64_t i = 0; i < kGuardBytes; i += 8) {
@@ -307,6 +311,13 @@ ControlState read_control_state(const Workspace& ws) {
       for (int r = 0; r < impl.config.ranks; ++r)
         s.barrier_flags.push_back(flags[detail::barrier_index(phase, b, r)]);
   return s;
+}
+
+protocol::ControlBlock read_control_block(const Workspace& ws) {
+  FC_CUDA_CHECK(cudaDeviceSynchronize());
+  protocol::ControlBlock cb{};
+  FC_CUDA_CHECK(cudaMemcpy(&cb, ws.impl_->view.control, sizeof(cb), cudaMemcpyDeviceToHost));
+  return cb;
 }
 
 }  // namespace fusioncheck::kernels

@@ -3,9 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
+#include "fusioncheck/cli/rank_watchdog.hpp"
 #include "fusioncheck/kernels/invariants.hpp"
+#include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/reference/reference.hpp"
 
 namespace fusioncheck::gpu {
@@ -48,22 +51,40 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
 // Fixed-size text records so that findings of every rank can be gathered to rank 0.
 constexpr std::size_t kFindingBytes = 4096;
 
+// Adds the duration of a scope to one PhaseTimes field.
+class Timed {
+ public:
+  explicit Timed(double& sum) : sum_(sum), start_(std::chrono::steady_clock::now()) {}
+  ~Timed() { sum_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  double& sum_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
 
 struct CaseRunner::CallBuffers {
-  DeviceBuffer input, residual_in, gamma, allreduce_out, residual_out, norm_out, quant_out, scale_out;
+  DeviceBuffer input, residual_in, gamma, allreduce_out, residual_out, norm_out, quant_out, scale_out, consumer_copy;
   explicit CallBuffers(std::size_t elems, std::size_t hidden, std::size_t tokens)
       : input(elems * 2), residual_in(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
         residual_out(elems * 2), norm_out(elems * 2), quant_out(elems),
         scale_out(std::max(tokens * 4, ref::nvfp4_scale_storage(ref::ScaleLayout::swizzled128x4,
-                                                                tokens, hidden / 16))) {}
+                                                                tokens, hidden / 16))),
+        consumer_copy(elems * 2) {}
   // 0xFF bytes: NaN in fp16/bf16, fp32 scales and e4m3 codes; the call's extent only.
   void fill_canaries(cudaStream_t stream, std::size_t tokens, std::size_t hidden) {
     const std::size_t elems = tokens * hidden;
-    for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out}) b->fill(0xFF, stream, elems * 2);
+    for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out, &consumer_copy}) b->fill(0xFF, stream, elems * 2);
     quant_out.fill(0xFF, stream, elems);
     scale_out.fill(0xFF, stream, std::max(tokens * 4, ref::nvfp4_scale_storage(ref::ScaleLayout::swizzled128x4,
                                                                                tokens, hidden / 16)));
+  }
+  // What the PDL consumer copies: the call's last output.
+  const DeviceBuffer& consumed(k::Pattern pattern) const {
+    return pattern == k::Pattern::allreduce ? allreduce_out : norm_out;
   }
 };
 
@@ -73,16 +94,36 @@ struct CaseRunner::CallData {
   std::uint64_t call_index = 0;
 };
 
+// What every rank contributes after a call (or a sequence of calls), gathered in one
+// collective: the hang record, the control block (invariant 3 and the hang diagnosis), the
+// hash of each call's outputs (invariant 8) and how many findings the rank has.
+struct CaseRunner::RankReport {
+  k::HangRecord hang{};
+  protocol::ControlBlock control{};
+  std::uint64_t output_hash[kMaxCallsPerCase] = {};
+  std::uint64_t findings = 0;
+};
+
 CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const GpuPlacement& placement,
                        int max_tokens, int max_hidden, int max_calls)
     : comm_(comm), kernel_(kernel), placement_(placement), max_tokens_(max_tokens), max_hidden_(max_hidden) {
   const std::size_t elems = static_cast<std::size_t>(max_tokens) * max_hidden;
-  for (int i = 0; i < max_calls; ++i)
+  for (int i = 0; i < std::min(max_calls, kMaxCallsPerCase); ++i)
     buffers_.push_back(std::make_unique<CallBuffers>(elems, max_hidden, max_tokens));
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
 
 CaseRunner::~CaseRunner() { cudaStreamDestroy(stream_); }
+
+std::string CaseRunner::does_not_fit(const GpuCase& c) const {
+  if (c.calls.size() > buffers_.size())
+    return fmt::format("the case has {} calls, this run allows {} (--max-calls)", c.calls.size(), buffers_.size());
+  if (c.hidden > max_hidden_) return fmt::format("hidden={} exceeds --max-hidden {}", c.hidden, max_hidden_);
+  for (const CallSpec& call : c.calls)
+    if (static_cast<std::int64_t>(call.tokens) * c.hidden > static_cast<std::int64_t>(max_tokens_) * max_hidden_)
+      return fmt::format("tokens={} x hidden={} exceeds --max-tokens x --max-hidden", call.tokens, c.hidden);
+  return "";
+}
 
 void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call_index, CallData& call) {
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
@@ -124,6 +165,8 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   p.use_pdl = spec.use_pdl;
   p.trigger = spec.trigger;
   p.cluster = spec.cluster;
+  p.delay_seed = c.delay_seed;
+  p.delay_max_ns = c.delay_max_ns;
   p.input = b.input.get();
   p.residual_in = b.residual_in.get();
   p.gamma = b.gamma.get();
@@ -135,12 +178,17 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   if (has_quant(spec.pattern)) p.quant_out = b.quant_out.get();
   if (spec.pattern == k::Pattern::fp8_dynamic || spec.pattern == k::Pattern::nvfp4)
     p.scale_out = b.scale_out.get();
-  kernel_.launch(p, spec.twoshot, stream_);
+  if (spec.unfused) kernel_.launch_unfused(p, b.allreduce_out.get(), stream_);
+  else kernel_.launch(p, spec.twoshot, stream_);
+  if (spec.pdl_consumer)  // a next layer that reads the output before its own wait
+    k::launch_pdl_consumer_copy(b.consumed(spec.pattern).get(), b.consumer_copy.get(),
+                                static_cast<std::size_t>(spec.tokens) * c.hidden * 2, true, stream_);
   ++calls_run_;
 }
 
-void CaseRunner::check_outputs(const GpuCase& c, int position, const CallData& call,
-                               std::vector<Finding>& out) {
+// Checks one call's outputs on this rank; returns their hash for the cross-rank agreement.
+std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const CallData& call,
+                                        std::vector<Finding>& out) {
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
   const CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
   const ref::FusedConfig& rc = call.config;
@@ -158,17 +206,18 @@ void CaseRunner::check_outputs(const GpuCase& c, int position, const CallData& c
                                               m->actual, m->expected, m->allowed)});
   };
   std::uint64_t agreement = 0;
+  ref::Tensor consumed(rc.dtype, 0);
   if (spec.pattern == k::Pattern::allreduce) {
-    const ref::Tensor got = download(b.allreduce_out);
-    report(ref::first_bit_mismatch(want.allreduce, got, "allreduce_out"));
-    agreement = fnv1a(got.data(), got.bytes());
+    consumed = download(b.allreduce_out);
+    report(ref::first_bit_mismatch(want.allreduce, consumed, "allreduce_out"));
+    agreement = fnv1a(consumed.data(), consumed.bytes());
   } else {
     const ref::Tensor residual = download(b.residual_out);
-    const ref::Tensor norm = download(b.norm_out);
+    consumed = download(b.norm_out);
     report(ref::first_bit_mismatch(want.residual_out, residual, "residual_out"));
     const auto allowed = ref::norm_out_tolerance(rc, want.residual_out, call.inputs.gamma);
-    report(ref::first_norm_mismatch(want.norm_out, norm, allowed));
-    agreement = fnv1a(norm.data(), norm.bytes(), fnv1a(residual.data(), residual.bytes()));
+    report(ref::first_norm_mismatch(want.norm_out, consumed, allowed));
+    agreement = fnv1a(consumed.data(), consumed.bytes(), fnv1a(residual.data(), residual.bytes()));
     if (has_quant(spec.pattern)) {
       ref::QuantOutputs q;
       std::vector<std::uint8_t> codes(rc.quant.nvfp4 ? elems / 2 : elems);
@@ -188,48 +237,34 @@ void CaseRunner::check_outputs(const GpuCase& c, int position, const CallData& c
       agreement = fnv1a(codes.data(), codes.size(), agreement);
     }
   }
-  // Invariant 8: the ranks agree bitwise on their outputs.
-  const auto hashes = comm_.all_gather_value(static_cast<long long>(agreement), "output hashes");
-  if (comm_.rank() == 0)
-    for (int r = 1; r < comm_.size(); ++r)
-      if (hashes[static_cast<std::size_t>(r)] != hashes[0])
-        out.push_back({"agreement", fmt::format("invariant 8: call {}: rank {}'s outputs differ bitwise from rank 0's",
-                                                call.call_index, r)});
-}
-
-// Collective. Every rank's hang record and control block reach rank 0, which prints one
-// diagnosis naming every rank that waited and the state of every rank.
-bool CaseRunner::check_hang(std::vector<Finding>& out) {
-  const k::HangRecord mine = kernel_.hang_record();
-  std::vector<k::HangRecord> records(static_cast<std::size_t>(comm_.size()));
-  comm_.all_gather(&mine, records.data(), sizeof(mine), "hang records");
-  const bool any = std::any_of(records.begin(), records.end(), [](const auto& r) { return r.valid != 0; });
-  if (!any) return false;
-  const protocol::ControlBlock cb = kernel_.read_state().control;
-  std::vector<protocol::ControlBlock> blocks(static_cast<std::size_t>(comm_.size()));
-  comm_.all_gather(&cb, blocks.data(), sizeof(cb), "control blocks after a hang");
-  if (comm_.rank() == 0) {
-    std::string states;
-    for (int r = 0; r < comm_.size(); ++r) {
-      const auto& b = blocks[static_cast<std::size_t>(r)];
-      states += fmt::format("{}rank {}: flag {}, counter {}, clear_size {}, two-shot flag {}", r ? "; " : "", r,
-                            b.flag, b.arrival_counter, b.clear_size, b.two_shot_flag);
+  if (spec.pdl_consumer) {
+    // The consumer read before its grid-dependency wait: it may only see the final output
+    // if the kernel triggered its dependents after writing it.
+    const ref::Tensor copy = download(b.consumer_copy);
+    if (std::memcmp(copy.data(), consumed.data(), consumed.bytes()) != 0) {
+      std::size_t first = 0;
+      const auto a = copy.bits16();
+      const auto w = consumed.bits16();
+      while (first < elems && a[first] == w[first]) ++first;
+      out.push_back({"pdl-consumer",
+                     fmt::format("rank {} call {} ({}): the PDL consumer, reading before its grid-dependency wait, "
+                                 "saw element {} as {:#06x}, the kernel's output is {:#06x}: dependents were "
+                                 "triggered before the output was written",
+                                 comm_.rank(), call.call_index, describe(spec), first, a[first], w[first])});
     }
-    for (const auto& r : records)
-      if (r.valid) out.push_back({"hang", k::describe(r) + " | " + states});
   }
-  return true;
+  return agreement;
 }
 
 // Every rank checks its own state (the Lamport buffers stay where they are); only the
-// control blocks travel, for the cross-rank invariant 3, checked on rank 0.
-void CaseRunner::check_invariants(const GpuCase& c, const k::ControlState& before_sequence,
-                                  const std::vector<CallData>& calls, std::vector<Finding>& out) {
+// control blocks travel (RankReport), for the cross-rank invariant 3.
+void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const k::ControlState& before_sequence,
+                                  const CallData& last_call, std::vector<Finding>& out) {
   // The state before the last call, derived from the state before the sequence: one-shot
   // calls advance the Lamport flag and set clear_size, two-shot calls advance their flag.
   k::ControlState before = before_sequence;
-  const std::size_t last = c.calls.size() - 1;
-  for (std::size_t i = 0; i < last; ++i) {
+  const std::size_t last = static_cast<std::size_t>(first + count - 1);
+  for (std::size_t i = static_cast<std::size_t>(first); i < last; ++i) {
     if (c.calls[i].twoshot) {
       before.control.two_shot_flag = (before.control.two_shot_flag + 1) % 3;
     } else {
@@ -245,49 +280,106 @@ void CaseRunner::check_invariants(const GpuCase& c, const k::ControlState& befor
   } else {
     const std::size_t elems = static_cast<std::size_t>(c.calls[last].tokens) * c.hidden;
     std::vector<std::vector<std::uint16_t>> inputs;
-    for (const auto& t : calls[last].inputs.rank_inputs) {
+    for (const auto& t : last_call.inputs.rank_inputs) {
       const auto bits = t.bits16();
       inputs.emplace_back(bits.begin(), bits.begin() + static_cast<std::ptrdiff_t>(elems));
     }
     violations = k::check_oneshot_rank_invariants(comm_.rank(), before, after, inputs, c.dtype);
   }
-  std::vector<protocol::ControlBlock> blocks(static_cast<std::size_t>(comm_.size()));
-  comm_.all_gather(&after.control, blocks.data(), sizeof(protocol::ControlBlock), "control blocks");
-  if (comm_.rank() == 0) {
-    const auto same = k::check_same_control_state(blocks);
-    violations.insert(violations.end(), same.begin(), same.end());
-  }
   for (auto& v : violations)
-    out.push_back({"invariant", fmt::format("after call {}: {}", calls[last].call_index, v)});
+    out.push_back({"invariant", fmt::format("after call {}: {}", last_call.call_index, v)});
+}
+
+// After the kernels of calls [first, first + count) finished on this rank: checks them
+// locally, then exchanges reports. Collective. Returns true when any rank found anything
+// (every rank computes the same answer, so all stop together).
+bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::ControlState& before,
+                             const std::vector<CallData>& calls, std::vector<Finding>& out) {
+  RankReport mine;
+  mine.hang = kernel_.hang_record();
+  if (mine.hang.valid == 0) {
+    {
+      Timed timed(times_.reference);
+      mpi::set_phase("checking outputs against the reference");
+      for (int i = first; i < first + count; ++i)
+        mine.output_hash[i] = check_outputs(c, i, calls[static_cast<std::size_t>(i)], out);
+    }
+    Timed timed(times_.invariants);
+    mpi::set_phase("reading back the workspace for the invariants");
+    check_invariants(c, first, count, before, calls[static_cast<std::size_t>(first + count - 1)], out);
+  } else {
+    last_state_ = kernel_.read_state();  // for the diagnosis
+  }
+  mine.control = last_state_.control;
+  mine.findings = out.size();
+  Timed timed(times_.exchange);
+  std::vector<RankReport> all(static_cast<std::size_t>(comm_.size()));
+  comm_.all_gather(&mine, all.data(), sizeof(RankReport), "every rank's report after the calls");
+  bool any = std::any_of(all.begin(), all.end(), [](const RankReport& r) { return r.findings > 0; });
+  const bool hang = std::any_of(all.begin(), all.end(), [](const RankReport& r) { return r.hang.valid != 0; });
+  std::vector<Finding> cross;  // cross-rank findings: every rank computes them, rank 0 keeps them
+  if (hang) {
+    // One diagnosis naming every rank that waited and the state of every rank.
+    std::string states;
+    for (int r = 0; r < comm_.size(); ++r) {
+      const auto& b = all[static_cast<std::size_t>(r)].control;
+      states += fmt::format("{}rank {}: flag {}, counter {}, clear_size {}, two-shot flag {}", r ? "; " : "", r,
+                            b.flag, b.arrival_counter, b.clear_size, b.two_shot_flag);
+    }
+    for (const auto& r : all)
+      if (r.hang.valid) cross.push_back({"hang", k::describe(r.hang) + " | " + states});
+  } else {
+    // Invariant 8: the ranks agree bitwise on their outputs.
+    for (int i = first; i < first + count; ++i)
+      for (int r = 1; r < comm_.size(); ++r)
+        if (all[static_cast<std::size_t>(r)].output_hash[i] != all[0].output_hash[i])
+          cross.push_back({"agreement", fmt::format("invariant 8: call {}: rank {}'s outputs differ bitwise from "
+                                                    "rank 0's", calls[static_cast<std::size_t>(i)].call_index, r)});
+    std::vector<protocol::ControlBlock> blocks;
+    for (const auto& r : all) blocks.push_back(r.control);
+    for (auto& v : k::check_same_control_state(blocks))
+      cross.push_back({"invariant", fmt::format("after call {}: {}",
+                                                calls[static_cast<std::size_t>(first + count - 1)].call_index, v)});
+  }
+  any = any || !cross.empty();
+  if (comm_.rank() == 0) out.insert(out.begin(), cross.begin(), cross.end());  // a hang explains the rest
+  return any;
 }
 
 CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal) {
+  Timed timed(times_.exchange);
   CaseVerdict verdict;
   verdict.refused = refused;
   verdict.refusal = refusal;
-  verdict.hang = std::any_of(mine.begin(), mine.end(), [](const Finding& f) { return f.check == "hang"; });
-  // Every rank's first finding (check + message, truncated) reaches rank 0; all learn the count.
+  // Every rank learns every rank's finding count and hang flag; the first finding of each
+  // rank (check + message, truncated) reaches rank 0 only when there is one.
+  const bool my_hang = std::any_of(mine.begin(), mine.end(), [](const Finding& f) { return f.check == "hang"; });
+  const long long summary[2] = {static_cast<long long>(mine.size()), my_hang ? 1 : 0};
+  std::vector<long long> all(2 * static_cast<std::size_t>(comm_.size()));
+  comm_.all_gather(summary, all.data(), sizeof(summary), "finding counts");
+  bool any = false;
+  for (int r = 0; r < comm_.size(); ++r) {
+    any = any || all[2 * r] > 0;
+    verdict.hang = verdict.hang || all[2 * r + 1] != 0;
+  }
+  if (!any) return verdict;
   std::string text;
   if (!mine.empty()) text = mine.front().check + "\n" + mine.front().message;
   text.resize(kFindingBytes, '\0');
-  std::vector<char> all(comm_.rank() == 0 ? kFindingBytes * comm_.size() : 0);
-  comm_.gather(text.data(), all.data(), kFindingBytes, 0, "findings");
-  const auto counts = comm_.all_gather_value(static_cast<long long>(mine.size()), "finding counts");
-  const auto hangs = comm_.all_gather_value(verdict.hang ? 1 : 0, "hang verdicts");
-  verdict.hang = std::any_of(hangs.begin(), hangs.end(), [](long long h) { return h != 0; });
+  std::vector<char> texts(comm_.rank() == 0 ? kFindingBytes * comm_.size() : 0);
+  comm_.gather(text.data(), texts.data(), kFindingBytes, 0, "findings");
   if (comm_.rank() == 0) {
     verdict.findings = mine;  // rank 0's own, in full
     for (int r = 1; r < comm_.size(); ++r) {
-      std::string rec(all.data() + kFindingBytes * r, kFindingBytes);
+      std::string rec(texts.data() + kFindingBytes * r, kFindingBytes);
       rec.resize(std::strlen(rec.c_str()));
       if (rec.empty()) continue;
       const auto nl = rec.find('\n');
       verdict.findings.push_back({rec.substr(0, nl), rec.substr(nl + 1)});
     }
   } else {
-    for (long long n : counts)
-      if (n > 0) verdict.findings.push_back({"remote", "a rank reported findings (see rank 0)"});
-    if (!mine.empty()) verdict.findings = mine;
+    verdict.findings = mine;
+    if (verdict.findings.empty()) verdict.findings.push_back({"remote", "a rank reported findings (see rank 0)"});
   }
   return verdict;
 }
@@ -298,9 +390,10 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
     max_elems = std::max<std::uint64_t>(max_elems, static_cast<std::uint64_t>(call.tokens) * c.hidden);
   kernel_.prepare(max_elems, c.fp32_lamport);
   kernel_.clear_hang_record();
-  // The state before the first call; later calls start from the state read after the
-  // previous one (one read-back per call).
-  last_state_ = kernel_.read_state();
+  // The state before the first call (its control block is all the checks need); later
+  // calls start from the state read after the previous one (one read-back per call).
+  last_state_ = k::ControlState{};
+  last_state_.control = kernel_.read_control();
   std::vector<Finding> findings;
   std::vector<CallData> calls(c.calls.size());
   const int n = static_cast<int>(c.calls.size());
@@ -308,43 +401,53 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
   try {
     if (c.mode == IssueMode::checked_each_call) {
       for (int i = 0; i < n; ++i) {
-        prepare_call(c, i, static_cast<std::uint64_t>(i), calls[i]);
+        {
+          Timed timed(times_.inputs);
+          mpi::set_phase("generating and uploading inputs");
+          prepare_call(c, i, static_cast<std::uint64_t>(i), calls[i]);
+        }
         const k::ControlState before = std::move(last_state_);
-        // Ranks enqueue together: a rank still checking the previous call must not leave
-        // its peers spinning through their wait budget (a false hang).
-        comm_.barrier("call start");
-        launch_call(c, i, calls[i]);
-        cuda_check(cudaStreamSynchronize(stream_), "kernel");
-        if (check_hang(findings)) break;
-        check_outputs(c, i, calls[i], findings);
-        GpuCase prefix = c;  // invariants of this call alone
-        prefix.calls.assign(c.calls.begin() + i, c.calls.begin() + i + 1);
-        check_invariants(prefix, before, {calls[i]}, findings);
-        if (!findings.empty()) break;
+        {
+          Timed timed(times_.kernels);
+          // Ranks enqueue together: a rank still checking the previous call must not leave
+          // its peers spinning through their wait budget (a false hang).
+          comm_.barrier("call start");
+          launch_call(c, i, calls[i]);
+          mpi::set_phase("waiting for the kernels to finish (cudaStreamSynchronize)");
+          cuda_check(cudaStreamSynchronize(stream_), "kernel");
+        }
+        if (check_calls(c, i, 1, before, calls, findings)) break;
       }
     } else {
       cudaGraphExec_t graph_exec = nullptr;
-      for (int replay = 0; replay < replays && findings.empty(); ++replay) {
-        for (int i = 0; i < n; ++i) prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
-        const k::ControlState before = std::move(last_state_);
-        comm_.barrier("sequence start");
-        if (c.mode == IssueMode::back_to_back) {
-          for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
-        } else {
-          if (graph_exec == nullptr) {
-            cudaGraph_t graph = nullptr;
-            cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-            for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
-            cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
-            cuda_check(cudaGraphInstantiate(&graph_exec, graph, 0), "cudaGraphInstantiate");
-            cudaGraphDestroy(graph);
-          }
-          cuda_check(cudaGraphLaunch(graph_exec, stream_), "cudaGraphLaunch");
+      bool stop = false;
+      for (int replay = 0; replay < replays && !stop; ++replay) {
+        {
+          Timed timed(times_.inputs);
+          mpi::set_phase("generating and uploading inputs");
+          for (int i = 0; i < n; ++i) prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
         }
-        cuda_check(cudaStreamSynchronize(stream_), "kernels");
-        if (check_hang(findings)) break;
-        for (int i = 0; i < n; ++i) check_outputs(c, i, calls[i], findings);
-        check_invariants(c, before, calls, findings);
+        const k::ControlState before = std::move(last_state_);
+        {
+          Timed timed(times_.kernels);
+          comm_.barrier("sequence start");
+          if (c.mode == IssueMode::back_to_back) {
+            for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
+          } else {
+            if (graph_exec == nullptr) {
+              cudaGraph_t graph = nullptr;
+              cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+              for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
+              cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+              cuda_check(cudaGraphInstantiate(&graph_exec, graph, 0), "cudaGraphInstantiate");
+              cudaGraphDestroy(graph);
+            }
+            cuda_check(cudaGraphLaunch(graph_exec, stream_), "cudaGraphLaunch");
+          }
+          mpi::set_phase("waiting for the kernels to finish (cudaStreamSynchronize)");
+          cuda_check(cudaStreamSynchronize(stream_), "kernels");
+        }
+        stop = check_calls(c, 0, n, before, calls, findings);
       }
       if (graph_exec) cudaGraphExecDestroy(graph_exec);
     }

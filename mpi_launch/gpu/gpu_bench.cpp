@@ -43,6 +43,20 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+}  // namespace
+
+bool baseline_uses_nccl(BaselineAllreduce choice, bool ranks_share_gpu, bool nccl_built) {
+  if (choice == BaselineAllreduce::ours) return false;
+  if (choice == BaselineAllreduce::automatic) return nccl_built && !ranks_share_gpu;
+  if (!nccl_built) throw cli::UsageError("--allreduce nccl: this build has no NCCL (FUSIONCHECK_HAVE_NCCL is off)");
+  if (ranks_share_gpu)
+    throw cli::UsageError("--allreduce nccl: ranks share a GPU here and NCCL refuses two ranks on one GPU; "
+                          "use one rank per GPU, or --allreduce ours");
+  return true;
+}
+
+namespace {
+
 class BenchRunner {
  public:
   BenchRunner(mpi::MpiComm& comm, const BenchOptions& options, const GpuPlacement& placement)
@@ -63,7 +77,7 @@ class BenchRunner {
     workspace_ = std::make_unique<k::Workspace>(k::Workspace::create_ipc(bootstrap_, wc));
     // NCCL refuses two ranks on one GPU: then the unfused path's allreduce is our one-shot
     // kernel in its allreduce-only pattern, so fusion's gain is still measured.
-    if (!placement_.ranks_share_gpu && k::NcclAllReduce::available())
+    if (baseline_uses_nccl(options_.allreduce, placement_.ranks_share_gpu, k::NcclAllReduce::available()))
       nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
     DeviceBuffer input(max_elems * 2), residual(max_elems * 2), gamma(max_hidden * 2),
         residual_out(max_elems * 2), norm_out(max_elems * 2), allreduced(max_elems * 2);
@@ -162,6 +176,8 @@ int run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
                                       comm.size()));
   if (options.iters < 100) throw cli::UsageError("--iters must be at least 100 (a median of >= 100 calls)");
   const GpuPlacement placement = place_rank_on_gpu(comm);
+  // Before any workspace exists: every rank on a node sees the same placement and refuses alike.
+  (void)baseline_uses_nccl(options.allreduce, placement.ranks_share_gpu, k::NcclAllReduce::available());
   BenchRunner runner(comm, options, placement);
   if (comm.rank() == 0) {
     fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));

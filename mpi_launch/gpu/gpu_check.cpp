@@ -14,6 +14,7 @@
 #include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/gpu/gpu_check.hpp"
+#include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
@@ -22,7 +23,7 @@ namespace {
 namespace k = kernels;
 using Clock = std::chrono::steady_clock;
 
-enum Command : long long { kRunCase = 1, kDone = 2 };
+enum Command : long long { kRunCase = 1, kDone = 2, kBadInput = 3 };
 
 // Rank 0 -> all: a command and, for kRunCase, the case as JSON.
 void send_case(mpi::MpiComm& comm, const GpuCase* c) {
@@ -32,13 +33,39 @@ void send_case(mpi::MpiComm& comm, const GpuCase* c) {
   if (c) comm.broadcast(const_cast<char*>(text.data()), text.size(), 0, "case body");
 }
 
+// Rank 0 -> all: bad input only rank 0 could see (a replay file); every rank exits 2 with it.
+void send_bad_input(mpi::MpiComm& comm, const std::string& message) {
+  long long header[2] = {kBadInput, static_cast<long long>(message.size())};
+  comm.broadcast(header, sizeof(header), 0, "next case from rank 0");
+  comm.broadcast(const_cast<char*>(message.data()), message.size(), 0, "bad input message");
+}
+
 std::optional<GpuCase> receive_case(mpi::MpiComm& comm) {
   long long header[2] = {0, 0};
   comm.broadcast(header, sizeof(header), 0, "next case from rank 0");
-  if (header[0] != kRunCase) return std::nullopt;
+  if (header[0] == kDone) return std::nullopt;
   std::string text(static_cast<std::size_t>(header[1]), '\0');
-  comm.broadcast(text.data(), text.size(), 0, "case body");
+  comm.broadcast(text.data(), text.size(), 0, header[0] == kBadInput ? "bad input message" : "case body");
+  if (header[0] == kBadInput) throw cli::UsageError(text);
   return case_from_json(nlohmann::json::parse(text));
+}
+
+// Rank 0: the case in a replay file, checked against this job; throws cli::UsageError.
+GpuCase load_replay(const std::string& path, int ranks, const CaseRunner& runner) {
+  std::ifstream in(path);
+  if (!in) throw cli::UsageError("--replay " + path + ": cannot open");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw cli::UsageError("--replay " + path + ": not JSON: " + e.what());
+  }
+  GpuCase c = case_from_json(j.contains("case") ? j["case"] : j);
+  if (c.ranks != ranks)
+    throw cli::UsageError(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, ranks));
+  if (const std::string problem = runner.does_not_fit(c); !problem.empty())
+    throw cli::UsageError("--replay: " + problem);
+  return c;
 }
 
 // Cases: small shapes most of the time (throughput), occasionally the large ones; every
@@ -60,6 +87,10 @@ GpuCase generate_case(const CheckOptions& o, int ranks, protocol::Mutant mutant,
     c.dtype = k::DType::bf16;  // mutant instances are compiled for bf16 (kernels/README.md)
     c.fp32_lamport = mutant == protocol::Mutant::sentinel_width;
   }
+  if (o.delays && *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {
+    c.delay_seed = *rc::gen::inRange<std::uint32_t>(1, 1u << 30);
+    c.delay_max_ns = *rc::gen::element(2'000u, 20'000u, 200'000u);
+  }
   const int max_tokens_here = std::max(1, std::min(o.max_tokens, o.max_elems / c.hidden));
   const int ncalls = *rc::gen::inRange(1, o.max_calls + 1);
   for (int i = 0; i < ncalls; ++i) {
@@ -78,6 +109,8 @@ GpuCase generate_case(const CheckOptions& o, int ranks, protocol::Mutant mutant,
     call.trigger = *rc::gen::element(k::Trigger::at_end, k::Trigger::early);
     call.cluster = *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
                                      k::ClusterMode::force_no_cluster);
+    // A next layer reading the output right after the trigger (kills early-trigger).
+    call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end && *rc::gen::element(false, true);
     c.calls.push_back(call);
   }
   return c;
@@ -106,6 +139,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   CheckResult result;
   result.mutant = o.mutant;
   const auto start = Clock::now();
+  auto last_progress = start;
 
   auto run_one = [&](const GpuCase& c) {
     CaseVerdict v = runner.run(c);
@@ -115,21 +149,27 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
     }
     else ++result.cases;
     if (v.failed()) kernel.reset();  // protocol state after a failure is not trusted
+    if (comm.rank() == 0 && Clock::now() - last_progress > std::chrono::seconds(15)) {
+      last_progress = Clock::now();  // a progress line on long runs, with where the time goes
+      result.seconds = std::chrono::duration<double>(last_progress - start).count();
+      result.times = runner.times();
+      fmt::print("  ... {} cases ({} refused) in {:.0f} s = {:.0f} cases/s; {}\n", result.cases, result.refused,
+                 result.seconds, result.cases / result.seconds, time_breakdown(result));
+      std::fflush(stdout);
+    }
     return v;
   };
 
   if (comm.rank() != 0) {
     while (auto c = receive_case(comm)) run_one(*c);
   } else if (!o.replay_file.empty()) {
-    std::ifstream in(o.replay_file);
-    if (!in) throw cli::UsageError("--replay " + o.replay_file + ": cannot open");
-    nlohmann::json j;
-    try { j = nlohmann::json::parse(in); } catch (const nlohmann::json::exception& e) {
-      throw cli::UsageError("--replay " + o.replay_file + ": not JSON: " + e.what());
+    GpuCase c;
+    try {
+      c = load_replay(o.replay_file, comm.size(), runner);
+    } catch (const cli::UsageError& e) {
+      send_bad_input(comm, e.what());  // the other ranks exit 2 with the same line
+      throw;
     }
-    GpuCase c = case_from_json(j.contains("case") ? j["case"] : j);
-    if (c.ranks != comm.size())
-      throw cli::UsageError(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, comm.size()));
     send_case(comm, &c);
     const CaseVerdict v = run_one(c);
     send_case(comm, nullptr);
@@ -172,6 +212,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.calls = runner.calls_run();
+  result.times = runner.times();
   return result;
 }
 

@@ -6,14 +6,13 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <fstream>
 #include <memory>
 
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/mpi_comm.hpp"
+#include "fusioncheck/cli/rank_watchdog.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/gpu_check.hpp"
@@ -35,44 +34,39 @@ struct GpuCliOptions {
   std::vector<std::string> mutants;  // kill table: empty = every compiled kernel mutant
 };
 
-// mpirun ends the job when a rank dies; say so rather than vanish without a word.
-void on_terminate(int) {
-  static const char kMsg[] = "fusioncheck gpu: terminated by the launcher (a peer rank exited or was killed)\n";
-  [[maybe_unused]] auto n = write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
-  _exit(kExitFindings);
-}
-
-// After a timeout: the peers whose process is gone (same host only; pid 0 = elsewhere).
-std::string vanished_peers(const std::vector<long long>& pids, const std::vector<long long>& hosts, int me) {
-  std::string out;
-  for (std::size_t r = 0; r < pids.size(); ++r) {
-    if (static_cast<int>(r) == me || hosts[r] != hosts[static_cast<std::size_t>(me)]) continue;
-    if (kill(static_cast<pid_t>(pids[r]), 0) != 0 && errno == ESRCH)
-      out += fmt::format("{}rank {} (pid {}) vanished", out.empty() ? "" : ", ", r, pids[r]);
-  }
-  return out;
-}
-
 long long host_id() {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
   return static_cast<long long>(std::hash<std::string>{}(name) & 0x7fffffffffffffffLL);
 }
 
+// Every job runs with a watchdog: a peer process on this host that vanishes, or a main
+// thread stuck in one phase past the MPI timeout (plus a margin, so that MPI timeouts report
+// first), ends the rank with a diagnosis. A launcher's SIGTERM is answered the same way.
 template <typename Job>
 int run_on_ranks(const GpuCliOptions& options, Job job) {
-  std::signal(SIGTERM, on_terminate);
   mpi::MpiComm comm(nullptr, nullptr, std::chrono::seconds(options.timeout_s));
   const auto pids = comm.all_gather_value(static_cast<long long>(getpid()), "process ids");
   const auto hosts = comm.all_gather_value(host_id(), "host ids");
+  std::vector<mpi::PeerProcess> peers;  // same host only: a pid elsewhere means nothing here
+  for (int r = 0; r < comm.size(); ++r)
+    if (r != comm.rank() && hosts[static_cast<std::size_t>(r)] == hosts[static_cast<std::size_t>(comm.rank())])
+      peers.push_back({r, pids[static_cast<std::size_t>(r)]});
+  mpi::install_terminate_report(comm.rank(), peers);
+  const int rank = comm.rank();
+  mpi::RankWatchdog watchdog(rank, peers, std::chrono::seconds(options.timeout_s + 5),
+                             [rank](const std::string& why) { mpi::RankWatchdog::exit_with_message(rank, why); });
   try {
-    return job(comm);
+    const int rc = job(comm);
+    comm.barrier("the end of the job on every rank");  // no rank leaves while a peer still works
+    watchdog.stop();
+    return rc;
   } catch (const UsageError&) {
     throw;  // every rank sees the same bad input: main() prints it once per rank, exit 2
   } catch (const mpi::MpiTimeout& e) {
-    const std::string gone = vanished_peers(pids, hosts, comm.rank());
+    const std::string gone = mpi::vanished_peers(peers);
     fmt::print(stderr, "fusioncheck gpu: rank {}: {}{}\n", comm.rank(), e.what(),
-               gone.empty() ? "" : "; " + gone);
+               gone.empty() ? "" : "; vanished: " + gone);
     std::fflush(stderr);
     _exit(kExitFindings);  // MPI_Finalize would wait for the missing peer
   } catch (const kernels::KernelHang& e) {
@@ -109,7 +103,7 @@ int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   if (comm.rank() == 0) fmt::print("fusioncheck gpu check: {}\n", gpu::describe(placement, comm.size()));
   const gpu::CheckResult r = gpu::run_check(comm, o.check, placement);
   if (comm.rank() == 0) {
-    fmt::print("{}\n", gpu::summary_line(r, comm.size()));
+    fmt::print("{}\n{}\n", gpu::summary_line(r, comm.size()), gpu::time_breakdown(r));
     for (const auto& f : r.findings) fmt::print("  [{}] {}\n", f.check, f.message);
     for (const auto& [why, n] : r.refusals) fmt::print("  refused {} cases: {}...\n", n, why);
     if (!r.replay_command.empty()) fmt::print("minimal case written; replay with:\n  {}\n", r.replay_command);
@@ -162,6 +156,7 @@ void add_check_options(CLI::App* cmd, gpu::CheckOptions& c) {
   cmd->add_option("--max-hidden", c.max_hidden, "Largest hidden size drawn (multiple of 16)");
   cmd->add_option("--max-elems", c.max_elems, "Largest tokens x hidden of one call")->check(CLI::Range(16, 1 << 26));
   cmd->add_option("--max-calls", c.max_calls, "Longest call sequence per case")->check(CLI::Range(1, 16));
+  cmd->add_flag("!--no-delays", c.delays, "Do not draw seeded injected delays in the kernels");
 }
 
 }  // namespace
@@ -209,6 +204,11 @@ void add_gpu_command(CLI::App& app, int& exit_code) {
   bench->add_option("--hidden", o->bench.hidden, "Hidden sizes");
   bench->add_option("--warmup", o->bench.warmup)->check(CLI::Range(0, 100000));
   bench->add_option("--iters", o->bench.iters, "Timed calls per point (>= 100)");
+  bench->add_option("--allreduce", o->bench.allreduce, "The unfused baseline's allreduce: auto, nccl or ours")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, gpu::BaselineAllreduce>{
+          {"auto", gpu::BaselineAllreduce::automatic},
+          {"nccl", gpu::BaselineAllreduce::nccl},
+          {"ours", gpu::BaselineAllreduce::ours}}));
   bench->add_option("--json", o->bench.json_out, "Write the table (rank 0)");
   bench->callback([o, &exit_code] {
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return gpu::run_bench(c, o->bench); });

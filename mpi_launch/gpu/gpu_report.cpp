@@ -35,6 +35,17 @@ std::string summary_line(const CheckResult& r, int ranks) {
                      r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
 }
 
+std::string time_breakdown(const CheckResult& r) {
+  const int n = std::max(1, r.cases + r.refused);
+  const PhaseTimes& t = r.times;
+  const double other = r.seconds - t.inputs - t.kernels - t.reference - t.invariants - t.exchange;
+  auto ms = [n](double s) { return 1e3 * s / n; };
+  return fmt::format("time per case, rank 0, ms: inputs {:.2f}, barrier+kernels {:.2f}, reference {:.2f}, "
+                     "invariants {:.2f}, report exchange {:.2f}, other (case generation and broadcast, "
+                     "workspace set-up) {:.2f}",
+                     ms(t.inputs), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange), ms(other));
+}
+
 nlohmann::json to_json(const CheckResult& r) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : r.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
@@ -49,7 +60,12 @@ nlohmann::json to_json(const CheckResult& r) {
           {"cases_to_first_failure", r.cases_to_first_failure},
           {"minimal_case", r.minimal_case},
           {"findings", findings},
-          {"replay", r.replay_command}};
+          {"replay", r.replay_command},
+          {"seconds_by_phase", {{"inputs", r.times.inputs},
+                                {"kernels", r.times.kernels},
+                                {"reference", r.times.reference},
+                                {"invariants", r.times.invariants},
+                                {"exchange", r.times.exchange}}}};
 }
 
 void write_junit(const std::string& path, const std::string& suite, const std::vector<CheckResult>& runs,

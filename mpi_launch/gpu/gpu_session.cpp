@@ -3,8 +3,12 @@
 #include <cuda_runtime.h>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "fusioncheck/cli/command.hpp"
 
@@ -35,6 +39,11 @@ GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm) {
   cudaGetDeviceProperties(&prop, placement.device);
   placement.device_name = prop.name;
   placement.compute_capability = prop.major * 10 + prop.minor;
+#ifdef _OPENMP
+  // The CPU checks (inputs, tolerances) run on OpenMP threads; ranks on a node share its cores.
+  placement.cpu_threads = std::max(1, omp_get_num_procs() / std::max(1, comm.local_size()));
+  omp_set_num_threads(placement.cpu_threads);
+#endif
   return placement;
 }
 
@@ -44,8 +53,8 @@ std::string describe(const GpuPlacement& p, int ranks) {
     sharing = p.mps_running ? "ranks share GPUs under MPS (concurrent)"
                             : "ranks share GPUs WITHOUT MPS (time-sliced: latencies are "
                               "scheduler slices, not kernel times)";
-  return fmt::format("{} ranks on {} GPU(s) ({}, sm_{}); {}", ranks, p.device_count,
-                     p.device_name, p.compute_capability, sharing);
+  return fmt::format("{} ranks on {} GPU(s) ({}, sm_{}); {}; CPU checks on {} thread(s) per rank", ranks,
+                     p.device_count, p.device_name, p.compute_capability, sharing, p.cpu_threads);
 }
 
 }  // namespace fusioncheck::gpu

@@ -36,6 +36,10 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
             c.fp32_accumulation = fp32_acc;
             c.weight_bias = knob % 2 ? 1.0f : 0.0f;
             c.mode = static_cast<IssueMode>(knob % 3);
+            if (knob % 4 == 1) {  // seeded injected delays in every fourth case
+              c.delay_seed = static_cast<std::uint32_t>(knob) + 1;
+              c.delay_max_ns = 20'000;
+            }
             for (int i = 0; i < options.calls_per_case; ++i) {
               CallSpec call;
               call.twoshot = twoshot;
@@ -44,11 +48,36 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
               call.use_pdl = (knob + i) % 4 != 3;
               call.trigger = (knob + i) % 2 ? k::Trigger::early : k::Trigger::at_end;
               call.cluster = static_cast<k::ClusterMode>((knob + i) % 3);
+              call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end;
               c.calls.push_back(call);
             }
             cases.push_back(c);
             ++knob;
           }
+    }
+  // The unfused baseline (allreduce-only call + separate residual/RMSNorm/quant kernel).
+  for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static, k::Pattern::fp8_dynamic,
+                       k::Pattern::nvfp4})
+    for (auto dtype : {k::DType::bf16, k::DType::f16}) {
+      const bool fp32_acc = knob % 2 == 0;
+      GpuCase c;
+      c.seed = options.seed + static_cast<std::uint64_t>(knob);
+      c.ranks = ranks;
+      c.hidden = options.hidden[static_cast<std::size_t>(knob) % options.hidden.size()];
+      c.dtype = dtype;
+      c.fp32_accumulation = fp32_acc;
+      c.weight_bias = knob % 2 ? 1.0f : 0.0f;
+      c.mode = static_cast<IssueMode>(knob % 3);
+      for (int i = 0; i < options.calls_per_case; ++i) {
+        CallSpec call;
+        call.unfused = true;
+        call.pattern = pattern;
+        call.tokens = options.tokens[static_cast<std::size_t>(knob + i) % options.tokens.size()];
+        call.use_pdl = (knob + i) % 4 != 3;
+        c.calls.push_back(call);
+      }
+      cases.push_back(c);
+      ++knob;
     }
   return cases;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/validate.hpp"
 
 namespace fusioncheck::gpu {
@@ -46,6 +47,12 @@ void OurKernels::launch(const kernels::FusedParams& params, bool twoshot, cudaSt
   else
     kernels::launch_oneshot(params, *current_, stream,
                             mutant_in_oneshot_ ? mutant_ : protocol::Mutant::none);
+}
+
+// Ranks of one job share this workspace; NCCL is not used here (the property suite runs
+// ranks that share a GPU too), so the baseline's allreduce is our one-shot allreduce-only.
+void OurKernels::launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) {
+  kernels::launch_unfused_baseline(params, *current_, allreduced, stream, nullptr);
 }
 
 }  // namespace fusioncheck::gpu

@@ -151,6 +151,8 @@ FusedParams Rig::params_for(const CallSpec& spec, int rank, RankBuffers& b) cons
   p.trigger = spec.trigger;
   p.cluster = spec.cluster;
   p.spin_budget_cycles = spec.spin_budget_cycles;
+  p.delay_seed = spec.delay_seed;
+  p.delay_max_ns = spec.delay_max_ns;
   p.input = b.input.get();
   p.allreduce_out = b.allreduce.get();
   if (spec.pattern != Pattern::allreduce) {

@@ -60,6 +60,8 @@ struct CallSpec {
   // launch: rank 0 cannot finish before its peers arrive, so an early-launched consumer
   // reads norm_out while it is certainly unwritten. Must stay well below the spin budget.
   std::uint32_t peer_launch_delay_us = 0;
+  std::uint32_t delay_seed = 0;  // seeded injected delays in the kernels (FusedParams)
+  std::uint32_t delay_max_ns = 0;
 };
 
 struct Findings {

@@ -181,10 +181,18 @@ std::vector<float> norm_before_rounding_typed(const FusedConfig& c, const Tensor
   const auto hidden = static_cast<std::size_t>(c.hidden);
   const auto ro = residual_out.view<T>();
   const std::vector<float> w = norm_weights<T>(c, gamma);
-  std::vector<float> x(hidden), y(ro.size());
-  for (std::size_t base = 0; base < ro.size(); base += hidden) {
-    for (std::size_t j = 0; j < hidden; ++j) x[j] = E::to_float(ro[base + j]);
-    rmsnorm_row(x.data(), w.data(), hidden, c.eps, y.data() + base);
+  std::vector<float> y(ro.size());
+  const auto rows = static_cast<std::ptrdiff_t>(ro.size() / hidden);
+  // Rows are independent: several threads for large tensors (OpenMP).
+#pragma omp parallel if (ro.size() >= (1u << 14))
+  {
+    std::vector<float> x(hidden);
+#pragma omp for schedule(static)
+    for (std::ptrdiff_t row = 0; row < rows; ++row) {
+      const std::size_t base = static_cast<std::size_t>(row) * hidden;
+      for (std::size_t j = 0; j < hidden; ++j) x[j] = E::to_float(ro[base + j]);
+      rmsnorm_row(x.data(), w.data(), hidden, c.eps, y.data() + base);
+    }
   }
   return y;
 }

@@ -24,6 +24,24 @@ std::uint64_t draw(std::uint64_t seed, std::uint64_t call, int stream, std::uint
   return splitmix64(h ^ purpose);
 }
 
+// draw() for every element of one (seed, call, stream): its first three mixing steps do not
+// depend on the element, so they are done once. Same values as draw().
+class StreamDraws {
+ public:
+  StreamDraws(std::uint64_t seed, std::uint64_t call, int stream)
+      : prefix_(splitmix64(splitmix64(splitmix64(seed ^ 0x5eed) ^ call) ^
+                           static_cast<std::uint64_t>(static_cast<std::int64_t>(stream)))) {}
+  std::uint64_t at(std::uint64_t element, std::uint64_t purpose) const {
+    return splitmix64(splitmix64(prefix_ ^ element) ^ purpose);
+  }
+
+ private:
+  std::uint64_t prefix_;
+};
+
+// Tensors of this many elements or more are filled by several threads (OpenMP).
+constexpr std::size_t kParallelElements = 1 << 14;
+
 constexpr std::uint64_t kValue = 1, kExponent = 2, kNegZero = 3, kSpecial = 4;
 constexpr int kCommonStream = 1000;  // draws shared by all streams (the per-element exponent)
 
@@ -80,15 +98,19 @@ Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DT
   Tensor out(dtype, count);
   const int p = std::min(significand_bits(dtype), 11);
   const std::int64_t max_m = (std::int64_t{1} << p) / (spec.ranks + 1);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (spec.with_neg_zero && stream >= 0 &&
-        draw(spec.seed, spec.call_index, stream, i, kNegZero) % 64 == 0) {
+  const StreamDraws mine(spec.seed, spec.call_index, stream);
+  const StreamDraws common(spec.seed, spec.call_index, kCommonStream);
+  const bool neg_zeros = spec.with_neg_zero && stream >= 0;
+  const auto n = static_cast<std::ptrdiff_t>(count);
+#pragma omp parallel for schedule(static) if (count >= kParallelElements)
+  for (std::ptrdiff_t k = 0; k < n; ++k) {
+    const auto i = static_cast<std::uint64_t>(k);
+    if (neg_zeros && mine.at(i, kNegZero) % 64 == 0) {
       out.set_bits(i, neg_zero_bits(dtype));
       continue;
     }
-    const auto e = -6 + static_cast<int>(draw(spec.seed, spec.call_index, kCommonStream, i, kExponent) % 10);
-    const std::uint64_t h = draw(spec.seed, spec.call_index, stream, i, kValue);
-    const auto m = static_cast<std::int64_t>(h % static_cast<std::uint64_t>(2 * max_m + 1)) - max_m;
+    const auto e = -6 + static_cast<int>(common.at(i, kExponent) % 10);
+    const auto m = static_cast<std::int64_t>(mine.at(i, kValue) % static_cast<std::uint64_t>(2 * max_m + 1)) - max_m;
     out.set_value(i, std::ldexp(static_cast<float>(m), e));
   }
   return out;
@@ -119,15 +141,19 @@ Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, in
                             DType dtype) {
   const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
   Tensor out(dtype, count);
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint64_t h = draw(spec.seed, spec.call_index, stream, i, kSpecial);
+  const StreamDraws draws(spec.seed, spec.call_index, stream);
+  const auto n = static_cast<std::ptrdiff_t>(count);
+#pragma omp parallel for schedule(static) if (count >= kParallelElements)
+  for (std::ptrdiff_t k = 0; k < n; ++k) {
+    const auto i = static_cast<std::uint64_t>(k);
+    const std::uint64_t h = draws.at(i, kSpecial);
     if (static_cast<int>(h % 256) < spec.specials_per_256) {
       out.set_value(i, special_value(dtype, h >> 8, spec.with_inf_nan));
       continue;
     }
     // Moderate values in [-4, 4) with 24 random bits: most are not exact in T, so the
     // rounding point and the summation order show in the result.
-    const std::uint64_t v = draw(spec.seed, spec.call_index, stream, i, kValue);
+    const std::uint64_t v = draws.at(i, kValue);
     out.set_value(i, (static_cast<float>(v & 0xffffff) / 0x1p24f - 0.5f) * 8.0f);
   }
   return out;

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 #include "fusioncheck/protocol/rotation.hpp"
@@ -98,19 +99,25 @@ void Model::reset() {
   block_pass_.assign(static_cast<std::size_t>(ranks * calls * blocks * kPhases), 0);
   output_written_.assign(static_cast<std::size_t>(ranks * calls * max_vectors_), 0);
   in_flight_.clear();
-  releases_in_flight_ = 0;
+  block_flying_.assign(static_cast<std::size_t>(ranks * calls * blocks), 0);
+  fifo_flying_.assign(threads_.size() * static_cast<std::size_t>(ranks), 0);
+  held_count_ = 0;
   first_active_.assign(static_cast<std::size_t>(ranks), 0);
   launched_count_.assign(static_cast<std::size_t>(ranks), 0);
   steps_ = memory_events_ = 0;
   violation_.reset();
-  fifo_stamp_.assign(threads_.size() * static_cast<std::size_t>(ranks), 0u);
-  block_stamp_.assign(static_cast<std::size_t>(ranks * calls * blocks), 0u);
-  scan_id_ = 0;
+  // Nothing in flight and no thread ready yet: only the host initialisations.
+  events_.clear();
+  for (int r = 0; r < ranks; ++r)
+    events_.push_back({EventKind::init, r, static_cast<int>(threads_.size()) + ranks * ranks + r});
+  delivery_events_ = 0;
+  init_events_ = ranks;
   ready_.assign(threads_.size(), 0);
   rank_dirty_.assign(static_cast<std::size_t>(ranks), kDirtyAll);
   rank_changes_.assign(static_cast<std::size_t>(ranks), 0);
-  list_stale_.assign(static_cast<std::size_t>(ranks), 1);
-  rank_events_.resize(static_cast<std::size_t>(ranks));
+  watchers_.resize(static_cast<std::size_t>(ranks * kChangeKinds));
+  for (auto& list : watchers_) list.clear();
+  watch_slot_.assign(threads_.size(), -1);
   // Livelock guard: far above what any correct run of this size needs.
   step_bound_ = 64ull * threads_.size() * static_cast<std::uint64_t>(ranks + 2) + 10000ull;
   if (step_bound_override_ != 0) step_bound_ = step_bound_override_;
@@ -132,91 +139,125 @@ static std::uint8_t depends_on_changes(std::uint8_t pc) {
   }
 }
 
+// Orders events of one section by id (in-flight index, rank or thread index).
+static bool id_less(const Event& event, int id) { return event.id < id; }
+
 std::span<const Event> Model::enabled() {
   if (violation_) return {};
-  // Room for every possible event, so the loops below write without checks.
-  const std::size_t most = in_flight_.size() + memory_.size() + threads_.size();
-  if (events_.size() < most) events_.resize(most);
-  Event* out = events_.data();
-  // Deliveries. Per-thread FIFO links let only the oldest piece of (thread, dst) go; a
-  // release piece waits for every older piece of its block; inside one GPU anything goes.
-  ++scan_id_;
-  const int ranks = config_.ranks;
-  const bool fifo = profile_.link_order == LinkOrder::per_thread_fifo;
-  const std::uint32_t scan = scan_id_;
-  const int link_actor_base = static_cast<int>(threads_.size());
-  std::uint32_t* const block_stamp = block_stamp_.data();
-  std::uint32_t* const fifo_stamp = fifo_stamp_.data();
-  const std::size_t flying = in_flight_.size();
-  const Piece* const pieces = in_flight_.data();
-  const Thread* const threads = threads_.data();
-  // Without FIFO links and release pieces nothing holds a piece back: the stamps below
-  // would accept every piece, so they are skipped.
-  const bool any_held = fifo || releases_in_flight_ != 0;
-  for (std::size_t i = 0; i < flying && !any_held; ++i) {
-    const Piece& p = pieces[i];
-    *out++ = {EventKind::deliver, static_cast<std::int32_t>(i),
-              link_actor_base + p.src_rank * ranks + p.dst_rank};
-  }
-  for (std::size_t i = 0; i < flying && any_held; ++i) {
-    const Piece& p = pieces[i];
-    bool ok = !(p.release && block_stamp[p.block_key] == scan);
-    if (fifo && p.src_rank != p.dst_rank) {
-      ok = ok && fifo_stamp[p.fifo_key] != scan;
-      fifo_stamp[p.fifo_key] = scan;
-    }
-    block_stamp[p.block_key] = scan;
-    if (ok)
-      *out++ = {EventKind::deliver, static_cast<std::int32_t>(i),
-                link_actor_base + p.src_rank * ranks + p.dst_rank};
-  }
-  for (int r = 0; r < ranks; ++r)
-    if (!memory_[static_cast<std::size_t>(r)].initialised)
-      *out++ = {EventKind::init, r, link_actor_base + ranks * ranks + r};
-  // Threads. Whether a thread may step depends only on its own rank's state, so only the
-  // ranks the last event touched are evaluated again.
+  // Deliveries and inits are up to date (issue_store, deliver, execute). Whether a thread
+  // may step depends only on its own rank's state, so only the ranks the last event
+  // touched are evaluated again.
   const int per_kernel = config_.blocks * config_.vectors_per_block;
-  for (int r = 0; r < ranks; ++r) {
-    const int first = first_active_[static_cast<std::size_t>(r)];
-    const int last = launched_count_[static_cast<std::size_t>(r)];
-    const int begin = kernel_index(r, first) * per_kernel;
-    const int end = kernel_index(r, last) * per_kernel;
-    std::uint8_t* const ready = ready_.data();
+  const Thread* const threads = threads_.data();
+  for (int r = 0; r < config_.ranks; ++r) {
     const std::size_t rr = static_cast<std::size_t>(r);
+    if (rank_dirty_[rr] == kClean) continue;
+    const int begin = kernel_index(r, first_active_[rr]) * per_kernel;
+    const int end = kernel_index(r, launched_count_[rr]) * per_kernel;
     if (rank_dirty_[rr] == kDirtyAll) {
       for (int i = begin; i < end; ++i) {
         const Thread& t = threads[i];
-        ready[i] = t.present && t.pc != kPcDone && thread_enabled(t);
+        set_ready(i, t.present && t.pc != kPcDone && thread_enabled(t));
       }
-      list_stale_[rr] = 1;
-    } else if (rank_dirty_[rr] == kDirtySome) {
+    } else {
       // Only the threads whose readiness reads what changed can change their mind.
-      const std::uint8_t changes = rank_changes_[rr];
-      for (int i = begin; i < end; ++i) {
-        const Thread& t = threads[i];
-        if ((depends_on_changes(t.pc) & changes) == 0) continue;
-        const std::uint8_t now = t.present && thread_enabled(t);
-        if (now != ready[i]) {
-          ready[i] = now;
-          list_stale_[rr] = 1;
-        }
+      for (unsigned changes = rank_changes_[rr]; changes != 0; changes &= changes - 1) {
+        const int kind = std::countr_zero(changes);
+        for (const std::int32_t i : watchers_[rr * kChangeKinds + static_cast<std::size_t>(kind)])
+          set_ready(i, thread_enabled(threads[i]));
       }
     }
-    auto& list = rank_events_[rr];
-    if (list_stale_[rr]) {
-      list.clear();
-      for (int i = begin; i < end; ++i)
-        if (ready[i]) list.push_back({EventKind::thread_step, i, i});
-      list_stale_[rr] = 0;
-    }
-    out = std::copy(list.begin(), list.end(), out);
     rank_dirty_[rr] = kClean;
     rank_changes_[rr] = 0;
   }
-  return {events_.data(), static_cast<std::size_t>(out - events_.data())};
+  return {events_.data(), events_.size()};
 }
 
-void Model::execute(const Event& event) {
+// Threads are listed in index order after the deliveries and inits.
+void Model::toggle_ready(int thread_index) {
+  std::uint8_t& ready = ready_[static_cast<std::size_t>(thread_index)];
+  ready = !ready;
+  const auto first = events_.begin() + delivery_events_ + init_events_;
+  const auto at = std::lower_bound(first, events_.end(), thread_index, id_less);
+  if (ready)
+    events_.insert(at, {EventKind::thread_step, thread_index, thread_index});
+  else
+    events_.erase(at);
+}
+
+// A launched thread at `pc` joins the watchers of what its readiness reads.
+void Model::watch(int thread_index, std::uint8_t pc) {
+  const std::uint8_t bit = depends_on_changes(pc);
+  if (bit == 0) return;
+  auto& list = watchers_[static_cast<std::size_t>(
+      threads_[static_cast<std::size_t>(thread_index)].rank * kChangeKinds + std::countr_zero(bit))];
+  watch_slot_[static_cast<std::size_t>(thread_index)] = static_cast<std::int32_t>(list.size());
+  list.push_back(thread_index);
+}
+
+// The thread left `pc`: it leaves those watchers (the last one takes its place).
+void Model::unwatch(int thread_index, std::uint8_t pc) {
+  const std::uint8_t bit = depends_on_changes(pc);
+  if (bit == 0) return;
+  auto& list = watchers_[static_cast<std::size_t>(
+      threads_[static_cast<std::size_t>(thread_index)].rank * kChangeKinds + std::countr_zero(bit))];
+  const std::int32_t slot = watch_slot_[static_cast<std::size_t>(thread_index)];
+  const std::int32_t moved = list.back();
+  list[static_cast<std::size_t>(slot)] = moved;
+  watch_slot_[static_cast<std::size_t>(moved)] = slot;
+  list.pop_back();
+  watch_slot_[static_cast<std::size_t>(thread_index)] = -1;
+}
+
+// Lists in-flight piece `index` as deliverable, in in-flight order.
+void Model::add_delivery_event(int index) {
+  const Piece& p = in_flight_[static_cast<std::size_t>(index)];
+  const int actor = static_cast<int>(threads_.size()) + p.src_rank * config_.ranks + p.dst_rank;
+  // Mostly the youngest piece, which goes last.
+  int at = delivery_events_;
+  while (at > 0 && events_[static_cast<std::size_t>(at - 1)].id > index) --at;
+  events_.insert(events_.begin() + at, {EventKind::deliver, index, actor});
+  ++delivery_events_;
+}
+
+// Piece `index` left in_flight_: its event goes, and the later pieces moved down by one.
+void Model::remove_delivery_event(int index) {
+  // Its place is `index` less the held pieces before it, which are few.
+  int at = std::min(index, delivery_events_ - 1);
+  while (events_[static_cast<std::size_t>(at)].id != index) --at;
+  for (int later = at + 1; later < delivery_events_; ++later)
+    --events_[static_cast<std::size_t>(later)].id;
+  events_.erase(events_.begin() + at);
+  --delivery_events_;
+}
+
+// After a piece of (block_key, fifo_key) was delivered, the oldest remaining piece of that
+// block and of that FIFO link have nothing older left to wait for.
+void Model::release_held_pieces(std::uint32_t block_key, std::uint32_t fifo_key,
+                                bool fifo_link) {
+  bool older_in_block = false, older_on_link = !fifo_link;
+  const int flying = static_cast<int>(in_flight_.size());
+  for (int k = 0; k < flying && !(older_in_block && older_on_link); ++k) {
+    Piece& q = in_flight_[static_cast<std::size_t>(k)];
+    std::uint8_t freed = 0;
+    if (q.block_key == block_key) {
+      if (!older_in_block) freed |= kHeldByBlock;
+      older_in_block = true;
+    }
+    if (!older_on_link && q.fifo_key == fifo_key) {
+      freed |= kHeldByFifo;
+      older_on_link = true;
+    }
+    if ((q.held & freed) == 0) continue;
+    q.held = static_cast<std::uint8_t>(q.held & ~freed);
+    if (q.held == 0) {
+      --held_count_;
+      add_delivery_event(k);
+    }
+  }
+}
+
+void Model::execute(Event event) {
   ++steps_;
   // Keep the per-thread readiness cache honest: a delivery changes its destination's
   // memory; a thread step changes the thread itself and possibly shared state of its rank
@@ -239,19 +280,24 @@ void Model::execute(const Event& event) {
       deliver(event.id);
       break;
     }
-    case EventKind::init:
+    case EventKind::init: {
+      const auto inits = events_.begin() + delivery_events_;
+      events_.erase(std::lower_bound(inits, inits + init_events_, event.id, id_less));
+      --init_events_;
       std::fill(rank_dirty_.begin(), rank_dirty_.end(), kDirtyAll);
       init_rank(event.id);
       break;
+    }
     case EventKind::thread_step: {
       step_changes_ = 0;
-      step_thread(event.id);
       const Thread& t = threads_[static_cast<std::size_t>(event.id)];
-      const std::uint8_t now = t.pc != kPcDone && thread_enabled(t);
-      if (now != ready_[static_cast<std::size_t>(event.id)]) {
-        ready_[static_cast<std::size_t>(event.id)] = now;
-        list_stale_[t.rank] = 1;
+      const std::uint8_t old_pc = t.pc;
+      step_thread(event.id);
+      if (depends_on_changes(old_pc) != depends_on_changes(t.pc)) {
+        unwatch(event.id, old_pc);
+        watch(event.id, t.pc);
       }
+      set_ready(event.id, t.pc != kPcDone && thread_enabled(t));
       if (step_changes_ != 0) {
         std::uint8_t& dirty = rank_dirty_[t.rank];
         dirty = std::max(dirty, kDirtySome);
@@ -314,32 +360,49 @@ void Model::issue_store(const Thread& t, int dst, Region region, std::uint32_t o
   base.release = release;
   base.fifo_key = static_cast<std::uint32_t>(base.thread * config_.ranks + dst);
   base.block_key = static_cast<std::uint32_t>(t.kernel * config_.blocks + t.block);
-  Kernel& kernel = kernels_[static_cast<std::size_t>(t.kernel)];
   if (granularity_bytes_ < 4) {  // torn: every element goes as two 16-bit halves
     for (int i = 0; i < count; ++i)
       for (std::uint8_t half = 1; half <= 2; ++half) {
-        Piece p = base;
+        Piece& p = in_flight_.emplace_back(base);
         p.offset = offset + static_cast<std::uint32_t>(i);
         p.values[0] = values[i];
         p.count = 1;
         p.half = half;
-        in_flight_.push_back(p);
-        ++kernel.in_flight;
-        releases_in_flight_ += release ? 1 : 0;
+        send_last_piece();
       }
     return;
   }
   const int per_piece = std::max(1, granularity_bytes_ / 4);
   for (int i = 0; i < count; i += per_piece) {
-    Piece p = base;
+    Piece& p = in_flight_.emplace_back(base);
     p.offset = offset + static_cast<std::uint32_t>(i);
     p.count = static_cast<std::uint8_t>(std::min(per_piece, count - i));
     p.half = 0;
     for (int j = 0; j < p.count; ++j) p.values[j] = values[i + j];
-    in_flight_.push_back(p);
-    ++kernel.in_flight;
-    releases_in_flight_ += release ? 1 : 0;
+    send_last_piece();
   }
+}
+
+// Puts the piece just added to in_flight_ on its way. Delivery rules: a release piece waits
+// for every older piece of its block; a per-thread FIFO link (PCIe between GPUs) lets only
+// the oldest piece of (thread, dst) go; anything else may go at once. The new piece is the
+// youngest, so it may be held but holds none back.
+void Model::send_last_piece() {
+  Piece& p = in_flight_.back();
+  std::int32_t& in_block = block_flying_[p.block_key];
+  std::int32_t& on_link = fifo_flying_[p.fifo_key];
+  const bool fifo_link =
+      profile_.link_order == LinkOrder::per_thread_fifo && p.src_rank != p.dst_rank;
+  p.held = 0;
+  if (p.release && in_block > 0) p.held |= kHeldByBlock;
+  if (fifo_link && on_link > 0) p.held |= kHeldByFifo;
+  ++in_block;
+  ++on_link;
+  ++kernels_[static_cast<std::size_t>(p.kernel)].in_flight;
+  if (p.held != 0)
+    ++held_count_;
+  else
+    add_delivery_event(static_cast<int>(in_flight_.size()) - 1);
 }
 
 void Model::deliver(int index) {
@@ -347,11 +410,17 @@ void Model::deliver(int index) {
   const auto piece = in_flight_.begin() + index;
   Kernel& kernel = kernels_[static_cast<std::size_t>(piece->kernel)];
   --kernel.in_flight;
-  releases_in_flight_ -= piece->release ? 1 : 0;
   memory_events_ += piece->count;
   const int src_rank = piece->src_rank;
+  const std::uint32_t block_key = piece->block_key, fifo_key = piece->fifo_key;
+  const bool fifo_link =
+      profile_.link_order == LinkOrder::per_thread_fifo && piece->src_rank != piece->dst_rank;
+  --block_flying_[block_key];
+  --fifo_flying_[fifo_key];
   const bool stored = store_piece(*piece);
   in_flight_.erase(piece);
+  remove_delivery_event(index);
+  if (held_count_ > 0) release_held_pieces(block_key, fifo_key, fifo_link);
   // A delivery changes only its kernel's in-flight count: nothing on the rank can
   // complete or launch before that count reaches zero.
   if (stored && kernel.in_flight == 0) refresh_rank(*this, src_rank);
@@ -422,6 +491,10 @@ void Model::launch_ready_kernels(int rank) {
     if (!ready) return;
     Kernel& k = kernels_[static_cast<std::size_t>(kernel_index(rank, launched))];
     k.launched = true;
+    // Its present threads (blocks below its grid) come first in its range.
+    const int first_thread = thread_index(kernel_index(rank, launched), 0, 0);
+    for (int i = first_thread; i < first_thread + k.threads_total; ++i)
+      watch(i, threads_[static_cast<std::size_t>(i)].pc);
     rank_dirty_[static_cast<std::size_t>(rank)] = kDirtyAll;
     if (trace_) {
       const Kernel* prev =

@@ -180,6 +180,36 @@ struct Deadline {
   }
 };
 
+// ---- seeded injected delays (stress) -------------------------------------------------
+struct DelaySpec {
+  std::uint32_t seed = 0;  // 0: no delays
+  std::uint32_t max_ns = 0;
+};
+enum class DelayPoint : std::uint32_t { before_push = 1, before_poll = 2, before_flag = 3 };
+
+__device__ __forceinline__ std::uint32_t mix32(std::uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x7feb352du;
+  h ^= h >> 15;
+  h *= 0x846ca68bu;
+  return h ^ (h >> 16);
+}
+
+// Every thread of a block pauses equally (no barrier needed); whether a rank pauses at a
+// point depends on (seed, rank, point, call), how long each block pauses also on the block.
+__device__ __forceinline__ void inject_delay(DelaySpec d, int rank, DelayPoint point, std::uint32_t call) {
+  if (d.seed == 0 || d.max_ns == 0) return;
+  const std::uint32_t rank_hash = mix32(d.seed ^ mix32(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^
+                                                       mix32(static_cast<std::uint32_t>(point) + 131u * call)));
+  if ((rank_hash & 1u) == 0u) return;
+  std::uint32_t ns = mix32(rank_hash ^ (blockIdx.x + 1u) * 0x85ebca6bu) % d.max_ns;
+  while (ns > 0) {  // __nanosleep takes at most about 1 ms per call
+    const std::uint32_t step = ns < 1000000u ? ns : 1000000u;
+    __nanosleep(step);
+    ns -= step;
+  }
+}
+
 struct HangInfo {
   std::uint32_t rank, token, awaited_slot, flag, counter, call_index;
   HangSite what;

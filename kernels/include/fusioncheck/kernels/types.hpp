@@ -39,6 +39,7 @@ constexpr int dtype_bytes(DType) { return 2; }
 // Elements per 16-byte vector of the Lamport buffer; hidden must be a multiple of 8.
 inline constexpr int kHiddenMultiple = 8;
 inline constexpr int kNvfp4Block = 16;
+inline constexpr std::uint32_t kMaxInjectedDelayNs = 10'000'000;  // 10 ms
 
 struct FusedParams {
   int ranks = 2;
@@ -59,6 +60,11 @@ struct FusedParams {
   ClusterMode cluster = ClusterMode::automatic;
   std::uint64_t spin_budget_cycles = 1ull << 31;  // per kernel, from its start (~1 s)
   int max_blocks = 0;  // 0: SM count / ranks sharing the device (co-residency)
+  // Seeded injected delays (stress): with delay_seed != 0, about half of the ranks pause
+  // each block for up to delay_max_ns before the push, before the poll and before the flag
+  // update, differently per (seed, rank, block, point, call). 0 = none (the default).
+  std::uint32_t delay_seed = 0;
+  std::uint32_t delay_max_ns = 0;
 
   // Device pointers, element type `dtype` unless noted; nullptr where the pattern has none.
   const void* input = nullptr;        // [tokens x hidden]

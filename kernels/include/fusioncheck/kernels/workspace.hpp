@@ -24,6 +24,8 @@ struct DeviceWorkspace;
 struct ControlState;
 class Workspace;
 ControlState read_control_state(const Workspace& workspace);
+// Only the control block (48 bytes; synchronises the device first).
+protocol::ControlBlock read_control_block(const Workspace& workspace);
 
 // Exchange between the ranks of one job; matches fusioncheck::mpi::MpiComm.
 class Bootstrap {
@@ -90,6 +92,7 @@ class Workspace {
 
  private:
   friend ControlState read_control_state(const Workspace& workspace);
+  friend protocol::ControlBlock read_control_block(const Workspace& workspace);
   explicit Workspace(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

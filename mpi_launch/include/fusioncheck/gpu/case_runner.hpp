@@ -18,7 +18,7 @@
 namespace fusioncheck::gpu {
 
 struct Finding {
-  std::string check;    // "hang", "reference", "invariant", "agreement", "launch"
+  std::string check;    // "hang", "reference", "invariant", "agreement", "pdl-consumer"
   std::string message;  // one line, names rank, call and the first differing element
 };
 
@@ -28,6 +28,15 @@ struct CaseVerdict {
   std::vector<Finding> findings;  // complete on rank 0 (gathered); this rank's own elsewhere
   bool hang = false;              // a bounded wait expired: the workspace is not reusable
   bool failed() const { return !findings.empty(); }
+};
+
+// Where a run's time goes, summed over its cases (seconds), for "what bounds it".
+struct PhaseTimes {
+  double inputs = 0;      // generating every rank's inputs, upload, canaries
+  double kernels = 0;     // barrier before the launch, launch, waiting for the kernels
+  double reference = 0;   // output download, Eigen reference, comparison, consumer copy
+  double invariants = 0;  // workspace read-back and the per-rank invariant scan
+  double exchange = 0;    // gathering every rank's report and the verdict (MPI)
 };
 
 class CaseRunner {
@@ -40,18 +49,24 @@ class CaseRunner {
   CaseRunner& operator=(const CaseRunner&) = delete;
 
   CaseVerdict run(const GpuCase& c);
+  // Why the case does not fit this runner's buffers (calls, shapes); "" if it fits.
+  std::string does_not_fit(const GpuCase& c) const;
   int calls_run() const { return calls_run_; }
+  const PhaseTimes& times() const { return times_; }
 
  private:
   struct CallBuffers;
   struct CallData;
 
+  struct RankReport;
+
   void prepare_call(const GpuCase& c, int position, std::uint64_t call_index, CallData& call);
   void launch_call(const GpuCase& c, int position, const CallData& call);
-  void check_outputs(const GpuCase& c, int position, const CallData& call, std::vector<Finding>& out);
-  bool check_hang(std::vector<Finding>& out);
-  void check_invariants(const GpuCase& c, const kernels::ControlState& before_sequence,
-                        const std::vector<CallData>& calls, std::vector<Finding>& out);
+  std::uint64_t check_outputs(const GpuCase& c, int position, const CallData& call, std::vector<Finding>& out);
+  void check_invariants(const GpuCase& c, int first, int count, const kernels::ControlState& before_sequence,
+                        const CallData& last_call, std::vector<Finding>& out);
+  bool check_calls(const GpuCase& c, int first, int count, const kernels::ControlState& before,
+                   const std::vector<CallData>& calls, std::vector<Finding>& out);
   CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);
 
   mpi::MpiComm& comm_;
@@ -61,6 +76,7 @@ class CaseRunner {
   std::vector<std::unique_ptr<CallBuffers>> buffers_;
   cudaStream_t stream_{};
   int calls_run_ = 0;
+  PhaseTimes times_;
   kernels::ControlState last_state_;  // read after the last call (or before the first)
 };
 

@@ -23,12 +23,19 @@ enum class IssueMode : std::uint8_t {
 
 struct CallSpec {
   bool twoshot = false;
+  // The unfused baseline instead of a fused kernel: the one-shot allreduce-only call, then
+  // the separate residual + RMSNorm (+ quantisation) kernel; not pattern allreduce, not twoshot.
+  bool unfused = false;
   kernels::Pattern pattern = kernels::Pattern::residual_rmsnorm;
   int tokens = 1;
   bool exact_values = true;  // false: random values with +-0, subnormals and outliers
   bool use_pdl = true;
   kernels::Trigger trigger = kernels::Trigger::at_end;
   kernels::ClusterMode cluster = kernels::ClusterMode::automatic;
+  // A PDL consumer (a next layer) launched right behind the call reads the call's output
+  // before its own grid-dependency wait, trusting an at-end trigger; its copy must equal
+  // the output. Only with use_pdl and an at-end trigger (an early trigger promises nothing).
+  bool pdl_consumer = false;
 };
 
 struct GpuCase {
@@ -40,6 +47,8 @@ struct GpuCase {
   bool fp32_accumulation = true;
   float weight_bias = 0.0f;
   IssueMode mode = IssueMode::checked_each_call;
+  std::uint32_t delay_seed = 0;    // seeded injected delays in the kernels; 0 = none
+  std::uint32_t delay_max_ns = 0;
   std::vector<CallSpec> calls;
 };
 
@@ -47,6 +56,9 @@ nlohmann::json to_json(const GpuCase& c);
 GpuCase case_from_json(const nlohmann::json& j);  // throws cli::UsageError on a bad file
 std::string describe(const GpuCase& c);           // one line
 std::string describe(const CallSpec& call);
+// Why a case cannot run as written (a replay file edited by hand, say); "" if it can.
+std::string case_problem(const GpuCase& c);
+inline constexpr int kMaxCallsPerCase = 16;
 
 // The run configuration every rank must agree on before the first case, as named fields:
 // a mismatch names the fields that differ.

@@ -22,6 +22,7 @@ struct CheckOptions {
   int max_calls = 4;
   std::string mutant = "none";
   bool shrink = true;
+  bool delays = true;  // draw seeded injected delays in some cases (stress)
   std::string replay_file;  // run this case only
   std::string replay_out = "fusioncheck-gpu-counterexample.json";
 };
@@ -40,6 +41,7 @@ struct CheckResult {
   std::vector<Finding> findings;  // of the minimal failing case (rank 0)
   nlohmann::json minimal_case;
   std::string replay_command;
+  PhaseTimes times;  // this rank's (rank 0's in reports): where the time went
 };
 
 // Collective. Bad options throw cli::UsageError.

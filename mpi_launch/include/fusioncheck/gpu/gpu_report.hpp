@@ -8,6 +8,8 @@
 namespace fusioncheck::gpu {
 
 std::string summary_line(const CheckResult& r, int ranks);
+// Where rank 0's time went, per case (what bounds the checked-cases rate).
+std::string time_breakdown(const CheckResult& r);
 nlohmann::json to_json(const CheckResult& r);
 // One <testcase> per run; a failed run (or a mutant that survived) is a <failure>.
 void write_junit(const std::string& path, const std::string& suite, const std::vector<CheckResult>& runs,

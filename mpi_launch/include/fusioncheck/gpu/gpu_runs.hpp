@@ -22,11 +22,19 @@ struct SmokeOptions {
   std::string json_out;    // rank 0 writes the results here when set
 };
 
+// The unfused baseline's allreduce: ncclAllReduce needs one rank per GPU.
+enum class BaselineAllreduce { automatic, nccl, ours };
+
+// automatic: NCCL where it can run (built with it, one rank per GPU), else ours. nccl where
+// it cannot run throws cli::UsageError naming why.
+bool baseline_uses_nccl(BaselineAllreduce choice, bool ranks_share_gpu, bool nccl_built);
+
 struct BenchOptions {
   std::vector<int> tokens{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
   std::vector<int> hidden{4096, 8192};
   int warmup = 20;
   int iters = 100;
+  BaselineAllreduce allreduce = BaselineAllreduce::automatic;
   std::string json_out;
 };
 

@@ -15,6 +15,7 @@ struct GpuPlacement {
   bool mps_running = false;
   std::string device_name;
   int compute_capability = 0;  // major * 10 + minor
+  int cpu_threads = 1;         // OpenMP threads of this rank's CPU checks
 };
 
 // Binds this rank to GPU (local rank mod GPU count). Throws UsageError without a GPU.

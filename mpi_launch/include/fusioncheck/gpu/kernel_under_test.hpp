@@ -23,7 +23,15 @@ class KernelUnderTest {
   virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
   virtual void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) = 0;
+  // The unfused baseline on the same workspace (allreduce-only call, then a separate
+  // residual + RMSNorm kernel; `allreduced` receives the sum). Optional: refused by default.
+  virtual void launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) {
+    (void)params, (void)allreduced, (void)stream;
+    throw kernels::InvalidLaunch(name() + " has no unfused baseline");
+  }
   virtual kernels::ControlState read_state() = 0;
+  // The control block alone (the state a case starts from); override where it is cheaper.
+  virtual protocol::ControlBlock read_control() { return read_state().control; }
   virtual kernels::HangRecord hang_record() = 0;
   virtual void clear_hang_record() = 0;
   // Collective: drops the protocol state (after a failure it is not trusted), so the next
@@ -50,7 +58,9 @@ class OurKernels final : public KernelUnderTest {
   std::string name() const override;
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
+  void launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) override;
   kernels::ControlState read_state() override { return kernels::read_control_state(*current_); }
+  protocol::ControlBlock read_control() override { return kernels::read_control_block(*current_); }
   kernels::HangRecord hang_record() override { return current_->hang_record(); }
   void clear_hang_record() override { current_->clear_hang_record(); }
   void reset() override;

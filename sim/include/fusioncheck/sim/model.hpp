@@ -56,7 +56,11 @@ struct Piece {
   std::uint8_t src_rank, dst_rank, block;
   Region region;
   bool release;         // st.release: may not overtake older stores of its block
+  std::uint8_t held;    // kHeldBy* bits: why it may not be delivered yet (0: it may)
 };
+// A release piece behind an older piece of its block; a piece behind an older piece of its
+// per-thread FIFO link.
+inline constexpr std::uint8_t kHeldByBlock = 1, kHeldByFifo = 2;
 
 struct Thread {
   std::int32_t kernel;
@@ -98,9 +102,11 @@ class Model {
 
   void reset();
   // Enabled events in a fixed order (deliveries first, then threads by rank, call, block,
-  // thread), so that a schedule is a list of indices into this list.
+  // thread), so that a schedule is a list of indices into this list. The span stays valid
+  // until the next execute().
   std::span<const Event> enabled();
-  void execute(const Event& event);
+  // Takes the event by value: executing it changes the list the event came from.
+  void execute(Event event);
   // After enabled() returned an empty list: true when every kernel completed.
   bool all_done() const;
   // Finishes the run: a deadlock when not all done, else the invariants at quiescence.
@@ -141,24 +147,28 @@ class Model {
   std::vector<Thread> threads_;  // kernel * blocks * V + block * V + tid
   std::vector<std::int32_t> block_pass_;  // (kernel * blocks + block) * kPhases + phase
   std::vector<std::uint8_t> output_written_;  // kernel * max_vectors + idx (NaN canary)
-  std::vector<Piece> in_flight_;
-  int releases_in_flight_ = 0;  // st.release pieces in in_flight_
+  std::vector<Piece> in_flight_;  // in issue order
+  // in-flight pieces per Piece::block_key and per Piece::fifo_key, and how many are held
+  std::vector<std::int32_t> block_flying_, fifo_flying_;
+  int held_count_ = 0;
   std::vector<int> first_active_, launched_count_;  // per rank
   std::uint64_t steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
   std::optional<Violation> violation_;
   std::vector<std::string>* trace_ = nullptr;
 
-  // scratch of enabled()
-  std::vector<Event> events_;  // storage; enabled() returns its first event_count_ entries
-  std::vector<std::uint32_t> fifo_stamp_, block_stamp_;
-  std::uint32_t scan_id_ = 0;
-  std::vector<std::uint8_t> ready_;       // per thread: enabled at the last evaluation
+  // The enabled list, kept up to date as events execute instead of being rebuilt every
+  // step: [deliverable pieces by in-flight index][init by rank][ready threads by index].
+  std::vector<Event> events_;
+  int delivery_events_ = 0, init_events_ = 0;  // sizes of the first two sections
+  std::vector<std::uint8_t> ready_;       // per thread: it has an event in events_
   std::vector<std::uint8_t> rank_dirty_;  // per rank: kClean, kDirtySome or kDirtyAll
   // per rank, with kDirtySome: what changed (kChanged* bits), so that only the threads
   // whose readiness reads it are evaluated again
   std::vector<std::uint8_t> rank_changes_;
-  std::vector<std::uint8_t> list_stale_;  // per rank: rank_events_ must be rebuilt
-  std::vector<std::vector<Event>> rank_events_;  // per rank: its enabled threads, in order
+  // per rank and kChanged* bit: the launched threads whose readiness reads that state (one
+  // bit per pc), so that a change evaluates only them; watch_slot_: a thread's place there
+  std::vector<std::vector<std::int32_t>> watchers_;
+  std::vector<std::int32_t> watch_slot_;
   std::uint8_t step_changes_ = 0;  // kChanged* bits: rank state the last thread step changed
 
   // memory and links (model.cpp)
@@ -166,7 +176,18 @@ class Model {
   std::size_t region_size(Region region) const;
   void issue_store(const Thread& t, int dst, Region region, std::uint32_t offset,
                    const std::uint32_t* values, int count, bool release);
+  void send_last_piece();
   void deliver(int index);
+  void add_delivery_event(int index);
+  void remove_delivery_event(int index);
+  void release_held_pieces(std::uint32_t block_key, std::uint32_t fifo_key, bool fifo_link);
+  void set_ready(int thread_index, bool ready) {
+    if (ready_[static_cast<std::size_t>(thread_index)] != static_cast<std::uint8_t>(ready))
+      toggle_ready(thread_index);
+  }
+  void toggle_ready(int thread_index);
+  void watch(int thread_index, std::uint8_t pc);
+  void unwatch(int thread_index, std::uint8_t pc);
   bool store_piece(const Piece& piece);
   void launch_ready_kernels(int rank);
   bool thread_enabled(const Thread& t) const;
@@ -183,6 +204,7 @@ class Model {
   static constexpr std::uint8_t kChangedLamport = 1, kChangedStartFlags = 2,
                                 kChangedEndFlags = 4, kChangedBlockPass = 8,
                                 kChangedCounters = 16, kChangedTriggers = 32;
+  static constexpr int kChangeKinds = 6;
   int grid_of(int rank) const;
   int kernel_index(int rank, int call) const {
     return rank * static_cast<int>(calls_.size()) + call;

@@ -1,0 +1,119 @@
+// The GPU suite's case values and option checks, on the CPU (no device is touched).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/gpu_runs.hpp"
+
+namespace {
+
+namespace fg = fusioncheck::gpu;
+namespace fk = fusioncheck::kernels;
+
+fg::GpuCase full_case() {
+  fg::GpuCase c;
+  c.seed = 77;
+  c.ranks = 4;
+  c.hidden = 2048;
+  c.dtype = fk::DType::f16;
+  c.fp32_accumulation = false;
+  c.weight_bias = 1.0f;
+  c.mode = fg::IssueMode::graph_replay;
+  c.delay_seed = 12345;
+  c.delay_max_ns = 20'000;
+  fg::CallSpec a;
+  a.tokens = 7;
+  a.pdl_consumer = true;
+  fg::CallSpec b;
+  b.twoshot = true;
+  b.pattern = fk::Pattern::fp8_dynamic;
+  b.tokens = 130;
+  b.trigger = fk::Trigger::early;
+  b.cluster = fk::ClusterMode::force_no_cluster;
+  fg::CallSpec u;
+  u.unfused = true;
+  u.pattern = fk::Pattern::fp8_static;
+  u.exact_values = false;
+  u.use_pdl = false;
+  c.calls = {a, b, u};
+  return c;
+}
+
+TEST(GpuCase, JsonRoundTripKeepsEveryField) {
+  const fg::GpuCase c = full_case();
+  const auto j = fg::to_json(c);
+  const fg::GpuCase back = fg::case_from_json(j);
+  EXPECT_EQ(fg::to_json(back), j);
+  EXPECT_EQ(back.delay_seed, 12345u);
+  EXPECT_TRUE(back.calls[0].pdl_consumer);
+  EXPECT_TRUE(back.calls[2].unfused);
+  EXPECT_EQ(fg::describe(back), fg::describe(c));
+}
+
+TEST(GpuCase, FilesWrittenBeforeDelaysAndConsumersStillLoad) {
+  auto j = fg::to_json(full_case());
+  j.erase("delay_seed");
+  j.erase("delay_max_ns");
+  for (auto& call : j["calls"]) {
+    call.erase("pdl_consumer");
+    call.erase("unfused");
+  }
+  const fg::GpuCase c = fg::case_from_json(j);
+  EXPECT_EQ(c.delay_seed, 0u);
+  EXPECT_FALSE(c.calls[0].pdl_consumer);
+  EXPECT_FALSE(c.calls[2].unfused);
+}
+
+// Each edit makes the case unrunnable; the file is refused with a line that says why.
+TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
+  struct Edit {
+    const char* expect;
+    void (*apply)(nlohmann::json&);
+  };
+  const Edit edits[] = {
+      {"at least one call", [](nlohmann::json& j) { j["calls"] = nlohmann::json::array(); }},
+      {"at most 16 per case", [](nlohmann::json& j) { for (int i = 0; i < 15; ++i) j["calls"].push_back(j["calls"][0]); }},
+      {"hidden=100", [](nlohmann::json& j) { j["hidden"] = 100; }},
+      {"delay_max_ns=20000000 exceeds", [](nlohmann::json& j) { j["delay_max_ns"] = 20'000'000; }},
+      {"tokens=0", [](nlohmann::json& j) { j["calls"][0]["tokens"] = 0; }},
+      {"pdl_consumer needs pdl on and trigger at_end", [](nlohmann::json& j) { j["calls"][0]["trigger"] = "early"; }},
+      {"pdl_consumer needs pdl on", [](nlohmann::json& j) { j["calls"][0]["pdl"] = false; }},
+      {"no two-shot form", [](nlohmann::json& j) { j["calls"][2]["twoshot"] = true; }},
+      {"not pattern allreduce", [](nlohmann::json& j) { j["calls"][2]["pattern"] = "allreduce"; }},
+      {"unknown mode", [](nlohmann::json& j) { j["mode"] = "sometimes"; }},
+  };
+  EXPECT_NO_THROW(fg::case_from_json(fg::to_json(full_case())));  // the unedited case is fine
+  for (const Edit& e : edits) {
+    auto j = fg::to_json(full_case());
+    e.apply(j);
+    try {
+      fg::case_from_json(j);
+      ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
+    } catch (const fusioncheck::cli::UsageError& err) {
+      EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
+    }
+  }
+}
+
+TEST(BaselineAllreduce, NcclOnlyWhereItCanRun) {
+  using B = fg::BaselineAllreduce;
+  EXPECT_TRUE(fg::baseline_uses_nccl(B::automatic, false, true));
+  EXPECT_FALSE(fg::baseline_uses_nccl(B::automatic, true, true));   // ranks share a GPU
+  EXPECT_FALSE(fg::baseline_uses_nccl(B::automatic, false, false));  // built without NCCL
+  EXPECT_FALSE(fg::baseline_uses_nccl(B::ours, false, true));
+  EXPECT_TRUE(fg::baseline_uses_nccl(B::nccl, false, true));
+}
+
+TEST(BaselineAllreduce, NcclWithRanksSharingAGpuIsBadInput) {
+  try {
+    fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, true, true);
+    ADD_FAILURE() << "NCCL with ranks sharing a GPU was accepted";
+  } catch (const fusioncheck::cli::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("NCCL refuses two ranks on one GPU"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, false, false), fusioncheck::cli::UsageError);
+}
+
+}  // namespace
