@@ -84,7 +84,13 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
 
   const int K = fp32_lamport ? 4 : 8;
   const int vrow = p.hidden / K;
-  const int max_blocks = p.max_blocks > 0 ? p.max_blocks : std::max(1, sm_count() / ws.ranks_on_device());
+  // Every rank's blocks must be resident at once. Where ranks share a GPU, a kernel launched
+  // with PDL may also be made resident early, behind its rank's previous kernel, and take
+  // the room a late peer's blocks need (found at 4 and 8 ranks under MPS: every rank
+  // waiting for rank 0). Up to two kernels per rank may then be resident: half the share.
+  const int pdl_kernels = ws.ranks_on_device() > 1 && (p.use_pdl || p.trigger == Trigger::early) ? 2 : 1;
+  const int max_blocks =
+      p.max_blocks > 0 ? p.max_blocks : std::max(1, sm_count() / (ws.ranks_on_device() * pdl_kernels));
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed
   // shared memory. Chosen where the device and the occupancy query allow it.

@@ -160,8 +160,11 @@ void check_config(const WorkspaceConfig& c) {
   if (c.max_twoshot_blocks < 1 || c.max_twoshot_blocks > detail::kMaxTwoShotBlocks)
     throw InvalidLaunch("workspace max_twoshot_blocks must be in [1, 64]");
 }
+// Where ranks share a GPU, half their share of SMs: a PDL-launched next kernel may be
+// resident beside this one (see the one-shot launcher).
 int twoshot_grid(const WorkspaceConfig& c, int sm_count, int ranks_on_device) {
-  return std::max(1, std::min(c.max_twoshot_blocks, sm_count / std::max(1, ranks_on_device)));
+  const int kernels_per_rank = ranks_on_device > 1 ? 2 : 1;
+  return std::max(1, std::min(c.max_twoshot_blocks, sm_count / (std::max(1, ranks_on_device) * kernels_per_rank)));
 }
 }  // namespace
 
