@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -16,7 +17,8 @@ namespace fusioncheck::gpu {
 namespace {
 
 // The MPS control daemon listens on a pipe in CUDA_MPS_PIPE_DIRECTORY (default
-// /tmp/nvidia-mps); clients attach through it.
+// /tmp/nvidia-mps); clients attach through it. The pipe outlives `quit`, so a daemon
+// process must be running too.
 bool mps_control_pipe_exists() {
   const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
   const std::filesystem::path pipe_dir = dir ? dir : "/tmp/nvidia-mps";
@@ -26,13 +28,24 @@ bool mps_control_pipe_exists() {
 
 }  // namespace
 
+bool mps_daemon_running(const std::filesystem::path& proc) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(proc, ec)) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    // "nvidia-cuda-mps-control" and "-server" both read "nvidia-cuda-mps" (15 characters).
+    if (comm && std::getline(comm, name) && name.rfind("nvidia-cuda-mps", 0) == 0) return true;
+  }
+  return false;
+}
+
 GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm) {
   GpuPlacement placement;
   if (cudaGetDeviceCount(&placement.device_count) != cudaSuccess || placement.device_count == 0)
     throw cli::UsageError("no CUDA device is visible to rank " + std::to_string(comm.rank()));
   placement.device = comm.local_rank() % placement.device_count;
   placement.ranks_share_gpu = comm.local_size() > placement.device_count;
-  placement.mps_running = mps_control_pipe_exists();
+  placement.mps_running = mps_control_pipe_exists() && mps_daemon_running();
   if (cudaSetDevice(placement.device) != cudaSuccess)
     throw cli::UsageError("cannot select GPU " + std::to_string(placement.device));
   cudaDeviceProp prop{};

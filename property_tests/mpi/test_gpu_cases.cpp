@@ -2,10 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <unistd.h>
 
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
+
+#include <filesystem>
+#include <fstream>
 
 namespace {
 
@@ -114,6 +119,23 @@ TEST(BaselineAllreduce, NcclWithRanksSharingAGpuIsBadInput) {
     EXPECT_NE(std::string(e.what()).find("NCCL refuses two ranks on one GPU"), std::string::npos) << e.what();
   }
   EXPECT_THROW(fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, false, false), fusioncheck::cli::UsageError);
+}
+
+// MPS is "running" only while a daemon process is: its pipe file outlives `quit`.
+TEST(MpsDetection, NeedsADaemonProcess) {
+  const auto proc = std::filesystem::temp_directory_path() / ("fc_fake_proc_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(proc);
+  auto add = [&](const std::string& pid, const std::string& comm) {
+    std::filesystem::create_directories(proc / pid);
+    std::ofstream(proc / pid / "comm") << comm << "\n";
+  };
+  add("1", "init");
+  add("200", "fusioncheck");
+  EXPECT_FALSE(fg::mps_daemon_running(proc));
+  add("300", "nvidia-cuda-mps");
+  EXPECT_TRUE(fg::mps_daemon_running(proc));
+  std::filesystem::remove_all(proc);
+  EXPECT_FALSE(fg::mps_daemon_running(proc));  // no such directory: not running
 }
 
 }  // namespace

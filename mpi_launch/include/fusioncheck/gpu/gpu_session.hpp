@@ -2,6 +2,7 @@
 // One rank's view of the GPU job: which device it drives, whether ranks share a GPU, and
 // whether MPS is running (without it, ranks sharing a GPU are time-sliced: every Lamport
 // exchange round then costs a scheduler time slice, about 2 ms on the H200).
+#include <filesystem>
 #include <string>
 
 #include "fusioncheck/cli/mpi_comm.hpp"
@@ -17,6 +18,9 @@ struct GpuPlacement {
   int compute_capability = 0;  // major * 10 + minor
   int cpu_threads = 1;         // OpenMP threads of this rank's CPU checks
 };
+
+// Whether an MPS control daemon or server process is running (looked up in `proc`).
+bool mps_daemon_running(const std::filesystem::path& proc = "/proc");
 
 // Binds this rank to GPU (local rank mod GPU count). Throws UsageError without a GPU.
 GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm);
