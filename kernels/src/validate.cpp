@@ -128,4 +128,24 @@ std::string describe(const HangRecord& r) {
   return s;
 }
 
+std::string peer_access_problem(int my_rank, int my_device, const std::vector<GpuUuid>& gpu_of_rank,
+                                const std::function<std::optional<int>(const GpuUuid&)>& local_ordinal,
+                                const std::function<bool(int)>& can_access) {
+  const GpuUuid& mine = gpu_of_rank.at(static_cast<std::size_t>(my_rank));
+  for (std::size_t r = 0; r < gpu_of_rank.size(); ++r) {
+    if (gpu_of_rank[r] == mine) continue;  // the same GPU: no peer access needed
+    const std::optional<int> ordinal = local_ordinal(gpu_of_rank[r]);
+    if (!ordinal)
+      return "rank " + std::to_string(r) + "'s GPU is not visible to rank " + std::to_string(my_rank) +
+             ": the ranks map each other's buffers (CUDA IPC), so every GPU of the job must be visible to every "
+             "rank of a node (check CUDA_VISIBLE_DEVICES; ranks on other nodes cannot take part)";
+    if (!can_access(*ordinal))
+      return "GPU " + std::to_string(my_device) + " (rank " + std::to_string(my_rank) + ") has no peer access to GPU " +
+             std::to_string(*ordinal) + " (rank " + std::to_string(r) +
+             "): the Lamport kernels write into peers' memory and need P2P over NVLink or PCIe "
+             "(see nvidia-smi topo -p2p w)";
+  }
+  return "";
+}
+
 }  // namespace fusioncheck::kernels

@@ -15,6 +15,31 @@ namespace {
 
 namespace k = kernels;
 
+// A case's knobs that cycle with its number `knob`: seed, hidden, weight_bias, issue mode.
+GpuCase cycled_case(const SmokeOptions& options, int ranks, int knob, k::DType dtype, bool fp32_acc) {
+  GpuCase c;
+  c.seed = options.seed + static_cast<std::uint64_t>(knob);
+  c.ranks = ranks;
+  c.hidden = options.hidden[static_cast<std::size_t>(knob) % options.hidden.size()];
+  c.dtype = dtype;
+  c.fp32_accumulation = fp32_acc;
+  c.weight_bias = knob % 2 ? 1.0f : 0.0f;
+  c.mode = static_cast<IssueMode>(knob % 3);
+  return c;
+}
+
+// A call's knobs that cycle with (case knob + position): tokens, PDL, trigger, cluster path.
+CallSpec cycled_call(const SmokeOptions& options, int cycle, k::Pattern pattern) {
+  CallSpec call;
+  call.pattern = pattern;
+  call.tokens = options.tokens[static_cast<std::size_t>(cycle) % options.tokens.size()];
+  call.use_pdl = cycle % 4 != 3;
+  call.trigger = cycle % 2 ? k::Trigger::early : k::Trigger::at_end;
+  call.cluster = static_cast<k::ClusterMode>(cycle % 3);
+  call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end;
+  return call;
+}
+
 // The product of what selects different code, with the cheaper knobs (PDL, trigger,
 // cluster path, weight_bias, hidden, issue mode) cycled so that each value is covered.
 std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
@@ -27,28 +52,15 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
                            k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
         for (auto dtype : {k::DType::bf16, k::DType::f16})
           for (bool fp32_acc : {true, false}) {
-            GpuCase c;
-            c.seed = options.seed + static_cast<std::uint64_t>(knob);
-            c.ranks = ranks;
-            c.hidden = options.hidden[static_cast<std::size_t>(knob) % options.hidden.size()];
-            c.dtype = dtype;
+            GpuCase c = cycled_case(options, ranks, knob, dtype, fp32_acc);
             c.fp32_lamport = fp32_lamport;
-            c.fp32_accumulation = fp32_acc;
-            c.weight_bias = knob % 2 ? 1.0f : 0.0f;
-            c.mode = static_cast<IssueMode>(knob % 3);
             if (knob % 4 == 1) {  // seeded injected delays in every fourth case
               c.delay_seed = static_cast<std::uint32_t>(knob) + 1;
               c.delay_max_ns = 20'000;
             }
             for (int i = 0; i < options.calls_per_case; ++i) {
-              CallSpec call;
+              CallSpec call = cycled_call(options, knob + i, pattern);
               call.twoshot = twoshot;
-              call.pattern = pattern;
-              call.tokens = options.tokens[static_cast<std::size_t>(knob + i) % options.tokens.size()];
-              call.use_pdl = (knob + i) % 4 != 3;
-              call.trigger = (knob + i) % 2 ? k::Trigger::early : k::Trigger::at_end;
-              call.cluster = static_cast<k::ClusterMode>((knob + i) % 3);
-              call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end;
               c.calls.push_back(call);
             }
             cases.push_back(c);
@@ -59,21 +71,14 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
   for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static, k::Pattern::fp8_dynamic,
                        k::Pattern::nvfp4})
     for (auto dtype : {k::DType::bf16, k::DType::f16}) {
-      const bool fp32_acc = knob % 2 == 0;
-      GpuCase c;
-      c.seed = options.seed + static_cast<std::uint64_t>(knob);
-      c.ranks = ranks;
-      c.hidden = options.hidden[static_cast<std::size_t>(knob) % options.hidden.size()];
-      c.dtype = dtype;
-      c.fp32_accumulation = fp32_acc;
-      c.weight_bias = knob % 2 ? 1.0f : 0.0f;
-      c.mode = static_cast<IssueMode>(knob % 3);
+      GpuCase c = cycled_case(options, ranks, knob, dtype, knob % 2 == 0);
       for (int i = 0; i < options.calls_per_case; ++i) {
-        CallSpec call;
+        CallSpec call = cycled_call(options, knob + i, pattern);
         call.unfused = true;
-        call.pattern = pattern;
-        call.tokens = options.tokens[static_cast<std::size_t>(knob + i) % options.tokens.size()];
-        call.use_pdl = (knob + i) % 4 != 3;
+        // As run on the H200: the baseline's own kernels keep their defaults.
+        call.trigger = k::Trigger::at_end;
+        call.cluster = k::ClusterMode::automatic;
+        call.pdl_consumer = false;
         c.calls.push_back(call);
       }
       cases.push_back(c);

@@ -276,3 +276,41 @@ TEST(CommBootstrap, ForwardsEveryCall) {
   EXPECT_EQ(comm.gathers, 1);
   EXPECT_EQ(comm.barriers, 1);
 }
+
+// ---- peer access between the ranks' GPUs --------------------------------------------------
+namespace {
+
+fk::GpuUuid gpu(unsigned char id) {
+  fk::GpuUuid u{};
+  u[0] = id;
+  return u;
+}
+
+}  // namespace
+
+TEST(PeerAccess, RanksOnOneGpuNeedNone) {
+  const auto never = [](const fk::GpuUuid&) -> std::optional<int> { return std::nullopt; };
+  EXPECT_EQ(fk::peer_access_problem(0, 0, {gpu(1), gpu(1), gpu(1), gpu(1)}, never, [](int) { return false; }), "");
+}
+
+TEST(PeerAccess, ReachablePeersPass) {
+  const auto ordinal = [](const fk::GpuUuid& u) -> std::optional<int> { return u[0]; };
+  EXPECT_EQ(fk::peer_access_problem(1, 1, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal, [](int) { return true; }), "");
+}
+
+TEST(PeerAccess, InvisiblePeerGpuIsNamed) {
+  const auto ordinal = [](const fk::GpuUuid& u) -> std::optional<int> {
+    return u[0] == 2 ? std::nullopt : std::optional<int>(u[0]);
+  };
+  const std::string why =
+      fk::peer_access_problem(0, 0, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal, [](int) { return true; });
+  EXPECT_NE(why.find("rank 2's GPU is not visible to rank 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << why;
+}
+
+TEST(PeerAccess, MissingP2PNamesThePair) {
+  const auto ordinal = [](const fk::GpuUuid& u) -> std::optional<int> { return u[0]; };
+  const std::string why =
+      fk::peer_access_problem(1, 1, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal, [](int peer) { return peer != 3; });
+  EXPECT_NE(why.find("GPU 1 (rank 1) has no peer access to GPU 3 (rank 3)"), std::string::npos) << why;
+}

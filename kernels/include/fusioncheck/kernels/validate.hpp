@@ -1,7 +1,12 @@
 #pragma once
 // Host-side checks of a launch request, without a device: what a launch would refuse.
 // Throws InvalidLaunch (types.hpp) with one line naming the offending parameter.
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "fusioncheck/kernels/types.hpp"
 
@@ -23,5 +28,15 @@ void validate_twoshot(const FusedParams& params, const LaunchLimits& limits);
 // chunk = ceil(vectors / ranks) vectors of 8 elements.
 std::uint64_t twoshot_chunk_elems(int ranks, std::uint64_t elems);
 std::uint64_t twoshot_required_bytes(int ranks, std::uint64_t elems, DType dtype);
+
+// Peer access between the ranks' GPUs, as a workspace needs it: every other rank's GPU must
+// be visible to this process (CUDA IPC) and reachable by P2P (NVLink or PCIe) from this
+// rank's GPU. gpu_of_rank: each rank's GPU UUID; local_ordinal: the ordinal of a UUID among
+// this process's visible devices; can_access: P2P from my_device to an ordinal. Returns ""
+// or one line naming the first rank that cannot be reached and why.
+using GpuUuid = std::array<unsigned char, 16>;
+std::string peer_access_problem(int my_rank, int my_device, const std::vector<GpuUuid>& gpu_of_rank,
+                                const std::function<std::optional<int>(const GpuUuid&)>& local_ordinal,
+                                const std::function<bool(int)>& can_access);
 
 }  // namespace fusioncheck::kernels
