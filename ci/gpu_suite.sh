@@ -47,6 +47,9 @@ for n in "${rank_counts[@]}"; do
   echo "== $n ranks: property suite, $CASES cases"
   $M "$FC" gpu check --cases "$CASES" --json "$REPORTS/check-$n.json" --junit "$REPORTS/check-$n.xml" \
     --replay-out "$REPORTS/counterexample-$n.json" || status=1
+  [ "$n" = 2 ] || continue  # the mutant instances are compiled for 2 ranks
+  # Fails on a false positive or on a survivor this setup can kill (expected survivors,
+  # e.g. the sm_120-only mutants on older GPUs, are marked in the table, not failures).
   echo "== $n ranks: kill table"
   $M "$FC" gpu kill-table --cases "${KILL_CASES:-300}" --out "$REPORTS/kill-table-$n.md" \
     --json "$REPORTS/kill-table-$n.json" --junit "$REPORTS/kill-table-$n.xml" || status=1

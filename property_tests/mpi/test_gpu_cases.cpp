@@ -6,6 +6,7 @@
 
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/gpu_session.hpp"
 
@@ -136,6 +137,29 @@ TEST(MpsDetection, NeedsADaemonProcess) {
   EXPECT_TRUE(fg::mps_daemon_running(proc));
   std::filesystem::remove_all(proc);
   EXPECT_FALSE(fg::mps_daemon_running(proc));  // no such directory: not running
+}
+
+// Which survivors a kill table excuses, per setup; every other survivor fails the run.
+TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
+  fg::GpuPlacement h200_mps;
+  h200_mps.compute_capability = 90;
+  h200_mps.ranks_share_gpu = true;
+  h200_mps.mps_running = true;
+  EXPECT_NE(fg::expected_survival("pdl-wait-missing", h200_mps), "");
+  EXPECT_NE(fg::expected_survival("empty-body", h200_mps), "");
+  EXPECT_NE(fg::expected_survival("barrier-no-release", h200_mps), "");
+  EXPECT_EQ(fg::expected_survival("torn-element", h200_mps), "");  // MPS ranks run together
+  for (const char* m : {"float-sentinel", "two-buffers", "early-trigger", "counter-not-reset"})
+    EXPECT_EQ(fg::expected_survival(m, h200_mps), "") << m;
+
+  fg::GpuPlacement time_sliced = h200_mps;
+  time_sliced.mps_running = false;
+  EXPECT_NE(fg::expected_survival("torn-element", time_sliced), "");
+
+  fg::GpuPlacement sm120_pair;  // one rank per GPU on sm_120: nothing is excused
+  sm120_pair.compute_capability = 120;
+  for (const char* m : {"pdl-wait-missing", "empty-body", "barrier-no-release", "torn-element"})
+    EXPECT_EQ(fg::expected_survival(m, sm120_pair), "") << m;
 }
 
 }  // namespace
