@@ -13,6 +13,8 @@ if [ "${MPS:-1}" = 1 ]; then nvidia-cuda-mps-control -d 2>/dev/null; echo "== MP
 else echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1; echo "== MPS off"; fi
 i=0
 IFS=';' read -ra entries <<<"$JOBS"
+# kill9 picks its victim by process name: it would hit another job's ranks.
+if [ "${#entries[@]}" -gt 1 ] && [[ "$JOBS" == *kill9* ]]; then echo "kill9 must run as the only job"; exit 2; fi
 for entry in "${entries[@]}"; do
   IFS='|' read -r ranks steps extra <<<"$entry"
   ranks=$(echo $ranks); steps=$(echo $steps)  # trim

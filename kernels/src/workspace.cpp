@@ -220,9 +220,14 @@ Workspace Workspace::create_ipc(Bootstrap& bootstrap, const WorkspaceConfig& con
   std::vector<DeviceFacts> facts(n);
   bootstrap.all_gather(&mine, facts.data(), sizeof(DeviceFacts), "workspace device facts");
   int min_sms = mine.sm_count;
+  // The most ranks on any one GPU of the job, the same on every rank: grids derived from it
+  // match across ranks (the two-shot barrier counts every rank's blocks; a refusal that
+  // depends on the grid must happen on every rank or none).
   impl->ranks_on_device = 0;
   for (const auto& f : facts) {
-    if (std::memcmp(&f.uuid, &mine.uuid, sizeof(cudaUUID_t)) == 0) ++impl->ranks_on_device;
+    int sharing = 0;
+    for (const auto& g : facts) sharing += std::memcmp(&f.uuid, &g.uuid, sizeof(cudaUUID_t)) == 0;
+    impl->ranks_on_device = std::max(impl->ranks_on_device, sharing);
     min_sms = std::min(min_sms, f.sm_count);
   }
   impl->twoshot_blocks = twoshot_grid(config, min_sms, impl->ranks_on_device);
@@ -332,11 +337,15 @@ ControlState read_control_state(const Workspace& ws) {
   s.ranks = impl.config.ranks;
   s.twoshot_blocks = impl.twoshot_blocks;
   FC_CUDA_CHECK(cudaMemcpy(&s.control, impl.view.control, sizeof(s.control), cudaMemcpyDeviceToHost));
-  // Pinned staging: a pageable copy of a few MiB costs several times as long.
-  if (impl.staging == nullptr)
+  // Pinned staging: a pageable copy of a few MiB costs several times as long. Large
+  // workspaces (rare, slow anyway) copy into pageable memory instead of pinning that much.
+  constexpr std::uint64_t kMaxPinnedStaging = 256ull << 20;
+  std::vector<std::uint8_t> pageable;
+  if (impl.layout.total > kMaxPinnedStaging) pageable.resize(impl.layout.total);
+  else if (impl.staging == nullptr)
     FC_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ws.impl_->staging), impl.layout.total));
-  const std::uint8_t* all = impl.staging;
-  FC_CUDA_CHECK(cudaMemcpy(impl.staging, impl.shared, impl.layout.total, cudaMemcpyDeviceToHost));
+  std::uint8_t* const all = pageable.empty() ? impl.staging : pageable.data();
+  FC_CUDA_CHECK(cudaMemcpy(all, impl.shared, impl.layout.total, cudaMemcpyDeviceToHost));
   s.lamport.assign(all + impl.layout.lamport, all + impl.layout.guard1);
   s.buffer_guards_intact = true;
   for (int g = 0; g < 4; ++g)

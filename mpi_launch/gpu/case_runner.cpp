@@ -300,9 +300,10 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
   if (mine.hang.valid == 0) {
     {
       Timed timed(times_.reference);
-      mpi::set_phase("checking outputs against the reference");
-      for (int i = first; i < first + count; ++i)
+      for (int i = first; i < first + count; ++i) {
+        mpi::set_phase("checking outputs against the reference");  // per call: progress
         mine.output_hash[i] = check_outputs(c, i, calls[static_cast<std::size_t>(i)], out);
+      }
     }
     Timed timed(times_.invariants);
     mpi::set_phase("reading back the workspace for the invariants");

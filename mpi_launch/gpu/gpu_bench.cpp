@@ -9,6 +9,7 @@
 
 #include "fusioncheck/gpu/device_buffer.hpp"
 #include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/cli/rank_watchdog.hpp"
 #include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
@@ -128,16 +129,23 @@ class BenchRunner {
   // Median over iters back-to-back calls (events between calls, one sync at the end), then
   // the slowest rank's median: a collective is as fast as its slowest rank.
   double time_variant(Variant v, const k::FusedParams& p, void* allreduced) {
-    for (int i = 0; i < options_.warmup; ++i) launch(v, p, allreduced);
+    // Phases for the rank watchdog: a full launch queue blocks inside the launch call.
+    for (int i = 0; i < options_.warmup; ++i) {
+      mpi::set_phase("bench: enqueueing warm-up calls");
+      launch(v, p, allreduced);
+    }
+    mpi::set_phase("bench: waiting for the warm-up calls");
     cuda_check(cudaStreamSynchronize(stream_), "warm-up");
     workspace_->throw_if_hung();
     comm_.barrier("bench start");
     std::vector<EventPair> events(static_cast<std::size_t>(options_.iters));
     for (auto& e : events) {
+      mpi::set_phase("bench: enqueueing timed calls");
       cuda_check(cudaEventRecord(e.start, stream_), "cudaEventRecord");
       launch(v, p, allreduced);
       cuda_check(cudaEventRecord(e.stop, stream_), "cudaEventRecord");
     }
+    mpi::set_phase("bench: waiting for the timed calls");
     cuda_check(cudaStreamSynchronize(stream_), "timed calls");
     workspace_->throw_if_hung();
     std::vector<double> us;

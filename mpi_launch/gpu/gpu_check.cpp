@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <exception>
 #include <cstdlib>
 #include <fstream>
 
@@ -182,11 +183,23 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
     const std::string params = fmt::format("seed={} max_success={} max_size=100 noshrink={} max_discard_ratio=50",
                                            o.seed, o.cases, o.shrink ? 0 : 1);
     setenv("RC_PARAMS", params.c_str(), 1);  // RapidCheck reads its configuration here
+    // RapidCheck takes any exception thrown in the property for a failing case and shrinks
+    // it, calling the other ranks again. An error of the run itself (an MPI timeout, a CUDA
+    // error, a refused workspace) is kept instead; later cases are discarded without touching
+    // MPI, and it is rethrown once rc::check returns.
+    std::exception_ptr run_error;
     const bool passed = rc::check(fmt::format("{} on {} ranks", kernel.name(), comm.size()), [&] {
+      if (run_error) RC_DISCARD("the run already failed");
       // NVFP4 is refused below sm_100 (the smoke run shows that refusal); not drawn there.
       const GpuCase c = generate_case(o, comm.size(), *mutant, placement.compute_capability >= 100);
-      send_case(comm, &c);
-      const CaseVerdict v = run_one(c);
+      CaseVerdict v;
+      try {
+        send_case(comm, &c);
+        v = run_one(c);
+      } catch (const std::exception&) {
+        run_error = std::current_exception();
+        RC_DISCARD("the run failed");
+      }
       if (v.refused) RC_DISCARD(v.refusal);
       if (v.failed()) {
         if (!last_failure) result.seconds_to_first_failure =
@@ -197,6 +210,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
         RC_FAIL(fmt::format("[{}] {}", v.findings.front().check, v.findings.front().message));
       }
     });
+    if (run_error) std::rethrow_exception(run_error);
     send_case(comm, nullptr);
     result.failed = !passed;
     if (last_failure) {

@@ -74,6 +74,12 @@ int run_on_ranks(const GpuCliOptions& options, Job job) {
     comm.abort(kExitFindings);
   } catch (const kernels::InvalidLaunch& e) {
     throw UsageError(e.what());
+  } catch (const std::exception& e) {
+    // Any other error of one rank (CUDA, memory, a bad file): say so and leave at once;
+    // unwinding into MPI_Finalize would wait for peers that are still inside a collective.
+    fmt::print(stderr, "fusioncheck gpu: rank {}: {}\n", comm.rank(), e.what());
+    std::fflush(stderr);
+    _exit(kExitFindings);
   }
 }
 
@@ -208,7 +214,7 @@ void add_gpu_command(CLI::App& app, int& exit_code) {
   bench->add_option("--tokens", o->bench.tokens, "Token counts");
   bench->add_option("--hidden", o->bench.hidden, "Hidden sizes");
   bench->add_option("--warmup", o->bench.warmup)->check(CLI::Range(0, 100000));
-  bench->add_option("--iters", o->bench.iters, "Timed calls per point (>= 100)");
+  bench->add_option("--iters", o->bench.iters, "Timed calls per point (>= 100)")->check(CLI::Range(1, 100000));
   bench->add_option("--allreduce", o->bench.allreduce, "The unfused baseline's allreduce: auto, nccl or ours")
       ->transform(CLI::CheckedTransformer(std::map<std::string, gpu::BaselineAllreduce>{
           {"auto", gpu::BaselineAllreduce::automatic},

@@ -68,7 +68,7 @@ class Workspace {
 
   int rank() const;
   int ranks() const;
-  int ranks_on_device() const;  // ranks sharing this rank's GPU (bounds the grid)
+  int ranks_on_device() const;  // most ranks on any one GPU of the job, same on every rank (bounds grids)
   int device() const;
   int twoshot_blocks() const;
   const WorkspaceConfig& config() const;
