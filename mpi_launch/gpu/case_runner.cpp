@@ -105,9 +105,10 @@ struct CaseRunner::RankReport {
 };
 
 CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const GpuPlacement& placement,
-                       int max_tokens, int max_hidden, int max_calls)
-    : comm_(comm), kernel_(kernel), placement_(placement), max_tokens_(max_tokens), max_hidden_(max_hidden) {
-  const std::size_t elems = static_cast<std::size_t>(max_tokens) * max_hidden;
+                       int max_tokens, int max_hidden, int max_calls, std::int64_t max_elems)
+    : comm_(comm), kernel_(kernel), placement_(placement), max_tokens_(max_tokens), max_hidden_(max_hidden),
+      max_elems_(std::min<std::int64_t>(static_cast<std::int64_t>(max_tokens) * max_hidden, max_elems)) {
+  const auto elems = static_cast<std::size_t>(max_elems_);
   for (int i = 0; i < std::min(max_calls, kMaxCallsPerCase); ++i)
     buffers_.push_back(std::make_unique<CallBuffers>(elems, max_hidden, max_tokens));
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -120,8 +121,9 @@ std::string CaseRunner::does_not_fit(const GpuCase& c) const {
     return fmt::format("the case has {} calls, this run allows {} (--max-calls)", c.calls.size(), buffers_.size());
   if (c.hidden > max_hidden_) return fmt::format("hidden={} exceeds --max-hidden {}", c.hidden, max_hidden_);
   for (const CallSpec& call : c.calls)
-    if (static_cast<std::int64_t>(call.tokens) * c.hidden > static_cast<std::int64_t>(max_tokens_) * max_hidden_)
-      return fmt::format("tokens={} x hidden={} exceeds --max-tokens x --max-hidden", call.tokens, c.hidden);
+    if (call.tokens > max_tokens_ || static_cast<std::int64_t>(call.tokens) * c.hidden > max_elems_)
+      return fmt::format("tokens={} x hidden={} exceeds this run's --max-tokens {} or --max-elems {}", call.tokens,
+                         c.hidden, max_tokens_, max_elems_);
   return "";
 }
 

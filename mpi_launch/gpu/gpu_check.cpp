@@ -136,7 +136,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   OurKernels kernel(bootstrap, *mutant);
   if (!kernel.mutant_compiled())
     throw cli::UsageError("--mutant " + o.mutant + ": the kernels have no instance of this mutant");
-  CaseRunner runner(comm, kernel, placement, o.max_tokens, o.max_hidden, o.max_calls);
+  CaseRunner runner(comm, kernel, placement, o.max_tokens, o.max_hidden, o.max_calls, o.max_elems);
   CheckResult result;
   result.mutant = o.mutant;
   const auto start = Clock::now();

@@ -97,7 +97,9 @@ gpu::RunConfig run_config(const GpuCliOptions& o, int ranks, const std::string& 
 
 void validate_check_options(const gpu::CheckOptions& o) {
   if (o.max_hidden < 16 || o.max_hidden % 16) throw UsageError("--max-hidden must be a positive multiple of 16");
-  if (o.max_tokens < 1) throw UsageError("--max-tokens must be positive");
+  if (o.max_tokens < 1 || o.max_tokens > 65536) throw UsageError("--max-tokens must be in [1, 65536]");
+  if (o.max_hidden > 65536) throw UsageError("--max-hidden must be at most 65536");
+  if (o.max_elems < o.max_hidden) throw UsageError("--max-elems must be at least --max-hidden (one token of the widest row)");
 }
 
 int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {

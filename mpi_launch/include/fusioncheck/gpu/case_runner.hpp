@@ -5,6 +5,7 @@
 // (gathered to rank 0), and hang records (gathered into one diagnosis).
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,9 +42,10 @@ struct PhaseTimes {
 
 class CaseRunner {
  public:
-  // Buffers are sized once for the largest call of the run.
+  // Buffers are sized once for the largest call of the run: tokens x hidden elements, at
+  // most max_elems.
   CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const GpuPlacement& placement,
-             int max_tokens, int max_hidden, int max_calls);
+             int max_tokens, int max_hidden, int max_calls, std::int64_t max_elems = INT64_MAX);
   ~CaseRunner();
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
@@ -73,6 +75,7 @@ class CaseRunner {
   KernelUnderTest& kernel_;
   GpuPlacement placement_;
   int max_tokens_, max_hidden_;
+  std::int64_t max_elems_;  // of one call: what the buffers hold
   std::vector<std::unique_ptr<CallBuffers>> buffers_;
   cudaStream_t stream_{};
   int calls_run_ = 0;
