@@ -30,9 +30,9 @@ void print_mutants(bool as_json) {
     fmt::print("{}\n", rows.dump(2));
     return;
   }
-  fmt::print("{:<20} {:<11} {:<50} {}\n", "id", "where", "real-world class", "mutant");
+  fmt::print("{:<24} {:<11} {:<50} {}\n", "id", "where", "real-world class", "mutant");
   for (const auto& m : kMutantCatalogue)
-    fmt::print("{:<20} {:<11} {:<50} {}\n", m.id, layers_text(m.layers), m.real_world, m.what);
+    fmt::print("{:<24} {:<11} {:<50} {}\n", m.id, layers_text(m.layers), m.real_world, m.what);
 }
 
 }  // namespace

@@ -174,6 +174,35 @@ TEST(SimMutants, TornElementNeedsPiecesSmallerThanAnElement) {
   EXPECT_TRUE(find_counterexample(Mutant::torn_element, profile("sm90-nvlink"), 2000));
 }
 
+TEST(SimMutants, TwoShotGatherOverlapNeedsALargerTwoShotCallNext) {
+  // Gather region at N * chunk of the call: only a larger next two-shot call's scatter
+  // reaches it while a slower rank still reads it. The default sequence has no two two-shot
+  // calls in a row, a shrinking pair is safe, a growing pair is caught.
+  const Profile& p = profile("sm90-nvlink");
+  const auto mutant = Mutant::twoshot_gather_overlap;
+  EXPECT_FALSE(search_with(default_config(), p, mutant, SchedulerKind::random, 1000).counterexample);
+  SimConfig config = default_config();
+  config.elems_per_vector = 1;
+  config.calls = {{CallKind::two_shot, 3}, {CallKind::two_shot, 1}};
+  EXPECT_FALSE(search_with(config, p, mutant, SchedulerKind::random, 1000).counterexample);
+  config.calls = {{CallKind::two_shot, 1}, {CallKind::two_shot, 3}};
+  EXPECT_FALSE(search_with(config, p, Mutant::none, SchedulerKind::random, 1000).counterexample);
+  const auto result = search_with(config, p, mutant, SchedulerKind::random, 2000);
+  ASSERT_TRUE(result.counterexample);
+  const Violation& v = *result.counterexample->violation;
+  EXPECT_EQ(v.kind, ViolationKind::wrong_value);
+  // Rank 1's call-1 scatter value in rank 0's gather region of call 0.
+  EXPECT_NE(v.text.find("rank 0 block"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("read gathered element"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("holding call 1 data from rank 1"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("during call 0"), std::string::npos) << v.text;
+  // Its provoking configuration holds such a pair, and the correct protocol is clean there.
+  EXPECT_TRUE(search_with(provoking_config(mutant), p, mutant, SchedulerKind::random, 2000)
+                  .counterexample);
+  EXPECT_FALSE(search_with(provoking_config(mutant), p, Mutant::none, SchedulerKind::random, 1000)
+                   .counterexample);
+}
+
 // Schedules are values.
 TEST(SimSchedules, RandomRunReplaysExactly) {
   const auto result = search_with(default_config(), profile("sm90-nvlink"),

@@ -48,6 +48,29 @@ SimConfig tiny_config() {
   return c;
 }
 
+SimConfig provoking_config(protocol::Mutant mutant) {
+  SimConfig c = default_config();
+  if (mutant == protocol::Mutant::twoshot_gather_overlap) {
+    // A two-shot call of 2 vectors right before the two-shot call of 4: the larger call's
+    // scatter slots reach past the smaller call's gather region.
+    const auto ts4 = std::find(c.calls.begin(), c.calls.end(), CallSpec{CallKind::two_shot, 4});
+    c.calls.insert(ts4, CallSpec{CallKind::two_shot, 2});
+  }
+  return c;
+}
+
+SimConfig provoking_tiny_config(protocol::Mutant mutant) {
+  SimConfig c = tiny_config();
+  if (mutant == protocol::Mutant::twoshot_gather_overlap) {
+    // The chunk (ceil(vectors / ranks)) must grow between two two-shot calls: 3 vectors.
+    // Random and PCT find it here at once; the exhaustive search within 3 deviations does
+    // not (rank 1 must finish a whole call while rank 0 is parked before its gather read).
+    c.blocks = 3;
+    c.calls = {{CallKind::two_shot, 1}, {CallKind::two_shot, 3}};
+  }
+  return c;
+}
+
 std::vector<CallSpec> expanded_calls(const SimConfig& config) {
   std::vector<CallSpec> out;
   for (int r = 0; r < config.graph_replays; ++r)

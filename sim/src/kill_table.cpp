@@ -24,9 +24,9 @@ KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& 
     std::uint64_t budget;
   };
   const Attempt attempts[] = {
-      {SchedulerKind::random, default_config(), options.random_budget},
-      {SchedulerKind::pct, default_config(), options.random_budget},
-      {SchedulerKind::exhaustive, tiny_config(), options.exhaustive_budget},
+      {SchedulerKind::random, provoking_config(mutant), options.random_budget},
+      {SchedulerKind::pct, provoking_config(mutant), options.random_budget},
+      {SchedulerKind::exhaustive, provoking_tiny_config(mutant), options.exhaustive_budget},
   };
   for (const auto& attempt : attempts) {
     SearchOptions search_options;

@@ -50,7 +50,10 @@ std::size_t Model::region_size(Region region) const {
   const std::size_t n = static_cast<std::size_t>(config_.ranks);
   switch (region) {
     case Region::lamport: return protocol::kLamportBuffers * n * v * e;
-    case Region::ts_data: return n * v * e;
+    // twoshot-gather-overlap: the gather region (at most max_vectors) follows the N slots
+    // of a call's chunk (each at most max_vectors).
+    case Region::ts_data:
+      return (mutant_ == Mutant::twoshot_gather_overlap ? n + 1 : n) * v * e;
     case Region::ts_gather: return v * e;
     case Region::ts_start:
     case Region::ts_end: return static_cast<std::size_t>(config_.blocks) * n;

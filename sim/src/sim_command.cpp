@@ -28,8 +28,9 @@ struct SimArgs {
   bool late_trigger = false, tiny = false, no_minimise = false, table = false;
 };
 
-SimConfig config_from(const SimArgs& a) {
-  SimConfig c = a.tiny ? tiny_config() : default_config();
+// The mutant's provoking configuration (the default one for most), then the options.
+SimConfig config_from(const SimArgs& a, Mutant mutant) {
+  SimConfig c = a.tiny ? provoking_tiny_config(mutant) : provoking_config(mutant);
   if (a.ranks) c.ranks = *a.ranks;
   if (a.blocks) c.blocks = *a.blocks;
   if (a.vectors) c.vectors_per_block = *a.vectors;
@@ -72,6 +73,25 @@ int run_replay_file(const SimArgs& a) {
   return kExitFindings;
 }
 
+// The mutants whose search starts from their own configuration, one line each.
+std::string provoking_configs_text() {
+  const auto describe = [](const SimConfig& c) {
+    return fmt::format("{}, {} ranks x {} blocks x {} vectors x {} elements",
+                       format_calls(c.calls), c.ranks, c.blocks, c.vectors_per_block,
+                       c.elems_per_vector);
+  };
+  std::string out;
+  for (const auto& info : protocol::kMutantCatalogue) {
+    const SimConfig config = provoking_config(info.mutant);
+    const SimConfig tiny = provoking_tiny_config(info.mutant);
+    if (config == default_config() && tiny == tiny_config()) continue;
+    out += fmt::format("`{}` needs a call pattern those sequences lack; its searches start from "
+                       "{} and (tiny) {}.\n",
+                       info.id, describe(config), describe(tiny));
+  }
+  return out.empty() ? out : out + "\n";
+}
+
 int run_table(const SimArgs& a) {
   KillTableOptions options;
   if (a.budget) options.random_budget = a.budget;
@@ -99,7 +119,7 @@ int run_table(const SimArgs& a) {
            "(for a clean row: all of them). The counterexample\nis the minimised one: ranks x "
            "blocks x vectors x elements, calls, deviations from the default\nschedule, "
            "steps. `none` is the correct protocol: it must be clean everywhere.\n\n"
-        << text;
+        << provoking_configs_text() << text;
   }
   for (const auto& row : rows)
     if (row.mutant == Mutant::none && row.killed) return kExitFindings;
@@ -125,7 +145,7 @@ int run_search(const SimArgs& a) {
   } else {
     throw UsageError("unknown profile '" + a.profile + "' (known: " + profile_names() + ", all)");
   }
-  const SimConfig config = config_from(a);
+  const SimConfig config = config_from(a, *mutant);
   for (const Profile* p : profiles) {
     const std::string error = validate(config, *p);
     if (!error.empty()) throw UsageError(error);

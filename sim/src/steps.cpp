@@ -61,6 +61,28 @@ const char* region_name(Region region) {
   return "?";
 }
 
+Model::TwoShotPlace Model::scatter_place(int slot, int idx, int call_vectors) const {
+  const int N = config_.ranks, E = config_.elems_per_vector;
+  if (mutant_ == Mutant::twoshot_gather_overlap) {
+    const int chunk = (call_vectors + N - 1) / N;  // owner idx % N holds idx / N < chunk
+    return {Region::ts_data, static_cast<std::uint32_t>((slot * chunk + idx / N) * E)};
+  }
+  return {Region::ts_data, static_cast<std::uint32_t>((slot * max_vectors_ + idx) * E)};
+}
+
+Model::TwoShotPlace Model::gather_place(int idx, int call_vectors) const {
+  const int N = config_.ranks, E = config_.elems_per_vector;
+  if (mutant_ == Mutant::twoshot_gather_overlap) {
+    const int chunk = (call_vectors + N - 1) / N;
+    return {Region::ts_data, static_cast<std::uint32_t>((N * chunk + idx) * E)};
+  }
+  return {Region::ts_gather, static_cast<std::uint32_t>(idx * E)};
+}
+
+static const std::vector<std::uint32_t>& two_shot_array(const RankMemory& mem, Region region) {
+  return region == Region::ts_gather ? mem.ts_gather : mem.ts_data;
+}
+
 // Is the Lamport slot element written? The correct test is bitwise; float-sentinel tests
 // `x == -0.0f`, which is also true for +0.
 static bool arrived(std::uint32_t bits, Mutant mutant) {
@@ -309,9 +331,8 @@ void Model::step_thread(int thread_index) {
     case kPcScatter: {
       const int owner = t.idx % N;
       for (int e = 0; e < E; ++e) values[e] = input_value(t.call, t.rank, t.idx, e);
-      issue_store(t, owner, Region::ts_data,
-                  static_cast<std::uint32_t>((t.rank * max_vectors_ + t.idx) * E), values, E,
-                  false);
+      const TwoShotPlace slot = scatter_place(t.rank, t.idx, size);
+      issue_store(t, owner, slot.region, slot.offset, values, E, false);
       if (trace_)
         trace(fmt::format("{}: scatters vector {} to its owner rank {}", who, t.idx, owner));
       break;
@@ -339,8 +360,8 @@ void Model::step_thread(int thread_index) {
     case kPcReduce: {
       for (int r = 0; r < N && !violation_; ++r)
         for (int e = 0; e < E; ++e) {
-          const std::uint32_t got =
-              mem.ts_data[static_cast<std::size_t>((r * max_vectors_ + t.idx) * E + e)];
+          const TwoShotPlace slot = scatter_place(r, t.idx, size);
+          const std::uint32_t got = two_shot_array(mem, slot.region)[slot.offset + e];
           const std::uint32_t want = input_value(t.call, r, t.idx, e);
           if (got != want) {
             fail(ViolationKind::wrong_value,
@@ -353,23 +374,29 @@ void Model::step_thread(int thread_index) {
         }
       memory_events_ += static_cast<std::uint64_t>(N * E);
       for (int e = 0; e < E; ++e) values[e] = reduced_tag(t.call, t.idx, e);
+      const TwoShotPlace gather = gather_place(t.idx, size);
       for (int dst = 0; dst < N; ++dst)
-        issue_store(t, dst, Region::ts_gather, static_cast<std::uint32_t>(t.idx * E), values, E,
-                    false);
+        issue_store(t, dst, gather.region, gather.offset, values, E, false);
       if (trace_ && !violation_)
         trace(fmt::format("{}: reduces vector {} and gathers it to every rank", who, t.idx));
       break;
     }
     case kPcReadGather: {
+      const TwoShotPlace gather = gather_place(t.idx, size);
       for (int e = 0; e < E && !violation_; ++e) {
-        const std::uint32_t got = mem.ts_gather[static_cast<std::size_t>(t.idx * E + e)];
+        const std::uint32_t got = two_shot_array(mem, gather.region)[gather.offset + e];
         const std::uint32_t want = reduced_tag(t.call, t.idx, e);
-        if (got != want)
-          fail(ViolationKind::wrong_value,
-               fmt::format("rank {} block {} thread {} read gathered element {}.{} holding {} "
-                           "during call {} (expected {})",
-                           t.rank, t.block, t.tid, t.idx, e, describe_value(got), t.call,
-                           describe_value(want)));
+        if (got == want) continue;
+        // Where it read, when the gather region shares the array with the scatter slots.
+        const std::string where =
+            gather.region == Region::ts_gather
+                ? std::string{}
+                : fmt::format(" ({} element {})", region_name(gather.region), gather.offset + e);
+        fail(ViolationKind::wrong_value,
+             fmt::format("rank {} block {} thread {} read gathered element {}.{}{} holding {} "
+                         "during call {} (expected {})",
+                         t.rank, t.block, t.tid, t.idx, e, where, describe_value(got), t.call,
+                         describe_value(want)));
       }
       memory_events_ += static_cast<std::uint64_t>(E);
       output_written_[static_cast<std::size_t>(t.kernel * max_vectors_ + t.idx)] = 1;

@@ -28,6 +28,7 @@ enum class Mutant : std::uint8_t {
   no_init_barrier,
   shared_counter,
   torn_element,
+  twoshot_gather_overlap,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both".
@@ -41,7 +42,7 @@ struct MutantInfo {
   std::uint8_t layers;           // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 17> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 18> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel},
@@ -81,6 +82,10 @@ inline constexpr std::array<MutantInfo, 17> kMutantCatalogue{{
      kInSim},
     {Mutant::torn_element, "torn-element", "element stored in pieces smaller than the element",
      "PTX single-copy atomicity", kInSim | kInKernel},
+    {Mutant::twoshot_gather_overlap, "twoshot-gather-overlap",
+     "two-shot gather region placed right after the current call's scatter slots: a larger "
+     "next call's scatter overwrites rows a slower rank still reads",
+     "fusioncheck: H200 smoke with injected delays", kInSim},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

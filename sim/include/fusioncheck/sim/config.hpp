@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fusioncheck/protocol/mutants.hpp"
+
 namespace fusioncheck::sim {
 
 // How stores between two different GPUs may be reordered on their way.
@@ -73,6 +75,12 @@ SimConfig default_config();
 // The smallest non-trivial configuration: 2 ranks, 2 blocks, 1 vector each, 4 calls.
 // Two elements per vector, so that the profiles' store splitting differs.
 SimConfig tiny_config();
+
+// Where a search for `mutant` starts: default_config() / tiny_config(), except for a mutant
+// whose bug needs a call pattern those sequences lack (twoshot-gather-overlap: a two-shot
+// call followed by a larger two-shot call).
+SimConfig provoking_config(protocol::Mutant mutant);
+SimConfig provoking_tiny_config(protocol::Mutant mutant);
 
 std::vector<CallSpec> expanded_calls(const SimConfig& config);
 int max_vectors(const SimConfig& config);

@@ -28,7 +28,7 @@ struct KillTableOptions {
 };
 
 // One search per (mutant, profile): random, then PCT, then the bounded exhaustive search
-// of the tiny configuration.
+// of the tiny configuration (the mutant's provoking ones, see provoking_config).
 KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options);
 std::vector<KillRow> kill_table(const KillTableOptions& options);
 std::string format_kill_table(const std::vector<KillRow>& rows);  // Markdown

@@ -88,7 +88,8 @@ struct Kernel {
 
 struct RankMemory {
   std::vector<std::uint32_t> lamport;     // 3 buffers x (ranks * max_vectors * E)
-  std::vector<std::uint32_t> ts_data;     // ranks slots x max_vectors * E
+  std::vector<std::uint32_t> ts_data;     // ranks slots x max_vectors * E (+ the gather
+                                          // region, with twoshot-gather-overlap)
   std::vector<std::uint32_t> ts_gather;   // max_vectors * E
   std::vector<std::uint32_t> ts_start;    // blocks x ranks barrier flags
   std::vector<std::uint32_t> ts_end;
@@ -170,6 +171,17 @@ class Model {
   std::vector<std::vector<std::int32_t>> watchers_;
   std::vector<std::int32_t> watch_slot_;
   std::uint8_t step_changes_ = 0;  // kChanged* bits: rank state the last thread step changed
+
+  // Where two-shot data lives, in elements (steps.cpp). Correct: the scatter slots (slot r
+  // at r * max_vectors) and the gather region are separate arrays. twoshot-gather-overlap:
+  // one array, as the kernel once had it: slot r at r * chunk (chunk = ceil(vectors / N) of
+  // this call) and the gather region right after this call's N slots.
+  struct TwoShotPlace {
+    Region region;
+    std::uint32_t offset;
+  };
+  TwoShotPlace scatter_place(int slot, int idx, int call_vectors) const;
+  TwoShotPlace gather_place(int idx, int call_vectors) const;
 
   // memory and links (model.cpp)
   std::uint32_t* region_ptr(int rank, Region region, std::uint32_t offset);
