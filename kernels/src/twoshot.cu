@@ -80,9 +80,11 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
   const std::uint64_t chunk_vectors = a.chunk / K;
   const std::uint64_t vectors = a.size / K;
   // The gather region starts at a fixed offset, half the data buffer, whatever this call's
-  // size: were it at N * chunk, a larger next call's reduce-scatter (which a peer may start
-  // as soon as it is done with this call) would overwrite rows a slower rank still reads.
-  const std::uint64_t gather = a.ws.twoshot_bytes / 2 / sizeof(T);
+  // size: were it at N * chunk (the twoshot-gather-overlap mutant), a larger next call's
+  // reduce-scatter (which a peer may start as soon as it is done with this call) would
+  // overwrite rows a slower rank still reads.
+  const std::uint64_t gather =
+      M == Mutant::twoshot_gather_overlap ? N * a.chunk : a.ws.twoshot_bytes / 2 / sizeof(T);
   const std::uint64_t gtid = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::uint64_t gstride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
 
@@ -198,6 +200,9 @@ std::span<const TwoShotEntry> twoshot_entries() {
        &device::preload_twoshot_instance<16, H, Mutant::none>},
       {2, DType::bf16, Mutant::barrier_no_release, &device::launch_twoshot_instance<2, B, Mutant::barrier_no_release>,
        &device::preload_twoshot_instance<2, B, Mutant::barrier_no_release>},
+      {2, DType::bf16, Mutant::twoshot_gather_overlap,
+       &device::launch_twoshot_instance<2, B, Mutant::twoshot_gather_overlap>,
+       &device::preload_twoshot_instance<2, B, Mutant::twoshot_gather_overlap>},
   };
   return entries;
 }

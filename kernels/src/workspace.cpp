@@ -295,6 +295,9 @@ int Workspace::device() const { return impl_->device; }
 int Workspace::twoshot_blocks() const { return impl_->twoshot_blocks; }
 const WorkspaceConfig& Workspace::config() const { return impl_->config; }
 const detail::DeviceWorkspace& Workspace::device_view() const { return impl_->view; }
+const void* Workspace::lamport_device() const {
+  return static_cast<const std::uint8_t*>(impl_->shared) + impl_->layout.lamport;
+}
 std::uint32_t Workspace::next_call_index() { return impl_->calls++; }
 
 LaunchLimits Workspace::limits() const {
@@ -328,7 +331,7 @@ std::vector<WaitProfileEntry> Workspace::wait_profile(int blocks) const {
   return out;
 }
 
-ControlState read_control_state(const Workspace& ws) {
+ControlState read_control_state(const Workspace& ws, LamportCopy lamport) {
   FC_CUDA_CHECK(cudaDeviceSynchronize());
   const Workspace::Impl& impl = *ws.impl_;
   ControlState s;
@@ -337,24 +340,38 @@ ControlState read_control_state(const Workspace& ws) {
   s.ranks = impl.config.ranks;
   s.twoshot_blocks = impl.twoshot_blocks;
   FC_CUDA_CHECK(cudaMemcpy(&s.control, impl.view.control, sizeof(s.control), cudaMemcpyDeviceToHost));
-  // Pinned staging: a pageable copy of a few MiB costs several times as long. Large
-  // workspaces (rare, slow anyway) copy into pageable memory instead of pinning that much.
-  constexpr std::uint64_t kMaxPinnedStaging = 256ull << 20;
-  std::vector<std::uint8_t> pageable;
-  if (impl.layout.total > kMaxPinnedStaging) pageable.resize(impl.layout.total);
-  else if (impl.staging == nullptr)
-    FC_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ws.impl_->staging), impl.layout.total));
-  std::uint8_t* const all = pageable.empty() ? impl.staging : pageable.data();
-  FC_CUDA_CHECK(cudaMemcpy(all, impl.shared, impl.layout.total, cudaMemcpyDeviceToHost));
-  s.lamport.assign(all + impl.layout.lamport, all + impl.layout.guard1);
+  const auto* shared = static_cast<const std::uint8_t*>(impl.shared);
+  const std::uint64_t barrier_bytes = detail::kBarrierFlagWords * 4;
+  // Host copies of the guard words (4 x kGuardBytes) and the barrier flags.
+  std::vector<std::uint8_t> guards(4 * kGuardBytes), barrier(barrier_bytes);
+  if (lamport == LamportCopy::with_buffers) {
+    // Pinned staging: a pageable copy of a few MiB costs several times as long. Large
+    // workspaces (rare, slow anyway) copy into pageable memory instead of pinning that much.
+    constexpr std::uint64_t kMaxPinnedStaging = 256ull << 20;
+    std::vector<std::uint8_t> pageable;
+    if (impl.layout.total > kMaxPinnedStaging) pageable.resize(impl.layout.total);
+    else if (impl.staging == nullptr)
+      FC_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ws.impl_->staging), impl.layout.total));
+    std::uint8_t* const all = pageable.empty() ? impl.staging : pageable.data();
+    FC_CUDA_CHECK(cudaMemcpy(all, shared, impl.layout.total, cudaMemcpyDeviceToHost));
+    s.lamport.assign(all + impl.layout.lamport, all + impl.layout.guard1);
+    for (int g = 0; g < 4; ++g)
+      std::memcpy(&guards[g * kGuardBytes], all + guard_offsets(impl.layout, g), kGuardBytes);
+    std::memcpy(barrier.data(), all + impl.layout.barrier, barrier_bytes);
+  } else {
+    for (int g = 0; g < 4; ++g)
+      FC_CUDA_CHECK(cudaMemcpy(&guards[g * kGuardBytes], shared + guard_offsets(impl.layout, g), kGuardBytes,
+                               cudaMemcpyDeviceToHost));
+    FC_CUDA_CHECK(cudaMemcpy(barrier.data(), shared + impl.layout.barrier, barrier_bytes, cudaMemcpyDeviceToHost));
+  }
   s.buffer_guards_intact = true;
-  for (int g = 0; g < 4; ++g)
-    for (std::uint64_t i = 0; i < kGuardBytes; i += 8) {
-      std::uint64_t w = 0;
-      std::memcpy(&w, &all[guard_offsets(impl.layout, g) + i], 8);
-      s.buffer_guards_intact &= (w == protocol::kGuardWord);
-    }
-  const auto* flags = reinterpret_cast<const std::uint32_t*>(&all[impl.layout.barrier]);
+  for (std::uint64_t i = 0; i < guards.size(); i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, &guards[i], 8);
+    s.buffer_guards_intact &= (w == protocol::kGuardWord);
+  }
+  std::vector<std::uint32_t> flags(detail::kBarrierFlagWords);
+  std::memcpy(flags.data(), barrier.data(), barrier_bytes);
   for (int phase = 0; phase < detail::kBarrierPhases; ++phase)
     for (int b = 0; b < impl.twoshot_blocks; ++b)
       for (int r = 0; r < impl.config.ranks; ++r)

@@ -274,19 +274,20 @@ void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const 
       before.control.clear_size = static_cast<std::uint64_t>(c.ranks) * c.calls[i].tokens * c.hidden;
     }
   }
-  last_state_ = kernel_.read_state();
+  last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);
   const k::ControlState& after = last_state_;
   std::vector<std::string> violations;
   if (c.calls[last].twoshot) {
     violations = k::check_twoshot_rank_invariants(comm_.rank(), before, after);
   } else {
     const std::size_t elems = static_cast<std::size_t>(c.calls[last].tokens) * c.hidden;
-    std::vector<std::vector<std::uint16_t>> inputs;
-    for (const auto& t : last_call.inputs.rank_inputs) {
-      const auto bits = t.bits16();
-      inputs.emplace_back(bits.begin(), bits.begin() + static_cast<std::ptrdiff_t>(elems));
-    }
-    violations = k::check_oneshot_rank_invariants(comm_.rank(), before, after, inputs, c.dtype);
+    violations = k::check_oneshot_control_invariants(comm_.rank(), before, after, c.ranks, elems);
+    k::LamportScanRequest request;
+    request.data_buffer = static_cast<int>(before.control.flag % protocol::kLamportBuffers);
+    request.dtype = c.dtype;
+    for (const auto& t : last_call.inputs.rank_inputs) request.inputs.push_back(t.bits16().first(elems));
+    const auto lamport = k::lamport_violations(comm_.rank(), kernel_.scan_lamport(request), request);
+    violations.insert(violations.end(), lamport.begin(), lamport.end());
   }
   for (auto& v : violations)
     out.push_back({"invariant", fmt::format("after call {}: {}", last_call.call_index, v)});
@@ -308,10 +309,10 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
       }
     }
     Timed timed(times_.invariants);
-    mpi::set_phase("reading back the workspace for the invariants");
+    mpi::set_phase("checking the workspace for the invariants");
     check_invariants(c, first, count, before, calls[static_cast<std::size_t>(first + count - 1)], out);
   } else {
-    last_state_ = kernel_.read_state();  // for the diagnosis
+    last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);  // for the diagnosis
   }
   mine.control = last_state_.control;
   mine.findings = out.size();

@@ -96,7 +96,7 @@ GpuCase generate_case(const CheckOptions& o, int ranks, protocol::Mutant mutant,
   const int ncalls = *rc::gen::inRange(1, o.max_calls + 1);
   for (int i = 0; i < ncalls; ++i) {
     CallSpec call;
-    call.twoshot = !c.fp32_lamport && *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}});
+    call.twoshot = !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
     call.pattern = nvfp4_supported
                        ? *rc::gen::element(k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
                                            k::Pattern::fp8_dynamic, k::Pattern::nvfp4)
@@ -139,6 +139,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   CaseRunner runner(comm, kernel, placement, o.max_tokens, o.max_hidden, o.max_calls, o.max_elems);
   CheckResult result;
   result.mutant = o.mutant;
+  result.twoshot_percent = o.twoshot_percent;
   const auto start = Clock::now();
   auto last_progress = start;
 
@@ -224,6 +225,11 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
       }
     }
   }
+  // RapidCheck ran on rank 0 alone: every rank returns its verdict, so that every rank exits
+  // alike (a kill table on rank 1 would otherwise count each killed mutant as a survivor).
+  int failed = result.failed ? 1 : 0;
+  comm.broadcast(&failed, sizeof failed, 0, "the verdict from rank 0");
+  result.failed = failed != 0;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.calls = runner.calls_run();
   result.times = runner.times();

@@ -116,7 +116,7 @@ int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
     for (const auto& [why, n] : r.refusals) fmt::print("  refused {} cases: {}...\n", n, why);
     if (!r.replay_command.empty()) fmt::print("minimal case written; replay with:\n  {}\n", r.replay_command);
     if (!o.json_out.empty()) std::ofstream(o.json_out) << gpu::to_json(r).dump(1) << "\n";
-    if (!o.junit_out.empty()) gpu::write_junit(o.junit_out, "fusioncheck.gpu.check", {r}, false);
+    if (!o.junit_out.empty()) std::ofstream(o.junit_out) << gpu::junit_xml("fusioncheck.gpu.check", {r}, nullptr);
   }
   return r.failed ? kExitFindings : kExitClean;
 }
@@ -137,10 +137,12 @@ int run_kill_table(mpi::MpiComm& comm, GpuCliOptions o) {
   const std::string setup = gpu::describe(placement, comm.size());
   if (comm.rank() == 0) fmt::print("fusioncheck gpu kill-table: {}\n", setup);
   o.check.shrink = false;  // time to detect = the first failure
+  const auto plan = gpu::kill_table_plan(mutants, o.check.twoshot_percent);
   std::vector<gpu::CheckResult> runs;
-  for (const auto& m : mutants) {
+  for (const auto& [m, percent] : plan) {
     o.check.mutant = m;
-    o.check.replay_out = "fusioncheck-gpu-" + m + ".json";
+    o.check.twoshot_percent = percent;
+    o.check.replay_out = fmt::format("fusioncheck-gpu-{}-{}.json", m, percent);
     runs.push_back(gpu::run_check(comm, o.check, placement));
     if (comm.rank() == 0) fmt::print("{}\n", gpu::summary_line(runs.back(), comm.size())), std::fflush(stdout);
   }
@@ -152,7 +154,7 @@ int run_kill_table(mpi::MpiComm& comm, GpuCliOptions o) {
     const std::string table = gpu::kill_table_markdown(runs, setup, placement);
     fmt::print("\n{}", table);
     if (!o.table_out.empty()) std::ofstream(o.table_out) << table;
-    if (!o.junit_out.empty()) gpu::write_junit(o.junit_out, "fusioncheck.gpu.kill_table", runs, true);
+    if (!o.junit_out.empty()) std::ofstream(o.junit_out) << gpu::junit_xml("fusioncheck.gpu.kill_table", runs, &placement);
     if (!o.json_out.empty()) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& r : runs) j.push_back(gpu::to_json(r));
@@ -170,6 +172,10 @@ void add_check_options(CLI::App* cmd, gpu::CheckOptions& c) {
   cmd->add_option("--max-elems", c.max_elems, "Largest tokens x hidden of one call")->check(CLI::Range(16, 1 << 26));
   cmd->add_option("--max-calls", c.max_calls, "Longest call sequence per case")->check(CLI::Range(1, 16));
   cmd->add_flag("!--no-delays", c.delays, "Do not draw seeded injected delays in the kernels");
+  cmd->add_option("--twoshot-percent", c.twoshot_percent,
+                  "Share of two-shot calls in cases with 16-bit Lamport buffers (kill-table: mutants of the "
+                  "two-shot kernel alone, and a control, run at " + std::to_string(gpu::kTwoShotMutantPercent) + ")")
+      ->check(CLI::Range(0, 100));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace fusioncheck::gpu {
@@ -29,9 +30,9 @@ std::string first_finding(const CheckResult& r) {
 
 std::string summary_line(const CheckResult& r, int ranks) {
   const double rate = r.seconds > 0 ? r.cases / r.seconds : 0.0;
-  return fmt::format("{} ranks, mutant {}: {} cases ({} kernel calls per rank, {} refused) in {:.1f} s = {:.0f} "
-                     "checked cases/s: {}",
-                     ranks, r.mutant, r.cases, r.calls, r.refused, r.seconds, rate,
+  return fmt::format("{} ranks, mutant {}, {} % two-shot calls: {} cases ({} kernel calls per rank, {} refused) in "
+                     "{:.1f} s = {:.0f} checked cases/s: {}",
+                     ranks, r.mutant, r.twoshot_percent, r.cases, r.calls, r.refused, r.seconds, rate,
                      r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
 }
 
@@ -50,6 +51,7 @@ nlohmann::json to_json(const CheckResult& r) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : r.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
   return {{"mutant", r.mutant},
+          {"twoshot_percent", r.twoshot_percent},
           {"failed", r.failed},
           {"cases", r.cases},
           {"refused", r.refused},
@@ -68,26 +70,29 @@ nlohmann::json to_json(const CheckResult& r) {
                                 {"exchange", r.times.exchange}}}};
 }
 
-void write_junit(const std::string& path, const std::string& suite, const std::vector<CheckResult>& runs,
-                 bool runs_are_mutants) {
-  int failures = 0;
+std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs, const GpuPlacement* kill_table) {
+  int failures = 0, skipped = 0;
   std::string body;
   for (const auto& r : runs) {
-    // A mutant run passes when the mutant is killed; the correct kernels pass when clean.
-    const bool expected_failure = runs_are_mutants && r.mutant != "none";
-    const bool bad = expected_failure ? !r.failed : r.failed;
+    // A mutant run passes when the mutant is killed; the correct kernels pass when clean. A
+    // survivor this setup cannot kill is skipped, with the reason.
+    const bool expected_failure = kill_table != nullptr && r.mutant != "none";
+    const std::string excuse = expected_failure && !r.failed ? expected_survival(r.mutant, *kill_table) : "";
+    const bool bad = excuse.empty() && (expected_failure ? !r.failed : r.failed);
     failures += bad ? 1 : 0;
-    body += fmt::format("  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n", xml_escape(suite),
-                        xml_escape(r.mutant), r.seconds);
+    skipped += excuse.empty() ? 0 : 1;
+    body += fmt::format("  <testcase classname=\"{}\" name=\"{}, {} % two-shot calls\" time=\"{:.3f}\">\n",
+                        xml_escape(suite), xml_escape(r.mutant), r.twoshot_percent, r.seconds);
+    if (!excuse.empty()) body += fmt::format("    <skipped message=\"{}\"/>\n", xml_escape(excuse));
     if (bad)
       body += fmt::format("    <failure message=\"{}\"/>\n",
                           xml_escape(expected_failure ? "mutant survived " + std::to_string(r.cases) + " cases"
                                                       : first_finding(r)));
     body += "  </testcase>\n";
   }
-  std::ofstream(path) << fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                                     "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n{}</testsuite>\n",
-                                     xml_escape(suite), runs.size(), failures, body);
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                     "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n{}</testsuite>\n",
+                     xml_escape(suite), runs.size(), failures, skipped, body);
 }
 
 std::string expected_survival(const std::string& mutant, const GpuPlacement& placement) {
@@ -95,16 +100,35 @@ std::string expected_survival(const std::string& mutant, const GpuPlacement& pla
     return fmt::format("correct code on sm_{} (the bug is in sm_120 code; the audit flags it)",
                        placement.compute_capability);
   if (mutant == "barrier-no-release" && placement.ranks_share_gpu)
-    return "not observable between ranks on one GPU (one coherent L2); the sim kills it";
+    return "seldom observable between ranks on one GPU (one coherent L2); the sim kills it";
   if (mutant == "torn-element" && placement.ranks_share_gpu && !placement.mps_running)
     return "time-sliced ranks never run at the same moment";
   return "";
 }
 
+std::vector<std::pair<std::string, int>> kill_table_plan(const std::vector<std::string>& mutants,
+                                                         int default_percent) {
+  const auto ts = kernels::twoshot_mutants_compiled();
+  const auto os = kernels::oneshot_mutants_compiled();
+  auto twoshot_only = [&](const std::string& id) {
+    const auto m = protocol::parse_mutant(id);
+    return m && std::find(ts.begin(), ts.end(), *m) != ts.end() && std::find(os.begin(), os.end(), *m) == os.end();
+  };
+  std::vector<std::pair<std::string, int>> plan;
+  bool mixed = false;
+  for (const auto& m : mutants) {
+    plan.emplace_back(m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent);
+    mixed |= plan.back().second != default_percent;
+  }
+  if (mixed && plan.front().first == "none")
+    plan.insert(plan.begin() + 1, std::pair<std::string, int>("none", kTwoShotMutantPercent));
+  return plan;
+}
+
 std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
                                 const GpuPlacement& placement) {
-  std::string out = fmt::format("Setup: {}\n\n| mutant | killed | how (first check that failed) | time to detect (s) "
-                                "| cases to detect | first finding |\n|---|---|---|---|---|---|\n",
+  std::string out = fmt::format("Setup: {}\n\n| mutant | two-shot calls | killed | how (first check that failed) "
+                                "| time to detect (s) | cases to detect | first finding |\n|---|---|---|---|---|---|---|\n",
                                 setup);
   for (const auto& r : runs) {
     const bool control = r.mutant == "none";
@@ -113,7 +137,7 @@ std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std:
     if (message.size() > 160) message = message.substr(0, 157) + "...";
     for (auto& ch : message)
       if (ch == '|') ch = '/';
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.mutant,
+    out += fmt::format("| {} | {} % | {} | {} | {} | {} | {} |\n", r.mutant, r.twoshot_percent,
                        control ? (r.failed ? "FALSE POSITIVE" : "clean (control)")
                                : r.failed ? "yes"
                                : expected_survival(r.mutant, placement).empty()

@@ -31,6 +31,11 @@ void OurKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
   current_ = slot.get();
 }
 
+kernels::LamportScan OurKernels::scan_lamport(const kernels::LamportScanRequest& request) {
+  if (!scanner_) scanner_ = std::make_unique<kernels::DeviceLamportScanner>();
+  return scanner_->scan(*current_, request);
+}
+
 void OurKernels::reset() {
   if (cudaDeviceSynchronize() != cudaSuccess) throw kernels::CudaError("cudaDeviceSynchronize before reset");
   bootstrap_.barrier("workspace reset: all ranks idle");

@@ -104,6 +104,7 @@ Rig::Rig(int ranks, DType dtype, bool fp32_lamport, std::uint64_t comm_size)
   ws_ = Workspace::create_in_process(config);
   streams_.resize(ranks);
   for (auto& s : streams_) check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  scanner_ = std::make_unique<DeviceLamportScanner>();
 }
 
 Rig::~Rig() {
@@ -305,6 +306,15 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
       std::vector<std::vector<std::uint16_t>> in;
       for (const auto& t : inputs.front().rank_inputs) in.emplace_back(t.bits16().begin(), t.bits16().end());
       violations = check_oneshot_invariants(before, after, in, dtype_);
+      for (int r = 0; r < ranks_; ++r) {
+        LamportScanRequest request;
+        request.data_buffer = static_cast<int>(before[r].control.flag % protocol::kLamportBuffers);
+        request.dtype = dtype_;
+        for (const auto& t : inputs.front().rank_inputs) request.inputs.push_back(t.bits16());
+        if (scanner_->scan(ws_[r], request) != scan_lamport_on_host(after[r], request))
+          violations.push_back("lamport scan: rank " + std::to_string(r) +
+                               ": the GPU scan of the Lamport buffers differs from the host scan");
+      }
     }
   } else {
     // Back-to-back one-shot calls: the final state must be K calls ahead, on every rank.

@@ -2,15 +2,18 @@
 // In-process multi-rank test rig for the fused kernels: N ranks' workspaces on the current
 // GPU, one stream per rank, exact inputs from the reference's generators, NaN-canary
 // outputs, the reference's comparison, and the protocol invariants read back after each
-// call. One call = one Findings value; empty means the call was correct.
+// call (and the GPU Lamport scan compared with the host's). One call = one Findings value;
+// empty means the call was correct.
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/invariants.hpp"
+#include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/reference/fused.hpp"
 
@@ -110,6 +113,9 @@ class Rig {
   std::vector<Workspace> ws_;
   std::vector<cudaStream_t> streams_;
   std::uint64_t call_counter_ = 0;
+  // The MPI suite scans the Lamport buffers on the GPU; every one-shot call here checks
+  // that it agrees with the host scan of the copied buffers.
+  std::unique_ptr<DeviceLamportScanner> scanner_;
 };
 
 }  // namespace fusioncheck::kernels::testing

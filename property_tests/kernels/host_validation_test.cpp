@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fusioncheck/kernels/invariants.hpp"
+#include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/validate.hpp"
 
 namespace fk = fusioncheck::kernels;
@@ -230,6 +231,44 @@ TEST(InvariantChecker, CatchesA16BitSentinelInAnFp32Buffer) {
   const auto v = check(s);
   EXPECT_TRUE(mentions(v, "invariant 6"));
   EXPECT_TRUE(mentions(v, "invariant 5"));
+}
+
+// The GPU scanner is compared with this one on the H200 (test_kernels_gpu), so its counts
+// and first offenders must be exact: several bad elements, the lowest index reported.
+TEST(InvariantChecker, HostLamportScanCountsAndReportsTheFirstOffender) {
+  Synthetic s = correct_call(2);
+  fk::ControlState& a = s.after[1];
+  auto put = [&](int buffer, std::uint64_t index, std::uint16_t bits) {
+    std::memcpy(&a.lamport[buffer * kComm + index * 2], &bits, 2);
+  };
+  put(0, kElems + 9, 0x1111);  // slot 1
+  put(0, kElems + 4, 0x2222);  // slot 1, lower index
+  put(0, 2 * kElems + 7, 0x0);  // past N * size
+  put(2, 60, 0x4444);
+  put(2, 5, 0x5555);
+  put(2, 127, 0x6666);
+  fk::LamportScanRequest request;
+  request.data_buffer = 0;
+  request.dtype = fk::DType::bf16;
+  for (const auto& in : s.inputs) request.inputs.emplace_back(in);
+  const fk::LamportScan scan = fk::scan_lamport_on_host(a, request);
+  EXPECT_EQ(scan.slot_elems, kElems);
+  EXPECT_EQ(scan.slots[0].mismatches, 0u);
+  EXPECT_EQ(scan.slots[1].mismatches, 2u);
+  EXPECT_EQ(scan.slots[1].first_index, 4u);
+  EXPECT_EQ(scan.slots[1].first_value, 0x2222u);
+  EXPECT_EQ(scan.buffers[0].not_sentinel, 1u);
+  EXPECT_EQ(scan.buffers[0].first_index, 2 * kElems + 7);
+  EXPECT_EQ(scan.buffers[1].not_sentinel, 0u);
+  EXPECT_EQ(scan.buffers[2].not_sentinel, 3u);
+  EXPECT_EQ(scan.buffers[2].first_index, 5u);
+  EXPECT_EQ(scan.buffers[2].first_value, 0x5555u);
+  const auto lines = fk::lamport_violations(1, scan, request);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "invariant 4: rank 1 buffer 0 slot 1: 2 elements differ from rank 1's input, first at 4: "
+                      "0x2222 instead of 0x3fc4");
+  EXPECT_TRUE(mentions(lines, "invariant 4 (past N*size): rank 1 buffer 0: 1 elements are not -0, first at element 39"));
+  EXPECT_TRUE(mentions(lines, "invariant 5: rank 1 buffer 2: 3 elements are not -0, first at element 5 = 0x5555"));
 }
 
 TEST(InvariantChecker, TwoShotFlagsAndStateSeparation) {

@@ -171,21 +171,32 @@ TEST_F(Gpu, InjectedDelaysKeepBothKernelsCorrect) {
 // changing size issued back to back; a rank that finishes call k starts call k+1's
 // reduce-scatter while a delayed peer still reads call k's gathered rows. The gather region
 // must not overlap any call's scatter region.
+namespace {
+// Two-shot calls that grow and shrink, issued back to back (no host sync between them) with
+// seeded delays: a rank may start call k+1's reduce-scatter while a peer still gathers call k.
+// The twoshot-gather-overlap mutant is this sequence's negative control.
+std::vector<CallSpec> growing_twoshot_sequence(std::uint32_t delay_seed, fp::Mutant mutant) {
+  std::vector<CallSpec> specs;
+  for (int tokens : {7, 64, 7, 130, 3, 64}) {
+    CallSpec spec;
+    spec.path = Path::twoshot;
+    spec.mutant = mutant;
+    spec.hidden = 4096;
+    spec.tokens = tokens;
+    spec.trigger = fk::Trigger::early;
+    spec.delay_seed = delay_seed;
+    spec.delay_max_ns = 200'000;
+    specs.push_back(spec);
+  }
+  return specs;
+}
+constexpr std::uint32_t kGrowingTwoShotSeeds = 6;
+}  // namespace
+
 TEST_F(Gpu, TwoShotCallsOfChangingSizeBackToBackWithDelays) {
-  for (std::uint32_t seed = 1; seed <= 6; ++seed) {
+  for (std::uint32_t seed = 1; seed <= kGrowingTwoShotSeeds; ++seed) {
     Rig rig(2, fk::DType::bf16);
-    std::vector<CallSpec> specs;
-    for (int tokens : {7, 64, 7, 130, 3, 64}) {
-      CallSpec spec;
-      spec.path = Path::twoshot;
-      spec.hidden = 4096;
-      spec.tokens = tokens;
-      spec.trigger = fk::Trigger::early;
-      spec.delay_seed = seed;
-      spec.delay_max_ns = 200'000;
-      specs.push_back(spec);
-    }
-    const Findings f = rig.call_sequence(specs);
+    const Findings f = rig.call_sequence(growing_twoshot_sequence(seed, fp::Mutant::none));
     ASSERT_TRUE(f.ok()) << "seed " << seed << ":\n" << f.summary();
   }
 }
@@ -212,6 +223,76 @@ TEST_F(Gpu, InjectedDelaysAreReal) {
   bool hung = false;
   for (std::uint32_t seed = 1; seed <= 4 && !hung; ++seed) hung = run(seed).hung;
   EXPECT_TRUE(hung) << "10 ms delays against a 4 ms spin budget never produced a hang record";
+}
+
+// The GPU Lamport scanner (used by `fusioncheck gpu check`) against the host scan, on
+// buffers written by hand: clean, then one corruption per invariant line it must produce.
+TEST_F(Gpu, DeviceLamportScanAgreesWithTheHostScanAndFindsEachCorruption) {
+  for (const bool fp32 : {false, true}) {
+    Rig rig(2, fk::DType::bf16, fp32, 64u << 10);
+    fk::Workspace& ws = rig.workspaces()[0];
+    const int elem_bytes = fp32 ? 4 : 2;
+    const std::uint64_t per_buffer = ws.config().comm_size / elem_bytes;
+    constexpr std::uint64_t kElems = 300;
+    constexpr int kDataBuffer = 1;
+    std::vector<std::vector<std::uint16_t>> inputs(2, std::vector<std::uint16_t>(kElems));
+    for (int r = 0; r < 2; ++r)
+      for (std::uint64_t i = 0; i < kElems; ++i)
+        inputs[r][i] = static_cast<std::uint16_t>(0x3f80 + 7 * i + r);  // bf16 bits near 1.0
+    inputs[1][11] = 0x8000;  // -0: the slot must hold +0
+    fk::LamportScanRequest request;
+    request.data_buffer = kDataBuffer;
+    request.dtype = fk::DType::bf16;
+    for (const auto& in : inputs) request.inputs.emplace_back(in);
+
+    auto* lamport = static_cast<std::uint8_t*>(const_cast<void*>(ws.lamport_device()));
+    auto write = [&](int buffer, std::uint64_t index, std::uint32_t bits) {
+      ASSERT_EQ(cudaMemcpy(lamport + (buffer * per_buffer + index) * elem_bytes, &bits, elem_bytes,
+                           cudaMemcpyHostToDevice), cudaSuccess);
+    };
+    for (int r = 0; r < 2; ++r)
+      for (std::uint64_t i = 0; i < kElems; ++i)
+        write(kDataBuffer, r * kElems + i, fk::pushed_lamport_bits(inputs[r][i], fk::DType::bf16, elem_bytes));
+    fk::DeviceLamportScanner scanner;
+    auto scan = [&] {
+      const fk::LamportScan host = fk::scan_lamport_on_host(fk::read_control_state(ws), request);
+      const fk::LamportScan device = scanner.scan(ws, request);
+      EXPECT_TRUE(host == device) << "fp32=" << fp32 << ": the GPU and host scans differ";
+      return fk::lamport_violations(0, device, request);
+    };
+    const auto clean = scan();
+    EXPECT_TRUE(clean.empty()) << "fp32=" << fp32 << ": " << (clean.empty() ? "" : clean.front());
+
+    struct Corruption {
+      const char* what;
+      int buffer;
+      std::uint64_t index;
+      std::uint32_t bits;
+      std::string expected;
+    };
+    const std::uint32_t sentinel = fp32 ? fp::kNegZero32 : fp::kNegZero16;
+    std::vector<Corruption> corruptions = {
+        {"slot element", kDataBuffer, kElems + 7, 0x1234u, "invariant 4: rank 0 buffer 1 slot 1: 1 elements differ"},
+        {"-0 not canonicalised", kDataBuffer, kElems + 11, sentinel, "slot 1: 1 elements differ from rank 1's input, first at 11"},
+        {"past N*size", kDataBuffer, 2 * kElems + 3, 0u, "invariant 4 (past N*size): rank 0 buffer 1: 1 elements"},
+        {"first element of another buffer", 2, 0, 0x42u, "invariant 5: rank 0 buffer 2: 1 elements are not -0, first at element 0 = 0x42"},
+        {"last element of another buffer", 0, per_buffer - 1, 0u, "invariant 5: rank 0 buffer 0: 1 elements"},
+    };
+    if (fp32) corruptions.push_back({"16-bit sentinel in an fp32 buffer", 0, 5, 0x80008000u, "invariant 6: rank 0 buffer 0: 1 fp32"});
+    for (const auto& c : corruptions) {
+      std::uint32_t saved = 0;
+      ASSERT_EQ(cudaMemcpy(&saved, lamport + (c.buffer * per_buffer + c.index) * elem_bytes, elem_bytes,
+                           cudaMemcpyDeviceToHost), cudaSuccess);
+      write(c.buffer, c.index, c.bits);
+      const auto lines = scan();
+      const bool found = std::any_of(lines.begin(), lines.end(),
+                                     [&](const std::string& l) { return l.find(c.expected) != std::string::npos; });
+      EXPECT_TRUE(found) << "fp32=" << fp32 << ", " << c.what << ": expected \"" << c.expected << "\", got "
+                         << lines.size() << " lines" << (lines.empty() ? "" : ": " + lines.front());
+      write(c.buffer, c.index, saved);
+    }
+    EXPECT_TRUE(scan().empty()) << "fp32=" << fp32 << ": not clean after restoring";
+  }
 }
 
 TEST_F(Gpu, MissingPeerEndsInAHangRecordNotAHang) {
@@ -295,7 +376,7 @@ struct MutantCase {
   bool caught_on(int cc) const {
     // The arch-guard mutants are wrong only in sm_120 code; elsewhere the audit catches them.
     if (mutant == fp::Mutant::pdl_wait_missing || mutant == fp::Mutant::empty_body) return cc >= 120;
-    // A missing release/acquire is invisible on one GPU's coherent L2 in practice; the sim
+    // A missing release/acquire is seldom visible on one GPU's coherent L2; the sim
     // and the audit kill it. Run here for information only.
     if (mutant == fp::Mutant::barrier_no_release) return false;
     return true;
@@ -361,6 +442,13 @@ TEST_P(GpuMutant, IsCaught) {
     // Only back-to-back PDL launches (no host sync between calls) can overlap.
     found = rig.call_sequence(specs);
     if (!found.ok()) caught_at = static_cast<int>(specs.size()) - 1;
+  } else if (m == fp::Mutant::twoshot_gather_overlap) {
+    // The regression test's sequences, seed by seed, until one is caught.
+    for (std::uint32_t seed = 1; seed <= kGrowingTwoShotSeeds && caught_at < 0; ++seed) {
+      const auto sequence = growing_twoshot_sequence(seed, m);
+      found = rig.call_sequence(sequence);
+      if (!found.ok()) caught_at = static_cast<int>(sequence.size()) - 1;
+    }
   } else {
     for (std::size_t k = 0; k < specs.size() && caught_at < 0; ++k) {
       found = rig.call(specs[k]);  // checked after every call

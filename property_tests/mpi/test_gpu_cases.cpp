@@ -162,4 +162,49 @@ TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
     EXPECT_EQ(fg::expected_survival(m, sm120_pair), "") << m;
 }
 
+// The kill table runs a mutant of the two-shot kernel alone on mostly two-shot calls, and
+// then the correct kernels on that mix too (its control); a list without one stays as is.
+TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
+  using Plan = std::vector<std::pair<std::string, int>>;
+  const int mix = fg::kTwoShotMutantPercent;
+  EXPECT_EQ(fg::kill_table_plan({"none", "float-sentinel", "twoshot-gather-overlap"}, 25),
+            (Plan{{"none", 25}, {"none", mix}, {"float-sentinel", 25}, {"twoshot-gather-overlap", mix}}));
+  EXPECT_EQ(fg::kill_table_plan({"none", "float-sentinel"}, 25), (Plan{{"none", 25}, {"float-sentinel", 25}}));
+  EXPECT_EQ(fg::kill_table_plan({"barrier-no-release"}, 10), (Plan{{"barrier-no-release", mix}}));
+  // With the mix as the default there is nothing to add.
+  EXPECT_EQ(fg::kill_table_plan({"none", "barrier-no-release"}, mix), (Plan{{"none", mix}, {"barrier-no-release", mix}}));
+}
+
+// JUnit of a kill table: a killed mutant and the clean control pass; a survivor this setup
+// cannot kill is skipped with its reason; any other survivor, or a finding on the correct
+// kernels, is a failure.
+TEST(KillTable, JunitFailsOnlyWhatTheExitCodeFails) {
+  fg::GpuPlacement h200_mps;
+  h200_mps.compute_capability = 90;
+  h200_mps.ranks_share_gpu = true;
+  h200_mps.mps_running = true;
+  auto run = [](const std::string& mutant, bool failed) {
+    fg::CheckResult r;
+    r.mutant = mutant;
+    r.failed = failed;
+    r.twoshot_percent = 25;
+    if (failed) r.findings.push_back({"invariant", "after call 0: invariant 5"});
+    return r;
+  };
+  const std::vector<fg::CheckResult> fine = {run("none", false), run("float-sentinel", true),
+                                             run("pdl-wait-missing", false)};
+  const std::string xml = fg::junit_xml("suite", fine, &h200_mps);
+  EXPECT_NE(xml.find("failures=\"0\" skipped=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<skipped message=\"correct code on sm_90"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"float-sentinel, 25 % two-shot calls\""), std::string::npos) << xml;
+
+  const std::vector<fg::CheckResult> bad = {run("none", true), run("float-sentinel", false)};
+  const std::string bad_xml = fg::junit_xml("suite", bad, &h200_mps);
+  EXPECT_NE(bad_xml.find("failures=\"2\" skipped=\"0\""), std::string::npos) << bad_xml;
+  EXPECT_NE(bad_xml.find("mutant survived"), std::string::npos) << bad_xml;
+
+  // A check run (no kill table): findings fail it, whatever the mutant.
+  EXPECT_NE(fg::junit_xml("suite", {run("float-sentinel", true)}, nullptr).find("failures=\"1\""), std::string::npos);
+}
+
 }  // namespace

@@ -13,7 +13,9 @@ class MyKernelAdapter final : public fusioncheck::gpu::KernelUnderTest {
   void launch(const fusioncheck::kernels::FusedParams& p, bool twoshot, cudaStream_t s) override {
     inner_.launch(p, twoshot, s);
   }
-  fusioncheck::kernels::ControlState read_state() override { return inner_.read_state(); }
+  fusioncheck::kernels::ControlState read_state(fusioncheck::kernels::LamportCopy copy) override {
+    return inner_.read_state(copy);  // scan_lamport: the default, over the copied buffers
+  }
   fusioncheck::kernels::HangRecord hang_record() override { return inner_.hang_record(); }
   void clear_hang_record() override { inner_.clear_hang_record(); }
   void reset() override { inner_.reset(); }

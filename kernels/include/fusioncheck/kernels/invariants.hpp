@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/types.hpp"
 #include "fusioncheck/kernels/workspace.hpp"
 
@@ -29,12 +30,12 @@ std::vector<std::string> check_twoshot_invariants(const std::vector<ControlState
 std::vector<std::string> check_oneshot_rank_invariants(int r, const ControlState& before, const ControlState& after,
                                                        const std::vector<std::vector<std::uint16_t>>& inputs,
                                                        DType dtype);
+// Invariants 1, 2 and 11 of rank r after a one-shot call of `elems` elements per rank on n
+// ranks: the checks that need no Lamport buffer (4-6 are in lamport_scan.hpp).
+std::vector<std::string> check_oneshot_control_invariants(int r, const ControlState& before, const ControlState& after,
+                                                          int n, std::uint64_t elems);
 std::vector<std::string> check_twoshot_rank_invariants(int r, const ControlState& before, const ControlState& after);
 std::vector<std::string> check_same_control_state(const std::vector<protocol::ControlBlock>& blocks);
 std::vector<protocol::ControlBlock> control_blocks(const std::vector<ControlState>& states);
-
-// The Lamport element a rank pushes for an input element (T bits): -0 becomes +0; with an
-// fp32 Lamport buffer the value is widened first. Returned in the low elem_bytes bytes.
-std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int elem_bytes);
 
 }  // namespace fusioncheck::kernels

@@ -23,7 +23,11 @@ struct DeviceWorkspace;
 }
 struct ControlState;
 class Workspace;
-ControlState read_control_state(const Workspace& workspace);
+enum class LamportCopy : bool { without_buffers, with_buffers };
+// Copies the control block, the guard words, the two-shot barrier flags and (with_buffers)
+// the Lamport buffers back (synchronises the device first). Without the buffers, invariants
+// 4-6 are checked where they are (DeviceLamportScanner, lamport_scan.hpp).
+ControlState read_control_state(const Workspace& workspace, LamportCopy lamport = LamportCopy::with_buffers);
 // Only the control block (48 bytes; synchronises the device first).
 protocol::ControlBlock read_control_block(const Workspace& workspace);
 
@@ -48,7 +52,7 @@ struct WorkspaceConfig {
 // Snapshot of one rank's protocol state, for the invariant checks (invariants.hpp).
 struct ControlState {
   protocol::ControlBlock control{};
-  std::vector<std::uint8_t> lamport;         // kLamportBuffers * comm_size bytes
+  std::vector<std::uint8_t> lamport;         // kLamportBuffers * comm_size bytes (empty: not copied)
   std::vector<std::uint32_t> barrier_flags;  // [2][twoshot_blocks][ranks]
   bool buffer_guards_intact = false;         // guard words around the shared buffers
   int elem_bytes = 2;                        // Lamport element width
@@ -86,19 +90,17 @@ class Workspace {
 
   // Used by the launchers.
   const detail::DeviceWorkspace& device_view() const;
+  // Device address of this rank's three Lamport buffers (kLamportBuffers * comm_size bytes).
+  const void* lamport_device() const;
   std::uint32_t next_call_index();
 
   struct Impl;
 
  private:
-  friend ControlState read_control_state(const Workspace& workspace);
+  friend ControlState read_control_state(const Workspace& workspace, LamportCopy lamport);
   friend protocol::ControlBlock read_control_block(const Workspace& workspace);
   explicit Workspace(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// Copies the control block, the Lamport buffers and the two-shot barrier flags back
-// (synchronises the device first).
-ControlState read_control_state(const Workspace& workspace);
 
 }  // namespace fusioncheck::kernels

@@ -13,6 +13,9 @@
 
 namespace fusioncheck::gpu {
 
+// The share of two-shot calls for a mutant of the two-shot kernel alone (kill table).
+inline constexpr int kTwoShotMutantPercent = 75;
+
 struct CheckOptions {
   std::uint64_t seed = 1;
   int cases = 10000;
@@ -23,12 +26,14 @@ struct CheckOptions {
   std::string mutant = "none";
   bool shrink = true;
   bool delays = true;  // draw seeded injected delays in some cases (stress)
+  int twoshot_percent = 25;  // share of two-shot calls in cases with 16-bit Lamport buffers
   std::string replay_file;  // run this case only
   std::string replay_out = "fusioncheck-gpu-counterexample.json";
 };
 
 struct CheckResult {
   std::string mutant;
+  int twoshot_percent = 0;  // the run's CheckOptions::twoshot_percent
   bool failed = false;
   int cases = 0;     // run to completion (refused ones not counted)
   int refused = 0;

@@ -1,6 +1,7 @@
 #pragma once
 // Reports of the GPU suite: a summary line per run, JSON, JUnit XML, the kill table.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fusioncheck/gpu/gpu_check.hpp"
@@ -11,13 +12,20 @@ std::string summary_line(const CheckResult& r, int ranks);
 // Where rank 0's time went, per case (what bounds the checked-cases rate).
 std::string time_breakdown(const CheckResult& r);
 nlohmann::json to_json(const CheckResult& r);
-// One <testcase> per run; a failed run (or a mutant that survived) is a <failure>.
-void write_junit(const std::string& path, const std::string& suite, const std::vector<CheckResult>& runs,
-                 bool runs_are_mutants);
+// JUnit XML, one <testcase> per run. A check run fails on findings; in a kill table
+// (kill_table: its placement) a mutant run fails when the mutant survives, unless this setup
+// cannot kill it (expected_survival), which is <skipped> with the reason.
+std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,
+                      const GpuPlacement* kill_table);
+// The kill table's runs, in order: (mutant, share of two-shot calls). A mutant of the
+// two-shot kernel alone runs at kTwoShotMutantPercent; when there is one and `none` leads
+// the list, the correct kernels run at that share as well, as its control.
+std::vector<std::pair<std::string, int>> kill_table_plan(const std::vector<std::string>& mutants,
+                                                         int default_percent);
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
-// Why `mutant` cannot be killed in this setup ("" if it must be): the arch-guard mutants are
-// wrong only in sm_120 code; a missing release/acquire is not observable between ranks on
-// one GPU; a torn element is not seen by time-sliced ranks, which never run together.
+// Why `mutant` may survive in this setup ("" if it must be killed): the arch-guard mutants
+// are wrong only in sm_120 code; a missing release/acquire is seldom observable between
+// ranks on one GPU; a torn element is not seen by time-sliced ranks, which never run together.
 std::string expected_survival(const std::string& mutant, const GpuPlacement& placement);
 std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
                                 const GpuPlacement& placement);

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/workspace.hpp"
 
@@ -29,9 +30,16 @@ class KernelUnderTest {
     (void)params, (void)allreduced, (void)stream;
     throw kernels::InvalidLaunch(name() + " has no unfused baseline");
   }
-  virtual kernels::ControlState read_state() = 0;
+  // The protocol state after a call: control block, guard words, two-shot barrier flags,
+  // and the Lamport buffers when asked for.
+  virtual kernels::ControlState read_state(kernels::LamportCopy lamport) = 0;
+  // Invariants 4-6 after a one-shot call. By default the Lamport buffers are copied back and
+  // scanned on the host; our kernels scan them on the GPU.
+  virtual kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) {
+    return kernels::scan_lamport_on_host(read_state(kernels::LamportCopy::with_buffers), request);
+  }
   // The control block alone (the state a case starts from); override where it is cheaper.
-  virtual protocol::ControlBlock read_control() { return read_state().control; }
+  virtual protocol::ControlBlock read_control() { return read_state(kernels::LamportCopy::without_buffers).control; }
   virtual kernels::HangRecord hang_record() = 0;
   virtual void clear_hang_record() = 0;
   // Collective: drops the protocol state (after a failure it is not trusted), so the next
@@ -59,7 +67,10 @@ class OurKernels final : public KernelUnderTest {
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   void launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) override;
-  kernels::ControlState read_state() override { return kernels::read_control_state(*current_); }
+  kernels::ControlState read_state(kernels::LamportCopy lamport) override {
+    return kernels::read_control_state(*current_, lamport);
+  }
+  kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) override;
   protocol::ControlBlock read_control() override { return kernels::read_control_block(*current_); }
   kernels::HangRecord hang_record() override { return current_->hang_record(); }
   void clear_hang_record() override { current_->clear_hang_record(); }
@@ -72,6 +83,7 @@ class OurKernels final : public KernelUnderTest {
   kernels::Workspace* current_ = nullptr;
   bool mutant_in_oneshot_ = false;  // mutants apply to the kernel that has an instance
   bool mutant_in_twoshot_ = false;
+  std::unique_ptr<kernels::DeviceLamportScanner> scanner_;  // made on first use, on this rank's GPU
 };
 
 }  // namespace fusioncheck::gpu

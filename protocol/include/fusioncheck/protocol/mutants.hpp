@@ -85,7 +85,7 @@ inline constexpr std::array<MutantInfo, 18> kMutantCatalogue{{
     {Mutant::twoshot_gather_overlap, "twoshot-gather-overlap",
      "two-shot gather region placed right after the current call's scatter slots: a larger "
      "next call's scatter overwrites rows a slower rank still reads",
-     "fusioncheck: H200 smoke with injected delays", kInSim},
+     "fusioncheck: H200 smoke with injected delays", kInSim | kInKernel},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

@@ -1,0 +1,82 @@
+#pragma once
+// Invariants 4-6 (DESIGN.md) over one rank's three Lamport buffers after a one-shot call,
+// reduced to counts and first offenders. Two scanners produce the same LamportScan: the
+// host one over buffers copied back (ControlState::lamport), and the device one
+// (DeviceLamportScanner, CUDA builds) that reads them where they are, so that only the
+// counts cross PCIe. lamport_violations turns either into the invariant lines.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/kernels/types.hpp"
+#include "fusioncheck/protocol/protocol.hpp"
+
+namespace fusioncheck::kernels {
+
+struct ControlState;
+class Workspace;
+
+// What to compare: the data buffer of the call (its flag before the call) holds one slot
+// per rank with that rank's canonicalised input; everything else must be the sentinel.
+struct LamportScanRequest {
+  int data_buffer = 0;
+  std::vector<std::span<const std::uint16_t>> inputs;  // per rank, the call's input as T bits
+  DType dtype = DType::bf16;
+};
+
+struct LamportBufferScan {  // elements that are not the sentinel (data buffer: past N * size)
+  std::uint64_t not_sentinel = 0;
+  std::uint64_t first_index = 0;  // element index within the buffer
+  std::uint32_t first_value = 0;
+  std::uint64_t narrow = 0;  // fp32 elements holding the 16-bit sentinel pair 0x80008000
+  bool operator==(const LamportBufferScan&) const = default;
+};
+
+struct LamportSlotScan {  // elements of a slot that differ from the rank's pushed input
+  std::uint64_t mismatches = 0;
+  std::uint64_t first_index = 0;  // element index within the slot
+  std::uint32_t first_value = 0;  // what the buffer holds there
+  bool operator==(const LamportSlotScan&) const = default;
+};
+
+struct LamportScan {
+  int data_buffer = 0;
+  int elem_bytes = 2;
+  std::uint64_t slot_elems = 0;  // the call's tokens * hidden
+  bool slots_fit = true;         // N * slot_elems fits in a buffer (else the slots are not compared)
+  std::array<LamportBufferScan, protocol::kLamportBuffers> buffers{};
+  std::vector<LamportSlotScan> slots;  // one per rank
+  bool operator==(const LamportScan&) const = default;
+};
+
+// Over the Lamport bytes of a ControlState read back with the buffers.
+LamportScan scan_lamport_on_host(const ControlState& after, const LamportScanRequest& request);
+
+// The "invariant 4/5/6: ..." lines for rank r (empty when the buffers are as they must be).
+std::vector<std::string> lamport_violations(int r, const LamportScan& scan, const LamportScanRequest& request);
+
+// The Lamport element a rank pushes for an input element (T bits): -0 becomes +0; with an
+// fp32 Lamport buffer the value is widened first. Returned in the low elem_bytes bytes.
+std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int elem_bytes);
+
+// Scans a workspace's Lamport buffers on its GPU (defined in fusioncheck_kernels, CUDA
+// builds only). Keeps device and pinned scratch between scans; synchronises the device.
+// Errors throw CudaError (types.hpp).
+class DeviceLamportScanner {
+ public:
+  DeviceLamportScanner();
+  ~DeviceLamportScanner();
+  DeviceLamportScanner(const DeviceLamportScanner&) = delete;
+  DeviceLamportScanner& operator=(const DeviceLamportScanner&) = delete;
+
+  LamportScan scan(const Workspace& workspace, const LamportScanRequest& request);
+
+ private:
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace fusioncheck::kernels
