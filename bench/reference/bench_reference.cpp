@@ -4,6 +4,9 @@
 // Target: >= 1 GB/s per core, so the reference never limits a GPU property run.
 #include <benchmark/benchmark.h>
 
+#include <random>
+#include <vector>
+
 #include "fusioncheck/reference/reference.hpp"
 
 namespace {
@@ -85,12 +88,107 @@ void run_fp8_check(benchmark::State& state, bool dynamic) {
 void BM_CheckFp8Static(benchmark::State& state) { run_fp8_check(state, false); }
 void BM_CheckFp8Dynamic(benchmark::State& state) { run_fp8_check(state, true); }
 
+// The CPU side of `fusioncheck gpu check` on a mix of calls drawn as its generator draws
+// them at 2 ranks, tokens <= 128, hidden <= 4096 (no NVFP4: what an sm_90 run draws), split
+// into the phases its progress line reports. The GPU's outputs are taken to equal the
+// reference's, as in a clean run. Items = elements of one rank's tensor, over the mix.
+struct MixCall {
+  FusedConfig config;
+  bool exact = true;
+  std::uint64_t seed = 0;
+};
+
+std::vector<MixCall> suite_mix() {
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<MixCall> mix;
+  for (int i = 0; i < 64; ++i) {
+    MixCall m;
+    FusedConfig& c = m.config;
+    c.ranks = 2;
+    const int shape = pick(0, 9);
+    c.hidden = 16 * (shape < 6 ? pick(1, 64) : shape < 9 ? 256 : pick(1, 256));
+    const int size = pick(0, 9);
+    c.tokens = size < 6 ? pick(1, 16) : pick(1, 128);
+    c.dtype = pick(0, 1) ? DType::bf16 : DType::f16;
+    c.accumulation = pick(0, 1) ? Accumulation::fp32 : Accumulation::per_step;
+    c.weight_bias = static_cast<float>(pick(0, 1));
+    c.eps = 1e-6f;
+    const int pattern = pick(0, 3);  // allreduce, residual + RMSNorm, FP8 static, FP8 dynamic
+    c.quant.fp8_static = pattern == 2;
+    c.quant.fp8_dynamic = pattern == 3;
+    c.quant.fp8_inv_scale = 2.0f;
+    m.exact = pick(0, 3) != 0;
+    m.seed = static_cast<std::uint64_t>(i) + 1;
+    mix.push_back(m);
+  }
+  return mix;
+}
+
+FusedInputs mix_inputs(const MixCall& m) {
+  return m.exact ? make_exact_inputs(m.config, m.seed, 0) : make_random_inputs(m.config, SpecialsSpec{m.seed, 0});
+}
+
+std::int64_t mix_elements(const std::vector<MixCall>& mix) {
+  std::int64_t n = 0;
+  for (const auto& m : mix) n += static_cast<std::int64_t>(m.config.tokens) * m.config.hidden;
+  return n;
+}
+
+void BM_SuiteMixInputs(benchmark::State& state) {
+  const auto mix = suite_mix();
+  for (auto _ : state)
+    for (const auto& m : mix) benchmark::DoNotOptimize(mix_inputs(m).residual_in.data());
+  state.SetItemsProcessed(state.iterations() * mix_elements(mix));
+}
+
+void BM_SuiteMixReference(benchmark::State& state) {
+  const auto mix = suite_mix();
+  std::vector<FusedInputs> inputs;
+  for (const auto& m : mix) inputs.push_back(mix_inputs(m));
+  for (auto _ : state)
+    for (std::size_t i = 0; i < mix.size(); ++i) benchmark::DoNotOptimize(compute_fused(mix[i].config, inputs[i]).norm_out.data());
+  state.SetItemsProcessed(state.iterations() * mix_elements(mix));
+}
+
+// What check_outputs does after the reference: bitwise residual, norm within its tolerance,
+// the quantised codes within their intervals.
+void BM_SuiteMixComparison(benchmark::State& state) {
+  const auto mix = suite_mix();
+  std::vector<FusedInputs> inputs;
+  std::vector<FusedOutputs> outputs;
+  for (const auto& m : mix) {
+    inputs.push_back(mix_inputs(m));
+    outputs.push_back(compute_fused(m.config, inputs.back()));
+  }
+  for (auto _ : state)
+    for (std::size_t i = 0; i < mix.size(); ++i) {
+      const FusedConfig& c = mix[i].config;
+      const FusedOutputs& out = outputs[i];
+      bool bad = first_bit_mismatch(out.residual_out, out.residual_out, "residual_out").has_value();
+      const auto allowed = norm_out_tolerance(c, out.residual_out, inputs[i].gamma);
+      bad |= first_norm_mismatch(out.norm_out, out.norm_out, allowed).has_value();
+      if (c.quant.fp8_static || c.quant.fp8_dynamic) {
+        QuantOutputs gpu;
+        gpu.fp8_static = out.fp8_static;
+        gpu.fp8_dynamic = out.fp8_dynamic;
+        gpu.fp8_dynamic_scale = out.fp8_dynamic_scale;
+        bad |= first_quant_mismatch(c, out.norm_out, allowed, gpu).has_value();
+      }
+      if (bad) state.SkipWithError("the reference's own outputs failed the check");
+    }
+  state.SetItemsProcessed(state.iterations() * mix_elements(mix));
+}
+
 BENCHMARK(BM_FusedBf16)->Apply(shapes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CheckExactInputs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CheckNormTolerance)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CheckFp8Static)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CheckFp8Dynamic)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FusedBf16PerStep)->Args({128, 4096, 8})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SuiteMixInputs)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SuiteMixReference)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SuiteMixComparison)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -93,25 +93,46 @@ float special_value(DType t, std::uint64_t h, bool with_inf_nan) {
 
 }  // namespace
 
-Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DType dtype) {
-  const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
-  Tensor out(dtype, count);
-  const int p = std::min(significand_bits(dtype), 11);
+namespace {
+
+// 2^e for the exponents exact_input draws, e in [-6, 3]: m * 2^e with an integer |m| < 2^11 is
+// exact in float, so the product equals std::ldexp(m, e) (which cost more than the rest of
+// the element).
+constexpr float kExactScale[10] = {0x1p-6f, 0x1p-5f, 0x1p-4f, 0x1p-3f, 0x1p-2f,
+                                   0x1p-1f, 0x1p0f,  0x1p1f,  0x1p2f,  0x1p3f};
+
+template <DType T>
+void fill_exact(const ExactSpec& spec, int stream, Tensor& out) {
+  using Bits = typename Element<T>::Bits;
+  const std::span<Bits> bits = out.view<T>();
+  const int p = std::min(significand_bits(T), 11);
   const std::int64_t max_m = (std::int64_t{1} << p) / (spec.ranks + 1);
+  const auto modulus = static_cast<std::uint64_t>(2 * max_m + 1);
   const StreamDraws mine(spec.seed, spec.call_index, stream);
   const StreamDraws common(spec.seed, spec.call_index, kCommonStream);
   const bool neg_zeros = spec.with_neg_zero && stream >= 0;
-  const auto n = static_cast<std::ptrdiff_t>(count);
-#pragma omp parallel for schedule(static) if (count >= kParallelElements)
+  const auto n = static_cast<std::ptrdiff_t>(bits.size());
+#pragma omp parallel for schedule(static) if (bits.size() >= kParallelElements)
   for (std::ptrdiff_t k = 0; k < n; ++k) {
     const auto i = static_cast<std::uint64_t>(k);
     if (neg_zeros && mine.at(i, kNegZero) % 64 == 0) {
-      out.set_bits(i, neg_zero_bits(dtype));
+      bits[i] = static_cast<Bits>(neg_zero_bits(T));
       continue;
     }
-    const auto e = -6 + static_cast<int>(common.at(i, kExponent) % 10);
-    const auto m = static_cast<std::int64_t>(mine.at(i, kValue) % static_cast<std::uint64_t>(2 * max_m + 1)) - max_m;
-    out.set_value(i, std::ldexp(static_cast<float>(m), e));
+    const auto e = static_cast<int>(common.at(i, kExponent) % 10);  // exponent e - 6
+    const auto m = static_cast<std::int64_t>(mine.at(i, kValue) % modulus) - max_m;
+    bits[i] = Element<T>::from_float(static_cast<float>(m) * kExactScale[e]);
+  }
+}
+
+}  // namespace
+
+Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DType dtype) {
+  Tensor out(dtype, static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden));
+  switch (dtype) {
+    case DType::f16: fill_exact<DType::f16>(spec, stream, out); break;
+    case DType::bf16: fill_exact<DType::bf16>(spec, stream, out); break;
+    case DType::f32: fill_exact<DType::f32>(spec, stream, out); break;
   }
   return out;
 }

@@ -1,6 +1,8 @@
 #include "fusioncheck/reference/quant.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -44,19 +46,39 @@ std::uint8_t float_to_e4m3(float x) {
   // values in [448, 464] would round to 448 anyway, larger ones are clamped.
   if (a >= kE4m3Max) return sign | 0x7e;
   if (a == 0.0f) return sign;
-  const Fields f = round_minifloat(a, 3, -6, 7);
-  return static_cast<std::uint8_t>(sign | (f.exp_field << 3) | f.fraction);
+  if (a < 0x1p-6f) {  // subnormal range: multiples of 2^-9 (8 * 2^-9 is the first normal, code 8)
+    return static_cast<std::uint8_t>(sign | static_cast<int>(std::nearbyint(a * 0x1p9f)));
+  }
+  // Normal range: round the float's 23 fraction bits to 3, to nearest even, on the bits; a
+  // carry moves into the exponent as it should. Float exponent field E holds e + 127, the
+  // e4m3 field e + 7, so the code is the rounded (E, fraction) pair minus 120 << 3.
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(a);
+  const std::uint32_t rounded = (bits + 0x7ffffu + ((bits >> 20) & 1u)) >> 20;
+  return static_cast<std::uint8_t>(sign | (rounded - (120u << 3)));
 }
 
+namespace {
+// Every e4m3 code's value, built once from the definition (exact: small integers times
+// powers of two).
+std::array<float, 256> e4m3_values_table() {
+  std::array<float, 256> table{};
+  for (int code = 0; code < 256; ++code) {
+    const bool negative = (code & 0x80) != 0;
+    const int exp_field = (code >> 3) & 0xf;
+    const int fraction = code & 0x7;
+    float mag = 0.0f;
+    if (exp_field == 0xf && fraction == 0x7) mag = std::numeric_limits<float>::quiet_NaN();
+    else if (exp_field == 0) mag = std::ldexp(static_cast<float>(fraction), -9);
+    else mag = std::ldexp(static_cast<float>(8 + fraction), exp_field - 7 - 3);
+    table[static_cast<std::size_t>(code)] = negative ? -mag : mag;
+  }
+  return table;
+}
+}  // namespace
+
 float e4m3_to_float(std::uint8_t code) {
-  const bool negative = (code & 0x80) != 0;
-  const int exp_field = (code >> 3) & 0xf;
-  const int fraction = code & 0x7;
-  float mag = 0.0f;
-  if (exp_field == 0xf && fraction == 0x7) mag = std::numeric_limits<float>::quiet_NaN();
-  else if (exp_field == 0) mag = std::ldexp(static_cast<float>(fraction), -9);
-  else mag = std::ldexp(static_cast<float>(8 + fraction), exp_field - 7 - 3);
-  return negative ? -mag : mag;
+  static const std::array<float, 256> table = e4m3_values_table();
+  return table[code];
 }
 
 std::uint8_t float_to_e2m1(float x) {

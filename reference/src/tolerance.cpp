@@ -3,6 +3,7 @@
 #include "fusioncheck/reference/tolerance.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -32,13 +33,24 @@ Interval scale(Interval x, double lo_factor, double hi_factor) {
   const double c = x.hi * lo_factor, d = x.hi * hi_factor;
   return {std::min({a, b, c, d}), std::max({a, b, c, d})};
 }
+// std::nextafter(f, -inf) and std::nextafter(f, +inf) for floats, by stepping the bits
+// (the library call cost as much as the rest of a tolerance element).
+float next_down(float f) {
+  if (std::isnan(f) || f == -std::numeric_limits<float>::infinity()) return f;
+  if (f == 0.0f) return -std::numeric_limits<float>::denorm_min();
+  const auto b = std::bit_cast<std::uint32_t>(f);
+  return std::bit_cast<float>(f > 0.0f ? b - 1 : b + 1);
+}
+float next_up(float f) {
+  if (std::isnan(f) || f == std::numeric_limits<float>::infinity()) return f;
+  if (f == 0.0f) return std::numeric_limits<float>::denorm_min();
+  const auto b = std::bit_cast<std::uint32_t>(f);
+  return std::bit_cast<float>(f > 0.0f ? b + 1 : b - 1);
+}
+
 // Double -> float, moved one float step outward so later roundings cannot narrow it.
-float down_to_float(double d) {
-  return std::nextafter(static_cast<float>(d), -std::numeric_limits<float>::infinity());
-}
-float up_to_float(double d) {
-  return std::nextafter(static_cast<float>(d), std::numeric_limits<float>::infinity());
-}
+float down_to_float(double d) { return next_down(static_cast<float>(d)); }
+float up_to_float(double d) { return next_up(static_cast<float>(d)); }
 Interval magnitude(Interval x) {  // {|v| : v in x}
   if (x.lo <= 0.0 && x.hi >= 0.0) return {0.0, std::max(-x.lo, x.hi)};
   return {std::min(std::fabs(x.lo), std::fabs(x.hi)), std::max(std::fabs(x.lo), std::fabs(x.hi))};
@@ -106,9 +118,18 @@ double norm_relative_bound(int hidden) {
   return 2.0 * g / (1.0 - g) + 0x1p-50;  // + slack for forming the endpoints in double
 }
 
-std::vector<float> norm_out_tolerance(const FusedConfig& c, const Tensor& residual_out,
-                                      const Tensor& gamma) {
+namespace {
+
+template <DType T>
+float round_to_typed(float v) {
+  return Element<T>::to_float(Element<T>::from_float(v));
+}
+
+template <DType T>
+std::vector<float> norm_out_tolerance_typed(const FusedConfig& c, const Tensor& residual_out,
+                                            const Tensor& gamma) {
   const std::vector<float> y = norm_before_rounding(c, residual_out, gamma);
+  const auto ro = residual_out.view<T>();
   const auto hidden = static_cast<std::size_t>(c.hidden);
   const double rho = norm_relative_bound(c.hidden);
   std::vector<float> allowed(y.size(), 0.0f);
@@ -119,7 +140,7 @@ std::vector<float> norm_out_tolerance(const FusedConfig& c, const Tensor& residu
     const std::size_t base = static_cast<std::size_t>(row) * hidden;
     float ss = 0.0f;  // the reference's own sum of squares decides "no claim"
     for (std::size_t j = 0; j < hidden; ++j) {
-      const float x = residual_out.value_at(base + j);
+      const float x = Element<T>::to_float(ro[base + j]);
       ss += x * x;
     }
     const bool no_claim = !std::isfinite(ss) || (ss < 0x1p-100f && c.eps < 0x1p-90f);
@@ -132,14 +153,26 @@ std::vector<float> norm_out_tolerance(const FusedConfig& c, const Tensor& residu
       if (!std::isfinite(y[i])) continue;  // must match exactly
       const double yd = y[i];
       const double spread = rho * std::fabs(yd) + kSubnormalSlack;
-      const double t_ref = round_to(c.dtype, y[i]);
-      const double t_lo = round_to(c.dtype, down_to_float(yd - spread));
-      const double t_hi = round_to(c.dtype, up_to_float(yd + spread));
+      const double t_ref = round_to_typed<T>(y[i]);
+      const double t_lo = round_to_typed<T>(down_to_float(yd - spread));
+      const double t_hi = round_to_typed<T>(up_to_float(yd + spread));
       const double d = std::max(t_ref - t_lo, t_hi - t_ref);  // inf if the interval overflows T
       allowed[i] = static_cast<float>(d) < d ? up_to_float(d) : static_cast<float>(d);
     }
   }
   return allowed;
+}
+
+}  // namespace
+
+std::vector<float> norm_out_tolerance(const FusedConfig& c, const Tensor& residual_out,
+                                      const Tensor& gamma) {
+  switch (c.dtype) {
+    case DType::f16: return norm_out_tolerance_typed<DType::f16>(c, residual_out, gamma);
+    case DType::bf16: return norm_out_tolerance_typed<DType::bf16>(c, residual_out, gamma);
+    case DType::f32: return norm_out_tolerance_typed<DType::f32>(c, residual_out, gamma);
+  }
+  throw std::invalid_argument("norm_out_tolerance: unknown dtype");
 }
 
 std::optional<Mismatch> first_bit_mismatch(const Tensor& expected, const Tensor& actual,
