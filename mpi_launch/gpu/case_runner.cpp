@@ -10,6 +10,7 @@
 #include "fusioncheck/kernels/invariants.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/reference/reference.hpp"
+#include "fusioncheck/gpu/row_share.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -23,11 +24,21 @@ bool has_quant(k::Pattern p) {
   return p == k::Pattern::fp8_static || p == k::Pattern::fp8_dynamic || p == k::Pattern::nvfp4;
 }
 
-std::uint64_t fnv1a(const void* data, std::size_t bytes, std::uint64_t h = 1469598103934665603ull) {
+// Hash of output bytes for the cross-rank agreement (invariant 8): 8 bytes per step, then
+// the tail byte by byte.
+std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  }
+  for (; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
+
 
 ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   ref::FusedConfig rc;
@@ -188,55 +199,81 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   ++calls_run_;
 }
 
-// Checks one call's outputs on this rank; returns their hash for the cross-rank agreement.
+// Checks this rank's share of one call's outputs against the reference (row_share); returns
+// the hash of its whole outputs for the cross-rank agreement.
 std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const CallData& call,
                                         std::vector<Finding>& out) {
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
   const CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
-  const ref::FusedConfig& rc = call.config;
-  const std::size_t elems = static_cast<std::size_t>(spec.tokens) * c.hidden;
-  const ref::FusedOutputs want = ref::compute_fused(rc, call.inputs);
+  const std::size_t hidden = static_cast<std::size_t>(c.hidden);
+  const std::size_t elems = static_cast<std::size_t>(spec.tokens) * hidden;
+  const RowShare share = row_share(spec.tokens, c.ranks, comm_.rank(), spec.pattern == k::Pattern::nvfp4);
+  const bool all_rows = share.count == static_cast<std::size_t>(spec.tokens);
+  ref::FusedConfig rc = call.config;  // of the share
+  rc.tokens = static_cast<int>(share.count);
+  ref::FusedOutputs want;
+  ref::FusedInputs share_inputs;
+  if (share.count > 0) {
+    if (!all_rows) share_inputs = slice_rows(call.inputs, share, hidden);
+    want = ref::compute_fused(rc, all_rows ? call.inputs : share_inputs);
+  }
+  const ref::Tensor& gamma = call.inputs.gamma;
   auto download = [&](const DeviceBuffer& buffer) {
     ref::Tensor t(rc.dtype, elems);
     buffer.download(t.data(), elems * 2);
     return t;
   };
-  auto report = [&](const std::optional<ref::Mismatch>& m) {
-    if (m)
-      out.push_back({"reference", fmt::format("rank {} call {} ({}): {} at element {}: got {} expected {} (allowed {})",
-                                              comm_.rank(), call.call_index, describe(spec), m->what, m->index,
-                                              m->actual, m->expected, m->allowed)});
+  auto mine = [&](const ref::Tensor& t) { return all_rows ? t : slice_rows(t, share, hidden); };
+  auto report = [&](std::optional<ref::Mismatch> m) {
+    if (!m) return;
+    m = in_whole_output(*m, share, hidden);
+    out.push_back({"reference", fmt::format("rank {} call {} ({}): {} at element {}: got {} expected {} (allowed {})",
+                                            comm_.rank(), call.call_index, describe(spec), m->what, m->index,
+                                            m->actual, m->expected, m->allowed)});
   };
   std::uint64_t agreement = 0;
   ref::Tensor consumed(rc.dtype, 0);
   if (spec.pattern == k::Pattern::allreduce) {
     consumed = download(b.allreduce_out);
-    report(ref::first_bit_mismatch(want.allreduce, consumed, "allreduce_out"));
-    agreement = fnv1a(consumed.data(), consumed.bytes());
+    if (share.count > 0) report(ref::first_bit_mismatch(want.allreduce, mine(consumed), "allreduce_out"));
+    agreement = hash_bytes(consumed.data(), consumed.bytes());
   } else {
     const ref::Tensor residual = download(b.residual_out);
     consumed = download(b.norm_out);
-    report(ref::first_bit_mismatch(want.residual_out, residual, "residual_out"));
-    const auto allowed = ref::norm_out_tolerance(rc, want.residual_out, call.inputs.gamma);
-    report(ref::first_norm_mismatch(want.norm_out, consumed, allowed));
-    agreement = fnv1a(consumed.data(), consumed.bytes(), fnv1a(residual.data(), residual.bytes()));
+    std::vector<float> allowed;
+    if (share.count > 0) {
+      report(ref::first_bit_mismatch(want.residual_out, mine(residual), "residual_out"));
+      allowed = ref::norm_out_tolerance(rc, want.residual_out, gamma);
+      report(ref::first_norm_mismatch(want.norm_out, mine(consumed), allowed));
+    }
+    agreement = hash_bytes(consumed.data(), consumed.bytes(), hash_bytes(residual.data(), residual.bytes()));
     if (has_quant(spec.pattern)) {
-      ref::QuantOutputs q;
-      std::vector<std::uint8_t> codes(rc.quant.nvfp4 ? elems / 2 : elems);
+      const ref::FusedConfig& whole = call.config;
+      std::vector<std::uint8_t> codes(whole.quant.nvfp4 ? elems / 2 : elems);
       b.quant_out.download(codes.data(), codes.size());
-      if (rc.quant.fp8_static) q.fp8_static = codes;
-      if (rc.quant.fp8_dynamic) {
-        q.fp8_dynamic = codes;
-        q.fp8_dynamic_scale.resize(static_cast<std::size_t>(rc.tokens));
-        b.scale_out.download(q.fp8_dynamic_scale.data(), q.fp8_dynamic_scale.size() * 4);
+      std::vector<std::uint8_t> scales;  // per token (FP8 dynamic) or per block (NVFP4), as bytes
+      if (whole.quant.fp8_dynamic) scales.resize(static_cast<std::size_t>(whole.tokens) * 4);
+      if (whole.quant.nvfp4) scales.resize(ref::nvfp4_scale_storage(whole.quant.nvfp4_layout, whole.tokens, hidden / 16));
+      if (!scales.empty()) b.scale_out.download(scales.data(), scales.size());
+      if (share.count > 0) {
+        ref::QuantOutputs q;
+        const auto code_rows = codes.begin() + static_cast<std::ptrdiff_t>(share.first * hidden);
+        if (whole.quant.fp8_static) q.fp8_static.assign(code_rows, code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
+        if (whole.quant.fp8_dynamic) {
+          q.fp8_dynamic.assign(code_rows, code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
+          q.fp8_dynamic_scale.resize(share.count);
+          std::memcpy(q.fp8_dynamic_scale.data(), scales.data() + share.first * 4, share.count * 4);
+        }
+        if (whole.quant.nvfp4) {  // all rows (row_share)
+          q.nvfp4 = codes;
+          q.nvfp4_scale = scales;
+        }
+        report(ref::first_quant_mismatch(rc, want.norm_out, allowed, q));
       }
-      if (rc.quant.nvfp4) {
-        q.nvfp4 = codes;
-        q.nvfp4_scale.resize(want.nvfp4_scale.size());
-        b.scale_out.download(q.nvfp4_scale.data(), q.nvfp4_scale.size());
-      }
-      report(ref::first_quant_mismatch(rc, want.norm_out, allowed, q));
-      agreement = fnv1a(codes.data(), codes.size(), agreement);
+      agreement = hash_bytes(codes.data(), codes.size(), agreement);
+      // FP8 scales are compared by share, so they must agree too; NVFP4 (every row on every
+      // rank) leaves its layout's padding out of the hash.
+      if (whole.quant.fp8_dynamic) agreement = hash_bytes(scales.data(), scales.size(), agreement);
     }
   }
   if (spec.pdl_consumer) {

@@ -1,6 +1,7 @@
 // The GPU suite's case values and option checks, on the CPU (no device is touched).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/row_share.hpp"
 #include "fusioncheck/gpu/gpu_session.hpp"
 
 #include <filesystem>
@@ -205,6 +207,49 @@ TEST(KillTable, JunitFailsOnlyWhatTheExitCodeFails) {
 
   // A check run (no kill table): findings fail it, whatever the mutant.
   EXPECT_NE(fg::junit_xml("suite", {run("float-sentinel", true)}, nullptr).find("failures=\"1\""), std::string::npos);
+}
+
+// The rows each rank compares with the reference: the shares of all ranks cover every row
+// exactly once, in order, and differ in size by at most one; NVFP4 takes every row.
+TEST(RowShare, SharesPartitionTheRows) {
+  for (int ranks : {1, 2, 3, 4, 8, 16})
+    for (int tokens : {1, 2, 3, 7, 16, 129, 2048}) {
+      std::size_t next = 0, smallest = tokens, largest = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const fg::RowShare s = fg::row_share(tokens, ranks, r, false);
+        EXPECT_EQ(s.first, next) << ranks << " ranks, " << tokens << " tokens, rank " << r;
+        next = s.first + s.count;
+        smallest = std::min(smallest, s.count);
+        largest = std::max(largest, s.count);
+        const fg::RowShare all = fg::row_share(tokens, ranks, r, true);
+        EXPECT_EQ(all.first, 0u);
+        EXPECT_EQ(all.count, static_cast<std::size_t>(tokens));
+      }
+      EXPECT_EQ(next, static_cast<std::size_t>(tokens)) << ranks << " ranks, " << tokens << " tokens";
+      EXPECT_LE(largest - smallest, 1u);
+    }
+}
+
+// A share's slice holds exactly its rows, and a mismatch found there is reported at its
+// index in the whole output (element-indexed or token-indexed).
+TEST(RowShare, SlicesAndIndicesMapToTheWholeOutput) {
+  namespace ref = fusioncheck::reference;
+  constexpr std::size_t kHidden = 5, kTokens = 7;
+  ref::Tensor t(ref::DType::bf16, kTokens * kHidden);
+  for (std::size_t i = 0; i < t.size(); ++i) t.set_bits(i, static_cast<std::uint32_t>(i));
+  const fg::RowShare share = fg::row_share(kTokens, 2, 1, false);  // rows 3..6
+  ASSERT_EQ(share.first, 3u);
+  ASSERT_EQ(share.count, 4u);
+  const ref::Tensor slice = fg::slice_rows(t, share, kHidden);
+  ASSERT_EQ(slice.size(), 4 * kHidden);
+  for (std::size_t i = 0; i < slice.size(); ++i) EXPECT_EQ(slice.bits_at(i), 3 * kHidden + i);
+  ref::Mismatch element{2, 0, 0, 0, "norm_out"};
+  EXPECT_EQ(fg::in_whole_output(element, share, kHidden).index, 3 * kHidden + 2);
+  ref::Mismatch token{1, 0, 0, 0, "fp8_dynamic_scale (index = token)"};
+  EXPECT_EQ(fg::in_whole_output(token, share, kHidden).index, 4u);
+  const fg::RowShare none = fg::row_share(1, 2, 0, false);  // fewer tokens than ranks
+  EXPECT_EQ(none.count, 0u);
+  EXPECT_EQ(fg::slice_rows(t, none, kHidden).size(), 0u);
 }
 
 }  // namespace
