@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 #include "fusioncheck/kernels/workspace.hpp"
 
@@ -71,7 +72,21 @@ std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int ele
   return protocol::canonicalize_bits32(std::bit_cast<std::uint32_t>(f));
 }
 
+void validate_lamport_request(const LamportScanRequest& request) {
+  if (request.data_buffer < 0 || request.data_buffer >= protocol::kLamportBuffers)
+    throw std::invalid_argument("Lamport scan: data buffer " + std::to_string(request.data_buffer) +
+                                " is not one of the " + std::to_string(protocol::kLamportBuffers));
+  if (request.inputs.size() > static_cast<std::size_t>(protocol::kMaxRanks))
+    throw std::invalid_argument("Lamport scan: more inputs than kMaxRanks");
+  for (const auto& input : request.inputs)
+    if (input.size() != request.inputs.front().size())
+      throw std::invalid_argument("Lamport scan: the ranks' inputs differ in length");
+}
+
 LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest& request) {
+  validate_lamport_request(request);
+  if (a.lamport.size() != protocol::kLamportBuffers * a.comm_size)
+    throw std::invalid_argument("Lamport scan on the host: the state was read without its Lamport buffers");
   const int n = static_cast<int>(request.inputs.size());
   const std::uint64_t per_buffer = a.comm_size / a.elem_bytes;
   LamportScan scan;

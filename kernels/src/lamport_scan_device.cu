@@ -147,7 +147,7 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   const int elem_bytes = config.fp32_lamport ? 4 : 2;
   const std::uint64_t per_buffer = config.comm_size / elem_bytes;
   const int n = static_cast<int>(request.inputs.size());
-  if (n > protocol::kMaxRanks) throw InvalidLaunch("Lamport scan: more than kMaxRanks inputs");
+  validate_lamport_request(request);
   if (per_buffer >= (1ull << 32)) throw InvalidLaunch("Lamport scan: a buffer of 2^32 elements or more");
   LamportScan scan;
   scan.data_buffer = request.data_buffer;

@@ -271,6 +271,24 @@ TEST(InvariantChecker, HostLamportScanCountsAndReportsTheFirstOffender) {
   EXPECT_TRUE(mentions(lines, "invariant 5: rank 1 buffer 2: 3 elements are not -0, first at element 5 = 0x5555"));
 }
 
+// Requests and states a scanner cannot use are refused, not read past their end.
+TEST(InvariantChecker, LamportScanRefusesWhatItCannotScan) {
+  Synthetic s = correct_call(2);
+  fk::LamportScanRequest request;
+  request.dtype = fk::DType::bf16;
+  for (const auto& in : s.inputs) request.inputs.emplace_back(in);
+  EXPECT_NO_THROW(fk::scan_lamport_on_host(s.after[0], request));
+  fk::ControlState without = s.after[0];
+  without.lamport.clear();  // as read with LamportCopy::without_buffers
+  EXPECT_THROW(fk::scan_lamport_on_host(without, request), std::invalid_argument);
+  fk::LamportScanRequest bad_buffer = request;
+  bad_buffer.data_buffer = 3;
+  EXPECT_THROW(fk::scan_lamport_on_host(s.after[0], bad_buffer), std::invalid_argument);
+  fk::LamportScanRequest ragged = request;
+  ragged.inputs[1] = ragged.inputs[1].first(kElems - 1);
+  EXPECT_THROW(fk::scan_lamport_on_host(s.after[0], ragged), std::invalid_argument);
+}
+
 TEST(InvariantChecker, TwoShotFlagsAndStateSeparation) {
   Synthetic s = correct_call(2);
   for (auto& a : s.after) {

@@ -52,7 +52,12 @@ struct LamportScan {
   bool operator==(const LamportScan&) const = default;
 };
 
-// Over the Lamport bytes of a ControlState read back with the buffers.
+// Throws std::invalid_argument when a request cannot be scanned: data_buffer outside
+// [0, kLamportBuffers), more than kMaxRanks inputs, or inputs of different lengths.
+void validate_lamport_request(const LamportScanRequest& request);
+
+// Over the Lamport bytes of a ControlState read back with the buffers (throws
+// std::invalid_argument for a state read without them, or a bad request).
 LamportScan scan_lamport_on_host(const ControlState& after, const LamportScanRequest& request);
 
 // The "invariant 4/5/6: ..." lines for rank r (empty when the buffers are as they must be).
