@@ -131,45 +131,52 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
   Bits* allreduce = out.allreduce.view<T>().data();
   Bits* residual_out = out.residual_out.view<T>().data();
   Bits* norm_out = out.norm_out.view<T>().data();
-  // Float rows of scratch, kept per thread between calls: allocating (and first touching)
-  // them on every call dominated single-token calls.
-  thread_local std::vector<float> scratch;
-  thread_local std::vector<Bits> scratch_bits;
-  if (scratch.size() < 5 * hidden) scratch.resize(5 * hidden);
-  if (scratch_bits.size() < hidden) scratch_bits.resize(hidden);
-  float* const acc = scratch.data();
-  float* const tmp = acc + hidden;
-  float* const y = tmp + hidden;
-  float* const quant_in = y + hidden;
-  float* const w = quant_in + hidden;  // weight_bias + gamma, as in norm_weights
-  Bits* const rounded = scratch_bits.data();
   const Bits* gamma = in.gamma.view<T>().data();
-  for (std::size_t j = 0; j < hidden; ++j) w[j] = c.weight_bias + E::to_float(gamma[j]);
 
-  // Each step is its own loop over a row so that the compiler vectorises it (the rows
-  // stay in cache); the arithmetic per element is exactly the order in fused.hpp.
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const std::size_t base = t * hidden;
-    widen_row<T>(rank_data[0] + base, acc, hidden, c.canonicalize_neg_zero);
-    for (std::size_t r = 1; r < rank_data.size(); ++r) {
-      widen_row<T>(rank_data[r] + base, tmp, hidden, c.canonicalize_neg_zero);
-      add_row(acc, tmp, hidden);
-      if (c.accumulation == Accumulation::per_step) {
-        round_row<T>(acc, rounded, hidden);
-        widen_row<T>(rounded, acc, hidden, false);
+  // Rows are independent: several threads for large calls (OpenMP), each with its own rows
+  // of scratch, kept per thread between calls (allocating and first touching them on every
+  // call dominated single-token calls).
+#pragma omp parallel if (count >= (1u << 14))
+  {
+    thread_local std::vector<float> scratch;
+    thread_local std::vector<Bits> scratch_bits;
+    if (scratch.size() < 5 * hidden) scratch.resize(5 * hidden);
+    if (scratch_bits.size() < hidden) scratch_bits.resize(hidden);
+    float* const acc = scratch.data();
+    float* const tmp = acc + hidden;
+    float* const y = tmp + hidden;
+    float* const quant_in = y + hidden;
+    float* const w = quant_in + hidden;  // weight_bias + gamma, as in norm_weights
+    Bits* const rounded = scratch_bits.data();
+    for (std::size_t j = 0; j < hidden; ++j) w[j] = c.weight_bias + E::to_float(gamma[j]);
+
+    // Each step is its own loop over a row so that the compiler vectorises it (the rows
+    // stay in cache); the arithmetic per element is exactly the order in fused.hpp.
+#pragma omp for schedule(static)
+    for (std::ptrdiff_t row = 0; row < static_cast<std::ptrdiff_t>(tokens); ++row) {
+      const auto t = static_cast<std::size_t>(row);
+      const std::size_t base = t * hidden;
+      widen_row<T>(rank_data[0] + base, acc, hidden, c.canonicalize_neg_zero);
+      for (std::size_t r = 1; r < rank_data.size(); ++r) {
+        widen_row<T>(rank_data[r] + base, tmp, hidden, c.canonicalize_neg_zero);
+        add_row(acc, tmp, hidden);
+        if (c.accumulation == Accumulation::per_step) {
+          round_row<T>(acc, rounded, hidden);
+          widen_row<T>(rounded, acc, hidden, false);
+        }
       }
-    }
-    round_row<T>(acc, allreduce + base, hidden);
-    widen_row<T>(allreduce + base, acc, hidden, false);
-    widen_row<T>(residual + base, tmp, hidden, false);
-    add_row(acc, tmp, hidden);
-    round_row<T>(acc, residual_out + base, hidden);
-    widen_row<T>(residual_out + base, acc, hidden, false);  // x
-    rmsnorm_row(acc, w, hidden, c.eps, y);
-    round_row<T>(y, norm_out + base, hidden);
-    if (any_quant) {
-      for (std::size_t j = 0; j < hidden; ++j) quant_in[j] = E::to_float(norm_out[base + j]);
-      quantise_row(q, quant_in, hidden, t, out);
+      round_row<T>(acc, allreduce + base, hidden);
+      widen_row<T>(allreduce + base, acc, hidden, false);
+      widen_row<T>(residual + base, tmp, hidden, false);
+      add_row(acc, tmp, hidden);
+      round_row<T>(acc, residual_out + base, hidden);
+      widen_row<T>(residual_out + base, acc, hidden, false);  // x
+      rmsnorm_row(acc, w, hidden, c.eps, y);
+      round_row<T>(y, norm_out + base, hidden);
+      if (any_quant) {
+        for (std::size_t j = 0; j < hidden; ++j) quant_in[j] = E::to_float(norm_out[base + j]);
+        quantise_row(q, quant_in, hidden, t, out);
+      }
     }
   }
 }
