@@ -95,6 +95,8 @@ class BenchRunner {
         p.hidden = hidden;
         p.dtype = k::DType::bf16;
         p.pattern = k::Pattern::residual_rmsnorm;
+        p.cluster = options_.cluster;
+        p.use_pdl = options_.use_pdl;
         p.input = input.get();
         p.residual_in = residual.get();
         p.gamma = gamma.get();
@@ -203,8 +205,11 @@ int run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
   if (comm.rank() == 0) {
     fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));
     fmt::print("bf16, residual + RMSNorm; median of {} calls after {} warm-up, slowest rank; "
-               "latency in microseconds\n",
-               options.iters, options.warmup);
+               "latency in microseconds; PDL {}, one-shot RMSNorm path {}\n",
+               options.iters, options.warmup, options.use_pdl ? "on" : "off",
+               options.cluster == k::ClusterMode::automatic       ? "auto"
+               : options.cluster == k::ClusterMode::force_cluster ? "cluster"
+                                                                  : "no-cluster");
     fmt::print("{:>7} {:>7} {:>11} {:>11} {:>11} {:>15} {:>13}\n", "tokens", "hidden", "one-shot",
                "two-shot", "unfused", "unfused/1shot", "2shot/1shot");
   }

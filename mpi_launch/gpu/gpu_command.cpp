@@ -228,6 +228,17 @@ void add_gpu_command(CLI::App& app, int& exit_code) {
           {"auto", gpu::BaselineAllreduce::automatic},
           {"nccl", gpu::BaselineAllreduce::nccl},
           {"ours", gpu::BaselineAllreduce::ours}}));
+  bench
+      ->add_option_function<std::string>(
+          "--cluster",
+          [o](const std::string& v) {
+            o->bench.cluster = v == "cluster"      ? kernels::ClusterMode::force_cluster
+                               : v == "no-cluster" ? kernels::ClusterMode::force_no_cluster
+                                                   : kernels::ClusterMode::automatic;
+          },
+          "One-shot RMSNorm path: auto, cluster or no-cluster")
+      ->check(CLI::IsMember({"auto", "cluster", "no-cluster"}));
+  bench->add_flag("!--no-pdl", o->bench.use_pdl, "Launch the fused kernels without PDL");
   bench->add_option("--json", o->bench.json_out, "Write the table (rank 0)");
   bench->callback([o, &exit_code] {
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return gpu::run_bench(c, o->bench); });

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fusioncheck/cli/mpi_comm.hpp"
+#include "fusioncheck/kernels/types.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -35,6 +36,8 @@ struct BenchOptions {
   int warmup = 20;
   int iters = 100;
   BaselineAllreduce allreduce = BaselineAllreduce::automatic;
+  kernels::ClusterMode cluster = kernels::ClusterMode::automatic;  // the one-shot RMSNorm path
+  bool use_pdl = true;                                               // the fused kernels' launches
   std::string json_out;
 };
 
