@@ -63,15 +63,6 @@ LamportBufferScan scan_sentinel(const ControlState& s, int b, std::uint64_t firs
   return out;
 }
 
-}  // namespace
-
-std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int elem_bytes) {
-  if (elem_bytes == 2) return protocol::canonicalize_bits16(input_bits);
-  const float f = dtype == DType::bf16 ? std::bit_cast<float>(std::uint32_t{input_bits} << 16)
-                                       : half_bits_to_float(input_bits);
-  return protocol::canonicalize_bits32(std::bit_cast<std::uint32_t>(f));
-}
-
 void validate_lamport_request(const LamportScanRequest& request) {
   if (request.data_buffer < 0 || request.data_buffer >= protocol::kLamportBuffers)
     throw std::invalid_argument("Lamport scan: data buffer " + std::to_string(request.data_buffer) +
@@ -83,18 +74,33 @@ void validate_lamport_request(const LamportScanRequest& request) {
       throw std::invalid_argument("Lamport scan: the ranks' inputs differ in length");
 }
 
-LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest& request) {
+}  // namespace
+
+std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int elem_bytes) {
+  if (elem_bytes == 2) return protocol::canonicalize_bits16(input_bits);
+  const float f = dtype == DType::bf16 ? std::bit_cast<float>(std::uint32_t{input_bits} << 16)
+                                       : half_bits_to_float(input_bits);
+  return protocol::canonicalize_bits32(std::bit_cast<std::uint32_t>(f));
+}
+
+LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes, std::uint64_t per_buffer) {
   validate_lamport_request(request);
+  const std::size_t n = request.inputs.size();
+  LamportScan scan;
+  scan.data_buffer = request.data_buffer;
+  scan.elem_bytes = elem_bytes;
+  scan.slot_elems = n > 0 ? request.inputs[0].size() : 0;
+  scan.slots_fit = n * scan.slot_elems <= per_buffer;
+  scan.slots.resize(n);
+  return scan;
+}
+
+LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest& request) {
   if (a.lamport.size() != protocol::kLamportBuffers * a.comm_size)
     throw std::invalid_argument("Lamport scan on the host: the state was read without its Lamport buffers");
   const int n = static_cast<int>(request.inputs.size());
   const std::uint64_t per_buffer = a.comm_size / a.elem_bytes;
-  LamportScan scan;
-  scan.data_buffer = request.data_buffer;
-  scan.elem_bytes = a.elem_bytes;
-  scan.slot_elems = n > 0 ? request.inputs[0].size() : 0;
-  scan.slots_fit = n * scan.slot_elems <= per_buffer;
-  scan.slots.resize(static_cast<std::size_t>(n));
+  LamportScan scan = empty_lamport_scan(request, a.elem_bytes, per_buffer);
   for (int src = 0; src < n && scan.slots_fit; ++src) {
     LamportSlotScan& slot = scan.slots[static_cast<std::size_t>(src)];
     const auto input = request.inputs[static_cast<std::size_t>(src)];

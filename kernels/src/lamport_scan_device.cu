@@ -147,14 +147,8 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   const int elem_bytes = config.fp32_lamport ? 4 : 2;
   const std::uint64_t per_buffer = config.comm_size / elem_bytes;
   const int n = static_cast<int>(request.inputs.size());
-  validate_lamport_request(request);
   if (per_buffer >= (1ull << 32)) throw InvalidLaunch("Lamport scan: a buffer of 2^32 elements or more");
-  LamportScan scan;
-  scan.data_buffer = request.data_buffer;
-  scan.elem_bytes = elem_bytes;
-  scan.slot_elems = n > 0 ? request.inputs[0].size() : 0;
-  scan.slots_fit = n * scan.slot_elems <= per_buffer;
-  scan.slots.resize(static_cast<std::size_t>(n));
+  LamportScan scan = empty_lamport_scan(request, elem_bytes, per_buffer);
 
   const std::uint64_t input_elems = scan.slots_fit ? n * scan.slot_elems : 0;
   scratch_->reserve_inputs(std::max<std::uint64_t>(input_elems, 1));

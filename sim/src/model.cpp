@@ -188,12 +188,17 @@ void Model::toggle_ready(int thread_index) {
     events_.erase(at);
 }
 
+// The watchers, on the thread's rank, of the one kind of change in `bit`.
+std::vector<std::int32_t>& Model::watchers_of(int thread_index, std::uint8_t bit) {
+  return watchers_[static_cast<std::size_t>(threads_[static_cast<std::size_t>(thread_index)].rank * kChangeKinds +
+                                            std::countr_zero(bit))];
+}
+
 // A launched thread at `pc` joins the watchers of what its readiness reads.
 void Model::watch(int thread_index, std::uint8_t pc) {
   const std::uint8_t bit = depends_on_changes(pc);
   if (bit == 0) return;
-  auto& list = watchers_[static_cast<std::size_t>(
-      threads_[static_cast<std::size_t>(thread_index)].rank * kChangeKinds + std::countr_zero(bit))];
+  auto& list = watchers_of(thread_index, bit);
   watch_slot_[static_cast<std::size_t>(thread_index)] = static_cast<std::int32_t>(list.size());
   list.push_back(thread_index);
 }
@@ -202,8 +207,7 @@ void Model::watch(int thread_index, std::uint8_t pc) {
 void Model::unwatch(int thread_index, std::uint8_t pc) {
   const std::uint8_t bit = depends_on_changes(pc);
   if (bit == 0) return;
-  auto& list = watchers_[static_cast<std::size_t>(
-      threads_[static_cast<std::size_t>(thread_index)].rank * kChangeKinds + std::countr_zero(bit))];
+  auto& list = watchers_of(thread_index, bit);
   const std::int32_t slot = watch_slot_[static_cast<std::size_t>(thread_index)];
   const std::int32_t moved = list.back();
   list[static_cast<std::size_t>(slot)] = moved;

@@ -52,9 +52,11 @@ struct LamportScan {
   bool operator==(const LamportScan&) const = default;
 };
 
-// Throws std::invalid_argument when a request cannot be scanned: data_buffer outside
-// [0, kLamportBuffers), more than kMaxRanks inputs, or inputs of different lengths.
-void validate_lamport_request(const LamportScanRequest& request);
+// A scan with nothing found yet, shaped for the request: the slot length, whether the slots
+// fit in a buffer of per_buffer elements, one slot per rank. Throws std::invalid_argument
+// when the request cannot be scanned: data_buffer outside [0, kLamportBuffers), more than
+// kMaxRanks inputs, or inputs of different lengths.
+LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes, std::uint64_t per_buffer);
 
 // Over the Lamport bytes of a ControlState read back with the buffers (throws
 // std::invalid_argument for a state read without them, or a bad request).

@@ -198,6 +198,7 @@ class Model {
       toggle_ready(thread_index);
   }
   void toggle_ready(int thread_index);
+  std::vector<std::int32_t>& watchers_of(int thread_index, std::uint8_t bit);
   void watch(int thread_index, std::uint8_t pc);
   void unwatch(int thread_index, std::uint8_t pc);
   bool store_piece(const Piece& piece);
