@@ -15,14 +15,14 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 STEPS=${STEPS-gtest smoke check kill bench}
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   cmake --preset h200 >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 2; }
-  cmake --build build/h200 --target fusioncheck test_kernels_gpu bench_kernels -j "$(nproc)" >"$OUT/build.log" 2>&1 \
+  cmake --build build/h200 --target fusioncheck kernels_gpu_test bench_kernels -j "$(nproc)" >"$OUT/build.log" 2>&1 \
     || { grep -E 'error' -A5 "$OUT/build.log" | head -60; exit 2; }
   echo "== build ok"
 fi
 FC=build/h200/mpi_launch/fusioncheck
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 if has gtest; then
-  timeout "${GTEST_S:-200}" build/h200/property_tests/kernels/test_kernels_gpu --gtest_filter="${GTEST_FILTER:-*}" \
+  timeout "${GTEST_S:-200}" build/h200/property_tests/kernels/kernels_gpu_test --gtest_filter="${GTEST_FILTER:-*}" \
     >"$OUT/gtest.log" 2>&1; echo "gtest rc=$?"
   grep -E '^\[  (FAILED|PASSED) |Failure' -A3 "$OUT/gtest.log" | head -40
 fi

@@ -1,5 +1,5 @@
-#include "fusioncheck/cli/mpi_comm.hpp"
-#include "fusioncheck/cli/rank_watchdog.hpp"
+#include "fusioncheck/mpi/mpi_comm.hpp"
+#include "fusioncheck/mpi/rank_watchdog.hpp"
 
 #include <mpi.h>
 

@@ -1,4 +1,4 @@
-#include "fusioncheck/cli/rank_watchdog.hpp"
+#include "fusioncheck/mpi/rank_watchdog.hpp"
 
 #include <signal.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "fusioncheck/cli/rank_watchdog.hpp"
+#include "fusioncheck/mpi/rank_watchdog.hpp"
 #include "fusioncheck/kernels/invariants.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/reference/reference.hpp"

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "fusioncheck/gpu/device_buffer.hpp"
-#include "fusioncheck/cli/command.hpp"
-#include "fusioncheck/cli/rank_watchdog.hpp"
+#include "fusioncheck/gpu/errors.hpp"
+#include "fusioncheck/mpi/rank_watchdog.hpp"
 #include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
@@ -49,9 +49,9 @@ double median(std::vector<double> v) {
 bool baseline_uses_nccl(BaselineAllreduce choice, bool ranks_share_gpu, bool nccl_built) {
   if (choice == BaselineAllreduce::ours) return false;
   if (choice == BaselineAllreduce::automatic) return nccl_built && !ranks_share_gpu;
-  if (!nccl_built) throw cli::UsageError("--allreduce nccl: this build has no NCCL (FUSIONCHECK_HAVE_NCCL is off)");
+  if (!nccl_built) throw BadInput("--allreduce nccl: this build has no NCCL (FUSIONCHECK_HAVE_NCCL is off)");
   if (ranks_share_gpu)
-    throw cli::UsageError("--allreduce nccl: ranks share a GPU here and NCCL refuses two ranks on one GPU; "
+    throw BadInput("--allreduce nccl: ranks share a GPU here and NCCL refuses two ranks on one GPU; "
                           "use one rank per GPU, or --allreduce ours");
   return true;
 }
@@ -193,11 +193,11 @@ std::string grid_note(const nlohmann::json& rows) {
 
 }  // namespace
 
-int run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
+BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
   if (!protocol::is_supported_rank_count(comm.size()))
-    throw cli::UsageError(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks",
+    throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks",
                                       comm.size()));
-  if (options.iters < 100) throw cli::UsageError("--iters must be at least 100 (a median of >= 100 calls)");
+  if (options.iters < 100) throw BadInput("--iters must be at least 100 (a median of >= 100 calls)");
   const GpuPlacement placement = place_rank_on_gpu(comm);
   // Before any workspace exists: every rank on a node sees the same placement and refuses alike.
   (void)baseline_uses_nccl(options.allreduce, placement.ranks_share_gpu, k::NcclAllReduce::available());
@@ -224,7 +224,7 @@ int run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
                  .dump(1)
           << "\n";
   }
-  return cli::kExitClean;
+  return BenchResult{rows, runner.allreduce_kind()};
 }
 
 }  // namespace fusioncheck::gpu

@@ -2,7 +2,7 @@
 
 #include <fmt/core.h>
 
-#include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/gpu/errors.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -18,7 +18,7 @@ template <std::size_t N>
 int index_of(const char* const (&names)[N], const std::string& value, const char* field) {
   for (std::size_t i = 0; i < N; ++i)
     if (value == names[i]) return static_cast<int>(i);
-  throw cli::UsageError(fmt::format("replay file: unknown {} '{}'", field, value));
+  throw BadInput(fmt::format("replay file: unknown {} '{}'", field, value));
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ GpuCase case_from_json(const nlohmann::json& j) {
     c.ranks = j.at("ranks").get<int>();
     c.hidden = j.at("hidden").get<int>();
     const auto dtype = j.at("dtype").get<std::string>();
-    if (dtype != "bf16" && dtype != "f16") throw cli::UsageError("replay file: dtype must be bf16 or f16");
+    if (dtype != "bf16" && dtype != "f16") throw BadInput("replay file: dtype must be bf16 or f16");
     c.dtype = dtype == "bf16" ? k::DType::bf16 : k::DType::f16;
     c.fp32_lamport = j.at("fp32_lamport").get<bool>();
     c.fp32_accumulation = j.at("fp32_accumulation").get<bool>();
@@ -77,10 +77,10 @@ GpuCase case_from_json(const nlohmann::json& j) {
       c.calls.push_back(s);
     }
     if (const std::string problem = case_problem(c); !problem.empty())
-      throw cli::UsageError("replay file: " + problem);
+      throw BadInput("replay file: " + problem);
     return c;
   } catch (const nlohmann::json::exception& e) {
-    throw cli::UsageError(std::string("replay file: ") + e.what());
+    throw BadInput(std::string("replay file: ") + e.what());
   }
 }
 

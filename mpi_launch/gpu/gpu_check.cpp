@@ -13,7 +13,7 @@
 #include <fstream>
 
 #include "fusioncheck/gpu/case_runner.hpp"
-#include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_check.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
@@ -47,25 +47,25 @@ std::optional<GpuCase> receive_case(mpi::MpiComm& comm) {
   if (header[0] == kDone) return std::nullopt;
   std::string text(static_cast<std::size_t>(header[1]), '\0');
   comm.broadcast(text.data(), text.size(), 0, header[0] == kBadInput ? "bad input message" : "case body");
-  if (header[0] == kBadInput) throw cli::UsageError(text);
+  if (header[0] == kBadInput) throw BadInput(text);
   return case_from_json(nlohmann::json::parse(text));
 }
 
-// Rank 0: the case in a replay file, checked against this job; throws cli::UsageError.
+// Rank 0: the case in a replay file, checked against this job; throws BadInput.
 GpuCase load_replay(const std::string& path, int ranks, const CaseRunner& runner) {
   std::ifstream in(path);
-  if (!in) throw cli::UsageError("--replay " + path + ": cannot open");
+  if (!in) throw BadInput("--replay " + path + ": cannot open");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw cli::UsageError("--replay " + path + ": not JSON: " + e.what());
+    throw BadInput("--replay " + path + ": not JSON: " + e.what());
   }
   GpuCase c = case_from_json(j.contains("case") ? j["case"] : j);
   if (c.ranks != ranks)
-    throw cli::UsageError(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, ranks));
+    throw BadInput(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, ranks));
   if (const std::string problem = runner.does_not_fit(c); !problem.empty())
-    throw cli::UsageError("--replay: " + problem);
+    throw BadInput("--replay: " + problem);
   return c;
 }
 
@@ -131,11 +131,11 @@ void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& 
 
 CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacement& placement) {
   const auto mutant = protocol::parse_mutant(o.mutant);
-  if (!mutant) throw cli::UsageError("--mutant " + o.mutant + ": not in the catalogue (fusioncheck mutants)");
+  if (!mutant) throw BadInput("--mutant " + o.mutant + ": not in the catalogue (fusioncheck mutants)");
   MpiBootstrap bootstrap(comm);
   OurKernels kernel(bootstrap, *mutant);
   if (!kernel.mutant_compiled())
-    throw cli::UsageError("--mutant " + o.mutant + ": the kernels have no instance of this mutant");
+    throw BadInput("--mutant " + o.mutant + ": the kernels have no instance of this mutant");
   CaseRunner runner(comm, kernel, placement, o.max_tokens, o.max_hidden, o.max_calls, o.max_elems);
   CheckResult result;
   result.mutant = o.mutant;
@@ -168,7 +168,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
     GpuCase c;
     try {
       c = load_replay(o.replay_file, comm.size(), runner);
-    } catch (const cli::UsageError& e) {
+    } catch (const BadInput& e) {
       send_bad_input(comm, e.what());  // the other ranks exit 2 with the same line
       throw;
     }

@@ -11,7 +11,7 @@
 #include <omp.h>
 #endif
 
-#include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/gpu/errors.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -42,12 +42,12 @@ bool mps_daemon_running(const std::filesystem::path& proc) {
 GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm) {
   GpuPlacement placement;
   if (cudaGetDeviceCount(&placement.device_count) != cudaSuccess || placement.device_count == 0)
-    throw cli::UsageError("no CUDA device is visible to rank " + std::to_string(comm.rank()));
+    throw BadInput("no CUDA device is visible to rank " + std::to_string(comm.rank()));
   placement.device = comm.local_rank() % placement.device_count;
   placement.ranks_share_gpu = comm.local_size() > placement.device_count;
   placement.mps_running = mps_control_pipe_exists() && mps_daemon_running();
   if (cudaSetDevice(placement.device) != cudaSuccess)
-    throw cli::UsageError("cannot select GPU " + std::to_string(placement.device));
+    throw BadInput("cannot select GPU " + std::to_string(placement.device));
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, placement.device);
   placement.device_name = prop.name;
@@ -80,7 +80,7 @@ void agree_on_config(mpi::MpiComm& comm, const RunConfig& mine) {
   constexpr std::size_t kBytes = 2048;
   std::string text;
   for (const auto& [name, value] : named_fields(mine)) text += name + "=" + value + "\n";
-  if (text.size() >= kBytes) throw cli::UsageError("run configuration too long to compare");
+  if (text.size() >= kBytes) throw BadInput("run configuration too long to compare");
   text.resize(kBytes, '\0');
   std::vector<char> all(kBytes * static_cast<std::size_t>(comm.size()));
   comm.all_gather(text.data(), all.data(), kBytes, "configuration agreement");
@@ -101,7 +101,7 @@ void agree_on_config(mpi::MpiComm& comm, const RunConfig& mine) {
                                    root[i].substr(0, root[i].find('=')), root[i].substr(root[i].find('=') + 1),
                                    r, other[i].substr(other[i].find('=') + 1));
   }
-  if (!differences.empty()) throw cli::UsageError("ranks disagree on the run configuration: " + differences);
+  if (!differences.empty()) throw BadInput("ranks disagree on the run configuration: " + differences);
 }
 
 }  // namespace fusioncheck::gpu

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "fusioncheck/gpu/case_runner.hpp"
-#include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
@@ -89,13 +89,13 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
 
 }  // namespace
 
-int run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
+SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
   if (!protocol::is_supported_rank_count(comm.size()))
-    throw cli::UsageError(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+    throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
   for (int h : options.hidden)
-    if (h <= 0 || h % 16 != 0) throw cli::UsageError(fmt::format("--hidden {}: must be a positive multiple of 16", h));
+    if (h <= 0 || h % 16 != 0) throw BadInput(fmt::format("--hidden {}: must be a positive multiple of 16", h));
   for (int t : options.tokens)
-    if (t <= 0) throw cli::UsageError(fmt::format("--tokens {}: must be positive", t));
+    if (t <= 0) throw BadInput(fmt::format("--tokens {}: must be positive", t));
   const GpuPlacement placement = place_rank_on_gpu(comm);
   if (comm.rank() == 0) fmt::print("fusioncheck gpu smoke: {}\n", describe(placement, comm.size()));
   MpiBootstrap bootstrap(comm);
@@ -133,7 +133,7 @@ int run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
                passed, failed, refused, runner.calls_run());
     if (!options.json_out.empty()) std::ofstream(options.json_out) << results.dump(1) << "\n";
   }
-  return failed ? cli::kExitFindings : cli::kExitClean;
+  return SmokeResult{passed, failed, refused, runner.calls_run()};
 }
 
 }  // namespace fusioncheck::gpu

@@ -233,7 +233,7 @@ TEST(InvariantChecker, CatchesA16BitSentinelInAnFp32Buffer) {
   EXPECT_TRUE(mentions(v, "invariant 5"));
 }
 
-// The GPU scanner is compared with this one on the H200 (test_kernels_gpu), so its counts
+// The GPU scanner is compared with this one on the H200 (kernels_gpu_test), so its counts
 // and first offenders must be exact: several bad elements, the lowest index reported.
 TEST(InvariantChecker, HostLamportScanCountsAndReportsTheFirstOffender) {
   Synthetic s = correct_call(2);

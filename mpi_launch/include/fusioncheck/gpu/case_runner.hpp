@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fusioncheck/gpu/device_buffer.hpp"
-#include "fusioncheck/cli/mpi_comm.hpp"
+#include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/gpu_session.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"

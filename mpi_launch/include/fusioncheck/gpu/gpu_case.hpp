@@ -53,7 +53,7 @@ struct GpuCase {
 };
 
 nlohmann::json to_json(const GpuCase& c);
-GpuCase case_from_json(const nlohmann::json& j);  // throws cli::UsageError on a bad file
+GpuCase case_from_json(const nlohmann::json& j);  // throws BadInput on a bad file
 std::string describe(const GpuCase& c);           // one line
 std::string describe(const CallSpec& call);
 // Why a case cannot run as written (a replay file edited by hand, say); "" if it can.

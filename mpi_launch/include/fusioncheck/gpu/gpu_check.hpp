@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fusioncheck/gpu/case_runner.hpp"
-#include "fusioncheck/cli/mpi_comm.hpp"
+#include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/gpu/gpu_session.hpp"
 
 namespace fusioncheck::gpu {
@@ -49,7 +49,7 @@ struct CheckResult {
   PhaseTimes times;  // this rank's (rank 0's in reports): where the time went
 };
 
-// Collective. Bad options throw cli::UsageError.
+// Collective. Bad options throw BadInput.
 CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& options, const GpuPlacement& placement);
 
 }  // namespace fusioncheck::gpu

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "fusioncheck/cli/mpi_comm.hpp"
+#include <nlohmann/json.hpp>
+
+#include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/kernels/types.hpp"
 
 namespace fusioncheck::gpu {
@@ -27,7 +29,7 @@ struct SmokeOptions {
 enum class BaselineAllreduce { automatic, nccl, ours };
 
 // automatic: NCCL where it can run (built with it, one rank per GPU), else ours. nccl where
-// it cannot run throws cli::UsageError naming why.
+// it cannot run throws BadInput naming why.
 bool baseline_uses_nccl(BaselineAllreduce choice, bool ranks_share_gpu, bool nccl_built);
 
 struct BenchOptions {
@@ -41,8 +43,20 @@ struct BenchOptions {
   std::string json_out;
 };
 
-// Return the process exit code: 0 clean, 1 findings. Bad input throws cli::UsageError.
-int run_smoke(mpi::MpiComm& comm, const SmokeOptions& options);
-int run_bench(mpi::MpiComm& comm, const BenchOptions& options);
+struct SmokeResult {
+  int passed = 0;
+  int failed = 0;   // wrong results, failed invariants, or a launch refused unexpectedly
+  int refused = 0;  // refused as expected (NVFP4 below sm_100)
+  int calls = 0;    // kernel calls on this rank
+};
+
+struct BenchResult {
+  nlohmann::json rows;            // one per (tokens, hidden): latencies in microseconds
+  std::string unfused_allreduce;  // which allreduce the unfused baseline used
+};
+
+// Collective. Bad input throws BadInput (errors.hpp).
+SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options);
+BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options);
 
 }  // namespace fusioncheck::gpu

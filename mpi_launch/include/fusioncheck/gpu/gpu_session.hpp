@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "fusioncheck/cli/mpi_comm.hpp"
+#include "fusioncheck/mpi/mpi_comm.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -22,7 +22,7 @@ struct GpuPlacement {
 // Whether an MPS control daemon or server process is running (looked up in `proc`).
 bool mps_daemon_running(const std::filesystem::path& proc = "/proc");
 
-// Binds this rank to GPU (local rank mod GPU count). Throws UsageError without a GPU.
+// Binds this rank to GPU (local rank mod GPU count). Throws BadInput without a GPU.
 GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm);
 
 // One line for the run's header.
@@ -33,6 +33,6 @@ std::string describe(const GpuPlacement& placement, int ranks);
 namespace fusioncheck::gpu {
 struct RunConfig;
 // Collective: every rank's configuration must equal rank 0's. On a mismatch every rank
-// throws cli::UsageError naming the fields that differ (and their values on each rank).
+// throws BadInput naming the fields that differ (and their values on each rank).
 void agree_on_config(mpi::MpiComm& comm, const RunConfig& mine);
 }  // namespace fusioncheck::gpu

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
     return fusioncheck::cli::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "fusioncheck: internal error: " << e.what() << "\n";
-    return 3;
+    return fusioncheck::cli::kExitInternalError;
   }
   return exit_code;
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
@@ -99,7 +99,7 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
     try {
       fg::case_from_json(j);
       ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
-    } catch (const fusioncheck::cli::UsageError& err) {
+    } catch (const fusioncheck::gpu::BadInput& err) {
       EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
     }
   }
@@ -118,10 +118,10 @@ TEST(BaselineAllreduce, NcclWithRanksSharingAGpuIsBadInput) {
   try {
     fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, true, true);
     ADD_FAILURE() << "NCCL with ranks sharing a GPU was accepted";
-  } catch (const fusioncheck::cli::UsageError& e) {
+  } catch (const fusioncheck::gpu::BadInput& e) {
     EXPECT_NE(std::string(e.what()).find("NCCL refuses two ranks on one GPU"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, false, false), fusioncheck::cli::UsageError);
+  EXPECT_THROW(fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, false, false), fusioncheck::gpu::BadInput);
 }
 
 // MPS is "running" only while a daemon process is: its pipe file outlives `quit`.

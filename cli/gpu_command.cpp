@@ -11,9 +11,10 @@
 #include <memory>
 
 #include "fusioncheck/cli/command.hpp"
-#include "fusioncheck/cli/mpi_comm.hpp"
-#include "fusioncheck/cli/rank_watchdog.hpp"
+#include "fusioncheck/mpi/mpi_comm.hpp"
+#include "fusioncheck/mpi/rank_watchdog.hpp"
 #include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/gpu_check.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
@@ -63,6 +64,8 @@ int run_on_ranks(const GpuCliOptions& options, Job job) {
     return rc;
   } catch (const UsageError&) {
     throw;  // every rank sees the same bad input: main() prints it once per rank, exit 2
+  } catch (const gpu::BadInput& e) {
+    throw UsageError(e.what());
   } catch (const mpi::MpiTimeout& e) {
     const std::string gone = mpi::vanished_peers(peers);
     fmt::print(stderr, "fusioncheck gpu: rank {}: {}{}\n", comm.rank(), e.what(),
@@ -193,7 +196,9 @@ void add_gpu_command(CLI::App& app, int& exit_code) {
   smoke->add_option("--calls-per-case", o->smoke.calls_per_case)->check(CLI::Range(1, 16));
   smoke->add_option("--json", o->smoke.json_out, "Write per-case results (rank 0)");
   smoke->callback([o, &exit_code] {
-    exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return gpu::run_smoke(c, o->smoke); });
+    exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
+      return gpu::run_smoke(c, o->smoke).failed ? kExitFindings : kExitClean;
+    });
   });
 
   auto* check = gpu->add_subcommand("check", "The property suite: RapidCheck cases vs the reference and invariants");
@@ -241,7 +246,10 @@ void add_gpu_command(CLI::App& app, int& exit_code) {
   bench->add_flag("!--no-pdl", o->bench.use_pdl, "Launch the fused kernels without PDL");
   bench->add_option("--json", o->bench.json_out, "Write the table (rank 0)");
   bench->callback([o, &exit_code] {
-    exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return gpu::run_bench(c, o->bench); });
+    exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
+      gpu::run_bench(c, o->bench);
+      return kExitClean;
+    });
   });
 }
 

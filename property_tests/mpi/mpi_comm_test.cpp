@@ -6,7 +6,7 @@
 #include <numeric>
 #include <thread>
 
-#include "fusioncheck/cli/mpi_comm.hpp"
+#include "fusioncheck/mpi/mpi_comm.hpp"
 
 namespace {
 fusioncheck::mpi::MpiComm* g_comm = nullptr;

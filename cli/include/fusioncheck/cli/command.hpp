@@ -14,9 +14,11 @@ class App;
 
 namespace fusioncheck::cli {
 
-inline constexpr int kExitClean = 0;
-inline constexpr int kExitFindings = 1;
-inline constexpr int kExitBadInput = 2;
+// The exit codes of every subcommand.
+inline constexpr int kExitClean = 0;          // ran, found nothing
+inline constexpr int kExitFindings = 1;       // a counterexample, a failed check, a hang diagnosis
+inline constexpr int kExitBadInput = 2;       // refused before the work, with a one-line error
+inline constexpr int kExitInternalError = 3;  // a bug of fusioncheck itself
 
 struct UsageError : std::runtime_error {
   explicit UsageError(const std::string& what) : std::runtime_error(what) {}

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "fusioncheck/cli/rank_watchdog.hpp"
+#include "fusioncheck/mpi/rank_watchdog.hpp"
 
 namespace {
 
