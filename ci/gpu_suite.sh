@@ -4,55 +4,50 @@
 # (2, 4, 8, 16) up to the GPU count; on a single GPU, 2 ranks sharing it, under MPS when
 # ALLOW_MPS=1 (the default; set 0 where the runner may not start the MPS daemon).
 # Runs: the in-process kernel tests, then per rank count the smoke run, the property
-# suite (CASES cases) and the mutant kill table. Reports land in REPORTS (default
-# build/gpu-reports): JSON, JUnit XML and Markdown. Exit non-zero if anything failed.
+# suite (CASES cases) and the mutant kill table (KILL_CASES cases per mutant). Reports land
+# in REPORTS (default $BUILD/gpu-reports): JSON, JUnit XML and Markdown. Every step's exit
+# code is recorded and listed at the end; exits non-zero if any step failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-source ci/env.sh
+cd "$(dirname "$0")/.." || exit 2
+source ci/lib.sh
 BUILD=${BUILD:-build/default}
 REPORTS=${REPORTS:-$BUILD/gpu-reports}
 CASES=${CASES:-10000}
 ALLOW_MPS=${ALLOW_MPS:-1}
-FC=$BUILD/mpi_launch/fusioncheck
+FC=$(fc_bin "$BUILD")
 mkdir -p "$REPORTS"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+REPORTS_ABS=$(cd "$REPORTS" && pwd)
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -lt 1 ]; then echo "gpu_suite: no GPU found"; exit 2; fi
 rank_counts=()
 for n in 2 4 8 16; do [ "$n" -le "$gpus" ] && rank_counts+=("$n"); done
-mps_started=0
+trap fc_mps_stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 if [ "${#rank_counts[@]}" -eq 0 ]; then
   rank_counts=(2)  # one GPU: two ranks share it
-  if [ "$ALLOW_MPS" = 1 ]; then
-    export CUDA_MPS_PIPE_DIRECTORY=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}
-    export CUDA_MPS_LOG_DIRECTORY=${CUDA_MPS_LOG_DIRECTORY:-/tmp/nvidia-mps-log}
-    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-    if [ ! -e "$CUDA_MPS_PIPE_DIRECTORY/control" ]; then
-      nvidia-cuda-mps-control -d && mps_started=1
-    fi
-  else
+  if [ "$ALLOW_MPS" != 1 ]; then
     echo "gpu_suite: ranks share one GPU without MPS: they are time-sliced (slow, still correct)"
+  elif ! fc_mps_start; then
+    echo "gpu_suite: MPS did not start: ranks sharing the GPU are time-sliced (slow, still correct)"
   fi
 fi
-stop_mps() { [ "$mps_started" = 1 ] && echo quit | nvidia-cuda-mps-control; }
-trap stop_mps EXIT
 
-status=0
-ctest --test-dir "$BUILD" -L gpu --output-on-failure --output-junit "$PWD/$REPORTS/ctest-gpu.xml" || status=1
+fc_step ctest-gpu 0 - ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+  --output-junit "$REPORTS_ABS/ctest-gpu.xml"
 for n in "${rank_counts[@]}"; do
-  M="mpirun -np $n --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x CUDA_MPS_PIPE_DIRECTORY"
   echo "== $n ranks: smoke"
-  $M "$FC" gpu smoke --json "$REPORTS/smoke-$n.json" || status=1
+  fc_step "smoke-$n" 0 - fc_mpirun "$n" "$FC" gpu smoke --json "$REPORTS/smoke-$n.json"
   echo "== $n ranks: property suite, $CASES cases"
-  $M "$FC" gpu check --cases "$CASES" --json "$REPORTS/check-$n.json" --junit "$REPORTS/check-$n.xml" \
-    --replay-out "$REPORTS/counterexample-$n.json" || status=1
+  fc_step "check-$n" 0 - fc_mpirun "$n" "$FC" gpu check --cases "$CASES" --json "$REPORTS/check-$n.json" \
+    --junit "$REPORTS/check-$n.xml" --replay-out "$REPORTS/counterexample-$n.json"
   [ "$n" = 2 ] || continue  # the mutant instances are compiled for 2 ranks
   # Fails on a false positive or on a survivor this setup can kill (expected survivors,
   # e.g. the sm_120-only mutants on older GPUs, are marked in the table, not failures).
   echo "== $n ranks: kill table"
-  $M "$FC" gpu kill-table --cases "${KILL_CASES:-300}" --out "$REPORTS/kill-table-$n.md" \
-    --json "$REPORTS/kill-table-$n.json" --junit "$REPORTS/kill-table-$n.xml" || status=1
+  fc_step "kill-table-$n" 0 - fc_mpirun "$n" "$FC" gpu kill-table --cases "${KILL_CASES:-300}" \
+    --out "$REPORTS/kill-table-$n.md" --json "$REPORTS/kill-table-$n.json" --junit "$REPORTS/kill-table-$n.xml"
 done
 echo "gpu_suite: reports in $REPORTS"
-exit $status
+fc_steps_report

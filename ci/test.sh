@@ -4,7 +4,7 @@
 # under AddressSanitizer + UndefinedBehaviorSanitizer. JUnit XML lands in build/*/junit.xml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source ci/env.sh
+source ci/lib.sh
 jobs=$(nproc)
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$jobs"

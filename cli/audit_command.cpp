@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <regex>
 #include <string>
@@ -11,9 +13,13 @@
 #include "fusioncheck/audit/audit.hpp"
 #include "fusioncheck/audit/cuobjdump.hpp"
 #include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/cli/options.hpp"
+#include "fusioncheck/cli/paths.hpp"
 
 namespace fusioncheck::cli {
 namespace {
+
+constexpr double kMaxTimeout_s = 86400;
 
 struct AuditArguments {
   std::vector<std::string> files;
@@ -38,10 +44,29 @@ audit::AuditOptions make_options(const AuditArguments& args) {
   return options;
 }
 
+audit::FileReport audit_file(const std::string& cuobjdump, const std::string& file,
+                             std::chrono::milliseconds time_limit, const audit::AuditOptions& options) {
+  // A progress line only when cuobjdump takes long (a large binary: ~0.5 s per MB), so that
+  // quick runs and their errors stay one line.
+  bool reported = false;
+  audit::DumpProgress progress;
+  progress.report = [&](double seconds) {
+    fmt::print(stderr, "audit: cuobjdump is still disassembling {} ({:.0f} s)\n", file, seconds);
+    reported = true;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  audit::FileReport report =
+      audit::audit_listing(file, audit::dump_listing(cuobjdump, file, time_limit, progress), options);
+  if (reported)
+    fmt::print(stderr, "audit: {} disassembled in {:.1f} s\n", file,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return report;
+}
+
 int run_audit(const AuditArguments& args) {
-  if (!(args.timeout_s > 0 && args.timeout_s <= 86400))
-    throw UsageError("--timeout must be a number of seconds in (0, 86400]");
   const audit::AuditOptions options = make_options(args);
+  // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
+  for (const auto& file : args.files) require_readable_file("", file);
   const auto cuobjdump = audit::find_cuobjdump();
   if (!cuobjdump)
     throw UsageError(std::string("cuobjdump not found ($CUOBJDUMP, PATH, /usr/local/cuda/bin); install it with: ") +
@@ -49,8 +74,7 @@ int run_audit(const AuditArguments& args) {
   const auto time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
   std::vector<audit::FileReport> reports;
   try {
-    for (const auto& file : args.files)
-      reports.push_back(audit::audit_listing(file, audit::dump_listing(*cuobjdump, file, time_limit), options));
+    for (const auto& file : args.files) reports.push_back(audit_file(*cuobjdump, file, time_limit, options));
   } catch (const audit::AuditInputError& e) {
     throw UsageError(e.what());
   }
@@ -68,15 +92,21 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand(
       "audit", "List each kernel's synchronisation instructions per architecture in compiled CUDA "
                "binaries (via cuobjdump) and flag differences, missing PDL waits and empty bodies");
-  sub->add_option("files", args->files, "Objects, executables or shared libraries with device code")
-      ->required();
+  sub->add_option("files", args->files,
+                  "Objects, executables or shared libraries with device code (readable regular files)")
+      ->required()
+      ->type_name("FILE")
+      ->default_str("");
   sub->add_option("--pdl-kernels", args->pdl_kernels,
-                  "Regular expression (searched in demangled names) of kernels launched with PDL");
+                  "Regular expression (ECMAScript, searched in demangled names) of kernels launched "
+                  "with PDL; default: none besides --pdl-all and the heuristic");
   sub->add_flag("--pdl-all", args->pdl_all, "Every kernel is launched with PDL");
   sub->add_flag("--no-pdl-heuristic", args->no_pdl_heuristic,
                 "Do not treat a kernel with a grid-dependency wait or trigger on some arch as PDL-launched");
-  sub->add_flag("--json", args->as_json, "Print as JSON");
-  sub->add_option("--timeout", args->timeout_s, "Seconds cuobjdump may run per file (default 300)");
+  sub->add_flag("--json", args->as_json, "Print as JSON instead of a table");
+  sub->add_option("--timeout", args->timeout_s, "Seconds cuobjdump may run per file")
+      ->check(seconds_up_to(kMaxTimeout_s));
+  sub->footer("cuobjdump is looked for in $CUOBJDUMP, then PATH, then /usr/local/cuda/bin.");
   sub->callback([args, &exit_code] { exit_code = run_audit(*args); });
 }
 

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -11,6 +12,8 @@
 #include <string>
 
 #include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/cli/options.hpp"
+#include "fusioncheck/cli/paths.hpp"
 #include "fusioncheck/sim/counterexample.hpp"
 #include "fusioncheck/sim/kill_table.hpp"
 
@@ -19,10 +22,18 @@ namespace {
 
 using namespace fusioncheck::sim;
 
+constexpr std::uint64_t kMaxBudget = 1000000000;  // days of search: more is a typo
+constexpr std::uint64_t kDefaultBudget = 10000;              // random and pct: schedules
+constexpr std::uint64_t kDefaultExhaustiveBudget = 10000000;  // exhaustive: executions
+constexpr int kMaxPctDepth = 16;
+constexpr int kMaxDeviations = 4;
+constexpr int kMaxGraphReplays = 64;
+
 struct SimArgs {
   std::string profile, mutant = "none", scheduler = "random", replay, out = ".", calls;
   std::string table_out;
-  std::uint64_t budget = 0, seed = 1;
+  std::optional<std::uint64_t> budget;  // default: per scheduler (or the table's)
+  std::uint64_t seed = 1;
   int depth = 3, deviations = 2;
   std::optional<int> ranks, blocks, vectors, elems, graph_replays;
   bool late_trigger = false, tiny = false, no_minimise = false, table = false;
@@ -40,6 +51,42 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
   if (!a.calls.empty() && !parse_calls(a.calls, c.calls))
     throw UsageError("bad --calls '" + a.calls + "' (expected e.g. os4,os2,ts4)");
   return c;
+}
+
+// Everything but these options configures a search of one profile; say which do not apply.
+constexpr std::initializer_list<const char*> kSearchOptions = {
+    "--profile", "--mutant", "--scheduler", "--seed", "--depth", "--deviations", "--out",
+    "--ranks", "--blocks", "--vectors", "--elems", "--calls", "--graph-replays",
+    "--late-trigger", "--tiny", "--no-minimise"};
+
+// The mode (--replay, --table or a search) and the options that apply to it; every path is
+// checked here, before any work.
+void check_mode(const CLI::App& sub, const SimArgs& a) {
+  const bool replay_mode = sub.count("--replay") > 0;
+  if (replay_mode && a.table) throw UsageError("--replay and --table exclude each other");
+  if (replay_mode) {
+    const std::string why = "the counterexample file fixes the profile, mutant, configuration and schedule";
+    refuse_options(sub, kSearchOptions, "to --replay", why);
+    refuse_options(sub, {"--budget", "--table-out"}, "to --replay", why);
+    require_readable_file("--replay", a.replay);
+    return;
+  }
+  if (a.table) {
+    refuse_options(sub, kSearchOptions, "to --table",
+                   "the table runs fixed searches of every mutant on every profile; only --budget "
+                   "and --table-out apply");
+    if (sub.count("--table-out") > 0) require_output_file("--table-out", a.table_out);
+    return;
+  }
+  refuse_options(sub, {"--table-out"}, "without --table", "it is where the kill table is written");
+  if (a.profile.empty()) throw UsageError("sim needs --profile (or --replay FILE, or --table)");
+  if (a.scheduler != "pct")
+    refuse_options(sub, {"--depth"}, "to --scheduler " + a.scheduler,
+                   "it is the PCT bug depth; use --scheduler pct");
+  if (a.scheduler != "exhaustive")
+    refuse_options(sub, {"--deviations"}, "to --scheduler " + a.scheduler,
+                   "it bounds the exhaustive search; use --scheduler exhaustive");
+  require_output_folder("--out", a.out);
 }
 
 int report_counterexample(const Counterexample& cx, const std::string& out_dir) {
@@ -94,7 +141,7 @@ std::string provoking_configs_text() {
 
 int run_table(const SimArgs& a) {
   KillTableOptions options;
-  if (a.budget) options.random_budget = a.budget;
+  if (a.budget) options.random_budget = *a.budget;
   options.on_row = [](const KillRow& row) {
     fmt::print(stderr, "sim table: {} on {}: {}\n", protocol::mutant_id(row.mutant), row.profile,
                row.killed ? "killed" : "clean");
@@ -150,13 +197,12 @@ int run_search(const SimArgs& a) {
     const std::string error = validate(config, *p);
     if (!error.empty()) throw UsageError(error);
   }
-  if (a.depth < 1 || a.depth > 16) throw UsageError("--depth must be in [1, 16]");
-  if (a.deviations < 0 || a.deviations > 4) throw UsageError("--deviations must be in [0, 4]");
 
   for (const Profile* p : profiles) {
     SearchOptions options;
     options.scheduler = *scheduler;
-    options.budget = a.budget ? a.budget : (*scheduler == SchedulerKind::exhaustive ? 10000000 : 10000);
+    options.budget = a.budget.value_or(*scheduler == SchedulerKind::exhaustive ? kDefaultExhaustiveBudget
+                                                                               : kDefaultBudget);
     options.seed = a.seed;
     options.pct_depth = a.depth;
     options.deviation_bound = a.deviations;
@@ -192,38 +238,75 @@ int run_search(const SimArgs& a) {
 
 void add_sim_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SimArgs>();
+  const SimConfig start = default_config();
+  const SimConfig tiny = tiny_config();
   auto* sub = app.add_subcommand(
-      "sim", "Explore the protocol model on an architecture profile (CPU only)");
-  sub->add_option("--profile", args->profile, "Profile: " + sim::profile_names() + ", or all");
-  sub->add_option("--mutant", args->mutant, "Mutant id (see `fusioncheck mutants`), or none");
-  sub->add_option("--scheduler", args->scheduler, "random, pct or exhaustive");
+      "sim", "Explore the protocol model on an architecture profile (CPU only). Modes: a search "
+             "(--profile), --replay FILE, or --table");
+  sub->add_option("--profile", args->profile,
+                  "Search: the architecture profile (" + profile_names() + ", or all)");
+  sub->add_option("--mutant", args->mutant, "Search: mutant id (see `fusioncheck mutants`), or none");
+  sub->add_option("--scheduler", args->scheduler, "Search: how schedules are explored")
+      ->check(CLI::IsMember({"random", "pct", "exhaustive"}));
   sub->add_option("--budget", args->budget,
-                  "Schedules (random/pct, default 10000) or executions (exhaustive)");
-  sub->add_option("--seed", args->seed, "Base seed of the schedules");
-  sub->add_option("--depth", args->depth, "PCT bug depth (default 3)");
+                  fmt::format("Search: schedules (random, pct; default {}) or executions (exhaustive; "
+                              "default {}). --table: random and PCT schedules per row (default {})",
+                              kDefaultBudget, kDefaultExhaustiveBudget, KillTableOptions{}.random_budget))
+      ->check(integer_in<std::uint64_t>(1, kMaxBudget));
+  sub->add_option("--seed", args->seed, "Search: base seed of the random and pct schedules")
+      ->check(any_seed());
+  sub->add_option("--depth", args->depth, "Search with --scheduler pct: the PCT bug depth")
+      ->check(integer_in(1, kMaxPctDepth));
   sub->add_option("--deviations", args->deviations,
-                  "Exhaustive: schedules with at most this many deviations (default 2)");
-  sub->add_option("--replay", args->replay, "Replay a counterexample file");
-  sub->add_option("--out", args->out, "Folder for counterexample files (default .)");
-  sub->add_option("--ranks", args->ranks, "Ranks (2-16)");
-  sub->add_option("--blocks", args->blocks, "Blocks per kernel");
-  sub->add_option("--vectors", args->vectors, "Vectors (threads) per block");
-  sub->add_option("--elems", args->elems, "Elements per vector (1-4)");
-  sub->add_option("--calls", args->calls, "Call sequence, e.g. os4,os2,ts4 (os one-shot, ts two-shot)");
-  sub->add_option("--graph-replays", args->graph_replays, "Replay the sequence as a CUDA graph");
-  sub->add_flag("--late-trigger", args->late_trigger, "launch_dependents at the end of the kernel");
-  sub->add_flag("--tiny", args->tiny, "Start from the tiny configuration (2x2x1x1, 4 calls)");
-  sub->add_flag("--no-minimise", args->no_minimise, "Report the counterexample as found");
-  sub->add_flag("--table", args->table, "Print the mutant x profile kill table");
-  sub->add_option("--table-out", args->table_out, "Also write the kill table to this file");
-  sub->callback([args, &exit_code] {
+                  "Search with --scheduler exhaustive: every schedule with at most this many deviations")
+      ->check(integer_in(0, kMaxDeviations));
+  sub->add_option("--replay", args->replay,
+                  "Replay a counterexample file (written by a search); no other option applies")
+      ->type_name("FILE");
+  sub->add_option("--out", args->out, "Search: folder for counterexample files (created if missing)")
+      ->type_name("DIR");
+  sub->add_option("--ranks", args->ranks, fmt::format("Search: ranks (default {})", start.ranks))
+      ->check(integer_in(protocol::kMinRanks, protocol::kMaxRanks));
+  sub->add_option("--blocks", args->blocks,
+                  fmt::format("Search: blocks per kernel, at most the profile's SM count (default {})",
+                              start.blocks))
+      ->check(integer_in(1, kMaxBlocks));
+  sub->add_option("--vectors", args->vectors,
+                  fmt::format("Search: vectors (threads) per block (default {}, --tiny {})",
+                              start.vectors_per_block, tiny.vectors_per_block))
+      ->check(integer_in(1, kMaxVectorsPerBlock));
+  sub->add_option("--elems", args->elems,
+                  fmt::format("Search: elements per vector (default {}, --tiny {})", start.elems_per_vector,
+                              tiny.elems_per_vector))
+      ->check(integer_in(1, kMaxElemsPerVector));
+  sub->add_option("--calls", args->calls,
+                  fmt::format("Search: call sequence, os<N> one-shot / ts<N> two-shot over N vectors "
+                              "(default {}, --tiny {})",
+                              format_calls(start.calls), format_calls(tiny.calls)));
+  sub->add_option("--graph-replays", args->graph_replays,
+                  fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "
+                              "at most {} calls in all)",
+                              start.graph_replays, kMaxTotalCalls))
+      ->check(integer_in(1, kMaxGraphReplays));
+  sub->add_flag("--late-trigger", args->late_trigger, "Search: launch_dependents at the end of the kernel");
+  sub->add_flag("--tiny", args->tiny,
+                fmt::format("Search: start from the tiny configuration ({}x{}x{}x{}, {} calls)", tiny.ranks,
+                            tiny.blocks, tiny.vectors_per_block, tiny.elems_per_vector, tiny.calls.size()));
+  sub->add_flag("--no-minimise", args->no_minimise, "Search: report the counterexample as found");
+  sub->add_flag("--table", args->table,
+                "Print the mutant x profile kill table (about a minute; progress on stderr)");
+  sub->add_option("--table-out", args->table_out, "--table: also write the kill table to this file (Markdown)")
+      ->type_name("FILE");
+  sub->footer("A mutant's search starts from its own configuration where the default lacks the "
+              "pattern it needs (see docs/sim.md); --ranks, --blocks, ... override it.");
+  sub->callback([args, sub, &exit_code] {
     const SimArgs& a = *args;
-    if (!a.replay.empty()) {
+    check_mode(*sub, a);
+    if (sub->count("--replay") > 0) {
       exit_code = run_replay_file(a);
     } else if (a.table) {
       exit_code = run_table(a);
     } else {
-      if (a.profile.empty()) throw UsageError("sim needs --profile (or --replay FILE, or --table)");
       exit_code = run_search(a);
     }
   });

@@ -1,11 +1,15 @@
 #include "fusioncheck/mpi/rank_watchdog.hpp"
 
+#include "fusioncheck/mpi/mpi_comm.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <csignal>
+#include <functional>
+#include <string>
 
 namespace fusioncheck::mpi {
 namespace {
@@ -131,6 +135,19 @@ void install_terminate_report(int rank, const std::vector<PeerProcess>& peers) {
       ++g_term_count;
     }
   std::signal(SIGTERM, on_terminate);
+}
+
+std::vector<PeerProcess> peers_on_this_host(MpiComm& comm) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  const auto host = static_cast<long long>(std::hash<std::string>{}(name) & 0x7fffffffffffffffLL);
+  const auto pids = comm.all_gather_value(static_cast<long long>(getpid()), "process ids");
+  const auto hosts = comm.all_gather_value(host, "host ids");
+  std::vector<PeerProcess> peers;
+  const auto me = static_cast<std::size_t>(comm.rank());
+  for (std::size_t r = 0; r < pids.size(); ++r)
+    if (r != me && hosts[r] == hosts[me]) peers.push_back({static_cast<int>(r), pids[r]});
+  return peers;
 }
 
 }  // namespace fusioncheck::mpi

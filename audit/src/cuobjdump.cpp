@@ -80,7 +80,7 @@ class LineSplitter {
 };
 
 ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& parser,
-                          std::chrono::milliseconds time_limit) {
+                          std::chrono::milliseconds time_limit, const DumpProgress& progress) {
   Pipe out;
   Pipe err;
   posix_spawn_file_actions_t actions;
@@ -108,17 +108,27 @@ ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& p
   ChildResult result;
   LineSplitter splitter(parser);
   constexpr std::size_t kMaxStderrBytes = 64 * 1024;
-  const auto deadline = std::chrono::steady_clock::now() + time_limit;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + time_limit;
+  auto next_report = start + progress.every;
   std::array<char, 1 << 16> buffer{};
   while (out.fds[0] >= 0 || err.fds[0] >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     if (left.count() <= 0) {
       result.timed_out = true;
       break;
     }
+    if (progress.report && now >= next_report) {
+      progress.report(std::chrono::duration<double>(now - start).count());
+      next_report += progress.every;
+    }
+    auto wait = left;
+    if (progress.report)
+      wait = std::min(wait, std::max(std::chrono::milliseconds(1),
+                                     std::chrono::duration_cast<std::chrono::milliseconds>(next_report - now)));
     std::array<pollfd, 2> watched{pollfd{out.fds[0], POLLIN, 0}, pollfd{err.fds[0], POLLIN, 0}};
-    const int ready = ::poll(watched.data(), watched.size(), static_cast<int>(left.count()));
+    const int ready = ::poll(watched.data(), watched.size(), static_cast<int>(wait.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) break;
     for (int which = 0; which < 2; ++which) {
@@ -168,7 +178,7 @@ std::optional<std::string> find_cuobjdump() {
 }
 
 Listing dump_listing(const std::string& cuobjdump, const std::string& file,
-                     std::chrono::milliseconds time_limit) {
+                     std::chrono::milliseconds time_limit, const DumpProgress& progress) {
   std::error_code error;
   if (!std::filesystem::exists(file, error))
     throw AuditInputError(file + ": no such file");
@@ -176,7 +186,7 @@ Listing dump_listing(const std::string& cuobjdump, const std::string& file,
     throw AuditInputError(file + ": not a readable regular file");
 
   ListingParser parser;
-  const ChildResult run = run_and_parse({cuobjdump, "-sass", "-ptx", file}, parser, time_limit);
+  const ChildResult run = run_and_parse({cuobjdump, "-sass", "-ptx", file}, parser, time_limit, progress);
   if (run.timed_out)
     throw AuditInputError("cuobjdump did not finish on " + file + " within " +
                           std::to_string(time_limit.count() / 1000) + " s (see --timeout)");

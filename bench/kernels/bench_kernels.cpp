@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fusioncheck/kernels/baseline.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 
 namespace fk = fusioncheck::kernels;
@@ -25,9 +26,6 @@ constexpr int kMaxHidden = 8192;
 constexpr int kWarmup = 20;
 constexpr int kTimed = 200;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 struct Bench {
   std::vector<fk::Workspace> ws;
@@ -42,16 +40,16 @@ struct Bench {
     ws = fk::Workspace::create_in_process(c);
     const std::size_t bytes = static_cast<std::size_t>(kMaxTokens) * kMaxHidden * 2;
     for (int r = 0; r < kRanks; ++r) {
-      check(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), "stream");
+      fk::cuda_check(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), "stream");
       for (auto& b : bufs[r]) {
-        check(cudaMalloc(&b, bytes), "cudaMalloc");
-        check(cudaMemset(b, 0x3c, bytes), "cudaMemset");  // small finite values
+        fk::cuda_check(cudaMalloc(&b, bytes), "cudaMalloc");
+        fk::cuda_check(cudaMemset(b, 0x3c, bytes), "cudaMemset");  // small finite values
       }
     }
-    check(cudaDeviceSynchronize(), "sync");  // fills ran on the legacy stream
-    check(cudaEventCreate(&start), "event");
-    check(cudaEventCreate(&stop), "event");
-    check(cudaEventCreate(&rank1_done), "event");
+    fk::cuda_check(cudaDeviceSynchronize(), "sync");  // fills ran on the legacy stream
+    fk::cuda_check(cudaEventCreate(&start), "event");
+    fk::cuda_check(cudaEventCreate(&stop), "event");
+    fk::cuda_check(cudaEventCreate(&rank1_done), "event");
   }
 
   fk::FusedParams params(int rank, int tokens, int hidden) const {
@@ -71,20 +69,20 @@ struct Bench {
 
   // One call on both ranks, timed from the start event on stream 0 to both ranks' end.
   float timed_call(int path, int tokens, int hidden) {
-    check(cudaEventRecord(start, streams[0]), "record");
-    check(cudaStreamWaitEvent(streams[1], start), "wait");
+    fk::cuda_check(cudaEventRecord(start, streams[0]), "record");
+    fk::cuda_check(cudaStreamWaitEvent(streams[1], start), "wait");
     for (int r = 0; r < kRanks; ++r) {
       const fk::FusedParams p = params(r, tokens, hidden);
       if (path == 0) fk::launch_oneshot(p, ws[r], streams[r]);
       else if (path == 1) fk::launch_twoshot(p, ws[r], streams[r]);
       else fk::launch_unfused_baseline(p, ws[r], bufs[r][3], streams[r]);
     }
-    check(cudaEventRecord(rank1_done, streams[1]), "record");
-    check(cudaStreamWaitEvent(streams[0], rank1_done), "wait");
-    check(cudaEventRecord(stop, streams[0]), "record");
-    check(cudaEventSynchronize(stop), "sync");
+    fk::cuda_check(cudaEventRecord(rank1_done, streams[1]), "record");
+    fk::cuda_check(cudaStreamWaitEvent(streams[0], rank1_done), "wait");
+    fk::cuda_check(cudaEventRecord(stop, streams[0]), "record");
+    fk::cuda_check(cudaEventSynchronize(stop), "sync");
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    fk::cuda_check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     for (auto& w : ws) w.throw_if_hung();
     return ms;
   }

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "cuda_check.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #ifdef FUSIONCHECK_HAVE_NCCL
 #include <nccl.h>
 #endif

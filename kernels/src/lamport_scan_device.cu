@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cuda_check.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/workspace.hpp"
 

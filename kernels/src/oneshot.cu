@@ -6,7 +6,7 @@
 #include <string>
 #include <tuple>
 
-#include "cuda_check.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "oneshot_kernel.cuh"
 
@@ -71,7 +71,7 @@ LaunchInfo launch_oneshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
   const detail::OneShotEntry* entry = find_oneshot(p.ranks, p.dtype, fp32_lamport, mutant);
   if (entry == nullptr)
     throw InvalidLaunch("no one-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
-                        " with ranks=" + std::to_string(p.ranks) + " dtype=" + dtype_name(p.dtype) +
+                        " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)) +
                         " fp32_lamport=" + (fp32_lamport ? "true" : "false") +
                         " (mutants are compiled for bf16, 2 ranks, bf16 Lamport; sentinel-width: fp32 Lamport)");
   return detail::launch_oneshot_entry(*entry, p, ws, stream);

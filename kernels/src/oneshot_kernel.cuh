@@ -1,5 +1,5 @@
 #pragma once
-// The one-shot Lamport fused kernel (DESIGN.md steps 1-8) and its launcher template.
+// The one-shot Lamport fused kernel (docs/design.md steps 1-8) and its launcher template.
 // Instantiated per (ranks N, element type T, Lamport element L, mutant M) in the
 // oneshot_*.cu files; dispatched at run time by oneshot.cu.
 #include "device/epilogue.cuh"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda_check.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "device/epilogue.cuh"
 #include "fusioncheck/kernels/launch.hpp"
 #include "instances.hpp"
@@ -222,7 +222,7 @@ LaunchInfo launch_twoshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
     if (e.ranks == p.ranks && e.dtype == p.dtype && e.mutant == mutant) entry = &e;
   if (entry == nullptr)
     throw InvalidLaunch("no two-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
-                        " with ranks=" + std::to_string(p.ranks) + " dtype=" + dtype_name(p.dtype));
+                        " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)));
   detail::LaunchShape shape;
   shape.grid = ws.twoshot_blocks();  // fixed per workspace: the barrier slots depend on it
   shape.threads = std::max(32, std::min(1024, (p.hidden / 8 + 31) / 32 * 32));

@@ -2,7 +2,7 @@
 // already allreduced tensor, one block per token row (what users run without fusion).
 #include <algorithm>
 
-#include "cuda_check.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "device/epilogue.cuh"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/validate.hpp"

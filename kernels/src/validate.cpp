@@ -12,7 +12,7 @@ namespace {
 
 void require_pointer(const void* p, const char* name, const FusedParams& params) {
   if (p == nullptr)
-    refuse(std::string(name) + " is null but pattern " + pattern_name(params.pattern) + " needs it");
+    refuse(std::string(name) + " is null but pattern " + std::string(pattern_name(params.pattern)) + " needs it");
   if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
     refuse(std::string(name) + " is not 16-byte aligned (the kernels move 16-byte vectors)");
 }
@@ -25,11 +25,13 @@ void validate_common(const FusedParams& p, const LaunchLimits& limits) {
            std::to_string(limits.workspace_ranks));
   if (p.rank < 0 || p.rank >= p.ranks)
     refuse("rank=" + std::to_string(p.rank) + " is outside [0, " + std::to_string(p.ranks) + ")");
+  if (p.dtype != DType::f16 && p.dtype != DType::bf16)
+    refuse("dtype=" + std::string(dtype_name(p.dtype)) + ": inputs are f16 or bf16 (f32 only as the Lamport element)");
   if (p.tokens < 1) refuse("tokens=" + std::to_string(p.tokens) + " must be >= 1");
   if (p.hidden < kHiddenMultiple || p.hidden % kHiddenMultiple != 0)
     refuse("hidden=" + std::to_string(p.hidden) + " must be a positive multiple of " +
            std::to_string(kHiddenMultiple) + " (the 16-byte vector width)");
-  if (p.pattern == Pattern::nvfp4 && p.hidden % kNvfp4Block != 0)
+  if (p.pattern == Pattern::nvfp4 && p.hidden % kNvfp4BlockSize != 0)
     refuse("hidden=" + std::to_string(p.hidden) + " must be a multiple of 16 for nvfp4");
   if (static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.hidden) >= (1ull << 40))
     refuse("tokens * hidden is too large");
@@ -62,7 +64,7 @@ void validate_common(const FusedParams& p, const LaunchLimits& limits) {
   if (p.pattern == Pattern::fp8_static || p.pattern == Pattern::fp8_dynamic || p.pattern == Pattern::nvfp4)
     require_pointer(p.quant_out, "quant_out", p);
   if (p.pattern == Pattern::fp8_dynamic || p.pattern == Pattern::nvfp4)
-    if (p.scale_out == nullptr) refuse(std::string("scale_out is null but pattern ") + pattern_name(p.pattern) + " needs it");
+    if (p.scale_out == nullptr) refuse(std::string("scale_out is null but pattern ") + std::string(pattern_name(p.pattern)) + " needs it");
 }
 
 }  // namespace
@@ -101,19 +103,6 @@ void validate_twoshot(const FusedParams& p, const LaunchLimits& limits) {
     refuse("two-shot needs " + std::to_string(need) + " B of data buffer for tokens=" + std::to_string(p.tokens) +
            " x hidden=" + std::to_string(p.hidden) + "; the workspace has " + std::to_string(limits.twoshot_bytes));
 }
-
-const char* pattern_name(Pattern p) {
-  switch (p) {
-    case Pattern::allreduce: return "allreduce";
-    case Pattern::residual_rmsnorm: return "residual_rmsnorm";
-    case Pattern::fp8_static: return "fp8_static";
-    case Pattern::fp8_dynamic: return "fp8_dynamic";
-    case Pattern::nvfp4: return "nvfp4";
-  }
-  return "?";
-}
-
-const char* dtype_name(DType d) { return d == DType::f16 ? "f16" : "bf16"; }
 
 std::string describe(const HangRecord& r) {
   const char* site = r.what == HangSite::lamport_poll      ? "polling the Lamport slot of peer"

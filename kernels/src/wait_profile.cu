@@ -22,7 +22,7 @@ LaunchInfo launch_oneshot_wait_profile(const FusedParams& p, Workspace& ws, cuda
     if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
       return detail::launch_oneshot_entry(e, p, ws, stream);
   throw InvalidLaunch("wait profile instances exist for bf16, 16-bit Lamport, 2 or 4 ranks; asked ranks=" +
-                      std::to_string(p.ranks) + " dtype=" + dtype_name(p.dtype));
+                      std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)));
 }
 
 }  // namespace fusioncheck::kernels

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "cuda_check.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "device_workspace.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/validate.hpp"

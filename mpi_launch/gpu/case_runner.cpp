@@ -18,7 +18,6 @@ namespace {
 namespace k = kernels;
 namespace ref = reference;
 
-ref::DType to_ref(k::DType d) { return d == k::DType::bf16 ? ref::DType::bf16 : ref::DType::f16; }
 
 bool has_quant(k::Pattern p) {
   return p == k::Pattern::fp8_static || p == k::Pattern::fp8_dynamic || p == k::Pattern::nvfp4;
@@ -45,7 +44,7 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   rc.ranks = c.ranks;
   rc.tokens = call.tokens;
   rc.hidden = c.hidden;
-  rc.dtype = to_ref(c.dtype);
+  rc.dtype = c.dtype;
   rc.accumulation = c.fp32_accumulation ? ref::Accumulation::fp32 : ref::Accumulation::per_step;
   rc.eps = 1e-6f;
   rc.weight_bias = c.weight_bias;
@@ -55,7 +54,7 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   rc.quant.fp8_dynamic = call.pattern == k::Pattern::fp8_dynamic;
   rc.quant.nvfp4 = call.pattern == k::Pattern::nvfp4;
   rc.quant.nvfp4_global_scale = 448.0f * 6.0f / 64.0f;
-  rc.quant.nvfp4_layout = ref::ScaleLayout::swizzled128x4;
+  rc.quant.nvfp4_layout = ref::Nvfp4Layout::swizzled128x4;
   return rc;
 }
 
@@ -82,7 +81,7 @@ struct CaseRunner::CallBuffers {
   explicit CallBuffers(std::size_t elems, std::size_t hidden, std::size_t tokens)
       : input(elems * 2), residual_in(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
         residual_out(elems * 2), norm_out(elems * 2), quant_out(elems),
-        scale_out(std::max(tokens * 4, ref::nvfp4_scale_storage(ref::ScaleLayout::swizzled128x4,
+        scale_out(std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
                                                                 tokens, hidden / 16))),
         consumer_copy(elems * 2) {}
   // 0xFF bytes: NaN in fp16/bf16, fp32 scales and e4m3 codes; the call's extent only.
@@ -90,7 +89,7 @@ struct CaseRunner::CallBuffers {
     const std::size_t elems = tokens * hidden;
     for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out, &consumer_copy}) b->fill(0xFF, stream, elems * 2);
     quant_out.fill(0xFF, stream, elems);
-    scale_out.fill(0xFF, stream, std::max(tokens * 4, ref::nvfp4_scale_storage(ref::ScaleLayout::swizzled128x4,
+    scale_out.fill(0xFF, stream, std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
                                                                                tokens, hidden / 16)));
   }
   // What the PDL consumer copies: the call's last output.
@@ -115,28 +114,15 @@ struct CaseRunner::RankReport {
   std::uint64_t findings = 0;
 };
 
-CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const GpuPlacement& placement,
-                       int max_tokens, int max_hidden, int max_calls, std::int64_t max_elems)
-    : comm_(comm), kernel_(kernel), placement_(placement), max_tokens_(max_tokens), max_hidden_(max_hidden),
-      max_elems_(std::min<std::int64_t>(static_cast<std::int64_t>(max_tokens) * max_hidden, max_elems)) {
-  const auto elems = static_cast<std::size_t>(max_elems_);
-  for (int i = 0; i < std::min(max_calls, kMaxCallsPerCase); ++i)
-    buffers_.push_back(std::make_unique<CallBuffers>(elems, max_hidden, max_tokens));
+CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLimits& limits)
+    : comm_(comm), kernel_(kernel), limits_(limits) {
+  const auto elems = static_cast<std::size_t>(limits.elems_per_call());
+  for (int i = 0; i < std::min(limits.max_calls, kMaxCallsPerCase); ++i)
+    buffers_.push_back(std::make_unique<CallBuffers>(elems, limits.max_hidden, limits.max_tokens));
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
 
 CaseRunner::~CaseRunner() { cudaStreamDestroy(stream_); }
-
-std::string CaseRunner::does_not_fit(const GpuCase& c) const {
-  if (c.calls.size() > buffers_.size())
-    return fmt::format("the case has {} calls, this run allows {} (--max-calls)", c.calls.size(), buffers_.size());
-  if (c.hidden > max_hidden_) return fmt::format("hidden={} exceeds --max-hidden {}", c.hidden, max_hidden_);
-  for (const CallSpec& call : c.calls)
-    if (call.tokens > max_tokens_ || static_cast<std::int64_t>(call.tokens) * c.hidden > max_elems_)
-      return fmt::format("tokens={} x hidden={} exceeds this run's --max-tokens {} or --max-elems {}", call.tokens,
-                         c.hidden, max_tokens_, max_elems_);
-  return "";
-}
 
 void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call_index, CallData& call) {
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "fusioncheck/gpu/errors.hpp"
 
 namespace fusioncheck::gpu {
@@ -11,8 +13,17 @@ namespace k = kernels;
 
 constexpr const char* kModeNames[] = {"checked-each-call", "back-to-back", "graph-replay"};
 constexpr const char* kClusterNames[] = {"auto", "cluster", "no-cluster"};
-constexpr const char* kPatternIds[] = {"allreduce", "residual_rmsnorm", "fp8_static",
-                                       "fp8_dynamic", "nvfp4"};
+// The patterns in enum order, named by protocol::pattern_name.
+constexpr k::Pattern kPatterns[] = {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
+                                    k::Pattern::fp8_dynamic, k::Pattern::nvfp4};
+
+k::Pattern pattern_from_name(const std::string& name) {
+  for (k::Pattern p : kPatterns)
+    if (name == protocol::pattern_name(p)) return p;
+  throw BadInput(fmt::format("replay file: unknown pattern '{}'", name));
+}
+
+std::string dtype_text(k::DType d) { return std::string(protocol::dtype_name(d)); }
 
 template <std::size_t N>
 int index_of(const char* const (&names)[N], const std::string& value, const char* field) {
@@ -28,7 +39,7 @@ nlohmann::json to_json(const GpuCase& c) {
   for (const CallSpec& call : c.calls)
     calls.push_back({{"twoshot", call.twoshot},
                      {"unfused", call.unfused},
-                     {"pattern", kPatternIds[static_cast<int>(call.pattern)]},
+                     {"pattern", protocol::pattern_name(call.pattern)},
                      {"tokens", call.tokens},
                      {"exact_values", call.exact_values},
                      {"pdl", call.use_pdl},
@@ -38,7 +49,7 @@ nlohmann::json to_json(const GpuCase& c) {
   return {{"seed", c.seed},
           {"ranks", c.ranks},
           {"hidden", c.hidden},
-          {"dtype", c.dtype == k::DType::bf16 ? "bf16" : "f16"},
+          {"dtype", dtype_text(c.dtype)},
           {"fp32_lamport", c.fp32_lamport},
           {"fp32_accumulation", c.fp32_accumulation},
           {"weight_bias", c.weight_bias},
@@ -67,7 +78,7 @@ GpuCase case_from_json(const nlohmann::json& j) {
       CallSpec s;
       s.twoshot = call.at("twoshot").get<bool>();
       s.unfused = call.value("unfused", false);
-      s.pattern = static_cast<k::Pattern>(index_of(kPatternIds, call.at("pattern").get<std::string>(), "pattern"));
+      s.pattern = pattern_from_name(call.at("pattern").get<std::string>());
       s.tokens = call.at("tokens").get<int>();
       s.exact_values = call.at("exact_values").get<bool>();
       s.use_pdl = call.at("pdl").get<bool>();
@@ -101,10 +112,39 @@ std::string case_problem(const GpuCase& c) {
   return "";
 }
 
+void CaseLimits::validate() const {
+  if (max_tokens < 1 || max_tokens > kMaxTokens)
+    throw BadInput(fmt::format("--max-tokens must be in [1, {}]", kMaxTokens));
+  if (max_hidden < 16 || max_hidden % 16) throw BadInput("--max-hidden must be a positive multiple of 16");
+  if (max_hidden > kMaxHidden) throw BadInput(fmt::format("--max-hidden must be at most {}", kMaxHidden));
+  if (max_elems < max_hidden) throw BadInput("--max-elems must be at least --max-hidden (one token of the widest row)");
+  if (max_calls < 1 || max_calls > kMaxCallsPerCase)
+    throw BadInput(fmt::format("--max-calls must be in [1, {}]", kMaxCallsPerCase));
+}
+
+std::int64_t CaseLimits::elems_per_call() const {
+  return std::min<std::int64_t>(static_cast<std::int64_t>(max_tokens) * max_hidden, max_elems);
+}
+
+int CaseLimits::max_tokens_for(int hidden) const {
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(max_tokens, elems_per_call() / hidden)));
+}
+
+std::string CaseLimits::does_not_fit(const GpuCase& c) const {
+  if (c.calls.size() > static_cast<std::size_t>(max_calls))
+    return fmt::format("the case has {} calls, this run allows {} (--max-calls)", c.calls.size(), max_calls);
+  if (c.hidden > max_hidden) return fmt::format("hidden={} exceeds --max-hidden {}", c.hidden, max_hidden);
+  for (const CallSpec& call : c.calls)
+    if (call.tokens > max_tokens || static_cast<std::int64_t>(call.tokens) * c.hidden > elems_per_call())
+      return fmt::format("tokens={} x hidden={} exceeds this run's --max-tokens {} or --max-elems {}", call.tokens,
+                         c.hidden, max_tokens, elems_per_call());
+  return "";
+}
+
 std::string describe(const CallSpec& call) {
   return fmt::format("{} {} tokens={} {} pdl={} trigger={} cluster={}{}",
                      call.unfused ? "unfused" : call.twoshot ? "two-shot" : "one-shot",
-                     kPatternIds[static_cast<int>(call.pattern)],
+                     protocol::pattern_name(call.pattern),
                      call.tokens, call.exact_values ? "exact" : "random",
                      call.use_pdl ? "on" : "off", call.trigger == k::Trigger::early ? "early" : "end",
                      kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "");
@@ -112,10 +152,39 @@ std::string describe(const CallSpec& call) {
 
 std::string describe(const GpuCase& c) {
   return fmt::format("seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}", c.seed,
-                     c.ranks, c.hidden, c.dtype == k::DType::bf16 ? "bf16" : "f16",
+                     c.ranks, c.hidden, dtype_text(c.dtype),
                      c.fp32_lamport ? "fp32" : "16b", c.fp32_accumulation ? "fp32" : "per-step",
                      c.weight_bias, kModeNames[static_cast<int>(c.mode)], c.calls.size(),
                      c.delay_seed ? fmt::format(" delays={}:{}ns", c.delay_seed, c.delay_max_ns) : "");
+}
+
+std::string describe_block(const GpuCase& c, const std::string& in) {
+  std::string out;
+  auto line = [&](const char* label, const std::string& value) { out += fmt::format("{}{:<18}{}\n", in, label, value); };
+  line("dtype", dtype_text(c.dtype));
+  line("hidden", std::to_string(c.hidden));
+  line("Lamport element", c.fp32_lamport ? "f32" : dtype_text(c.dtype));
+  line("accumulation", c.fp32_accumulation ? "fp32, rounded once" : "rounded to the dtype after every rank");
+  line("weight_bias", fmt::format("{}", c.weight_bias));
+  line("issue mode", kModeNames[static_cast<int>(c.mode)]);
+  line("delays", c.delay_seed ? fmt::format("seed {}, up to {} ns per pause", c.delay_seed, c.delay_max_ns) : "none");
+  line("input seed", std::to_string(c.seed));
+  out += fmt::format("{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{}\n", in, c.calls.size(), in, "#",
+                     "tokens", "pattern", "kernel", "values", "PDL", "trigger", "cluster", "PDL consumer");
+  for (std::size_t i = 0; i < c.calls.size(); ++i) {
+    const CallSpec& call = c.calls[i];
+    out += fmt::format("{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{}\n", in, i, call.tokens,
+                       protocol::pattern_name(call.pattern),
+                       call.unfused ? "unfused" : call.twoshot ? "two-shot" : "one-shot",
+                       call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
+                       call.trigger == k::Trigger::early ? "early" : "at end",
+                       kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? "yes" : "no");
+  }
+  return out;
+}
+
+void showValue(const GpuCase& c, std::ostream& os) {
+  os << "\n" << fmt::format("  ranks             {}\n", c.ranks) << describe_block(c, "  ");
 }
 
 std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& r) {
@@ -125,8 +194,7 @@ std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& r
           {"cases", std::to_string(r.cases)},
           {"mutant", r.mutant},
           {"max_tokens", std::to_string(r.max_tokens)},
-          {"max_hidden", std::to_string(r.max_hidden)},
-          {"fp32_lamport_allowed", r.fp32_lamport_allowed ? "yes" : "no"}};
+          {"max_hidden", std::to_string(r.max_hidden)}};
 }
 
 }  // namespace fusioncheck::gpu

@@ -64,18 +64,19 @@ GpuCase load_replay(const std::string& path, int ranks, const CaseRunner& runner
   GpuCase c = case_from_json(j.contains("case") ? j["case"] : j);
   if (c.ranks != ranks)
     throw BadInput(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, ranks));
-  if (const std::string problem = runner.does_not_fit(c); !problem.empty())
+  if (const std::string problem = runner.limits().does_not_fit(c); !problem.empty())
     throw BadInput("--replay: " + problem);
   return c;
 }
 
 // Cases: small shapes most of the time (throughput), occasionally the large ones; every
-// option that selects different code is drawn.
-GpuCase generate_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, bool nvfp4_supported) {
+// option that selects different code is drawn. One generated value, so that RapidCheck
+// shrinks and prints the case as a whole (showValue in gpu_case.hpp).
+GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, bool nvfp4_supported) {
   GpuCase c;
   c.seed = *rc::gen::arbitrary<std::uint32_t>();
   c.ranks = ranks;
-  const int hidden_units = o.max_hidden / 16;
+  const int hidden_units = o.limits.max_hidden / 16;
   c.hidden = 16 * *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
                                                  {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
                                                  {1, rc::gen::inRange(1, hidden_units + 1)}});
@@ -92,8 +93,8 @@ GpuCase generate_case(const CheckOptions& o, int ranks, protocol::Mutant mutant,
     c.delay_seed = *rc::gen::inRange<std::uint32_t>(1, 1u << 30);
     c.delay_max_ns = *rc::gen::element(2'000u, 20'000u, 200'000u);
   }
-  const int max_tokens_here = std::max(1, std::min(o.max_tokens, o.max_elems / c.hidden));
-  const int ncalls = *rc::gen::inRange(1, o.max_calls + 1);
+  const int max_tokens_here = o.limits.max_tokens_for(c.hidden);
+  const int ncalls = *rc::gen::inRange(1, o.limits.max_calls + 1);
   for (int i = 0; i < ncalls; ++i) {
     CallSpec call;
     call.twoshot = !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
@@ -117,11 +118,11 @@ GpuCase generate_case(const CheckOptions& o, int ranks, protocol::Mutant mutant,
   return c;
 }
 
-void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v, const std::string& mutant,
+void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v, protocol::Mutant mutant,
                   const std::string& command) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : v.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
-  std::ofstream(path) << nlohmann::json{{"case", to_json(c)}, {"mutant", mutant}, {"findings", findings},
+  std::ofstream(path) << nlohmann::json{{"case", to_json(c)}, {"mutant", protocol::mutant_id(mutant)}, {"findings", findings},
                                         {"replay", command}}
                              .dump(1)
                       << "\n";
@@ -130,15 +131,16 @@ void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& 
 }  // namespace
 
 CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacement& placement) {
-  const auto mutant = protocol::parse_mutant(o.mutant);
-  if (!mutant) throw BadInput("--mutant " + o.mutant + ": not in the catalogue (fusioncheck mutants)");
+  o.limits.validate();
+  const protocol::Mutant mutant = o.mutant;
+  const std::string mutant_id(protocol::mutant_id(mutant));
   MpiBootstrap bootstrap(comm);
-  OurKernels kernel(bootstrap, *mutant);
+  OurKernels kernel(bootstrap, mutant);
   if (!kernel.mutant_compiled())
-    throw BadInput("--mutant " + o.mutant + ": the kernels have no instance of this mutant");
-  CaseRunner runner(comm, kernel, placement, o.max_tokens, o.max_hidden, o.max_calls, o.max_elems);
+    throw BadInput("--mutant " + mutant_id + ": the kernels have no instance of this mutant");
+  CaseRunner runner(comm, kernel, o.limits);
   CheckResult result;
-  result.mutant = o.mutant;
+  result.mutant = mutant;
   result.twoshot_percent = o.twoshot_percent;
   const auto start = Clock::now();
   auto last_progress = start;
@@ -177,7 +179,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
     send_case(comm, nullptr);
     result.failed = v.failed();
     result.findings = v.findings;
-    result.minimal_case = to_json(c);
+    result.minimal = c;
   } else {
     std::optional<GpuCase> last_failure;
     CaseVerdict last_verdict;
@@ -192,7 +194,8 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
     const bool passed = rc::check(fmt::format("{} on {} ranks", kernel.name(), comm.size()), [&] {
       if (run_error) RC_DISCARD("the run already failed");
       // NVFP4 is refused below sm_100 (the smoke run shows that refusal); not drawn there.
-      const GpuCase c = generate_case(o, comm.size(), *mutant, placement.compute_capability >= 100);
+      const GpuCase c = *rc::gen::exec(
+          [&] { return draw_case(o, comm.size(), mutant, placement.compute_capability >= 100); });
       CaseVerdict v;
       try {
         send_case(comm, &c);
@@ -216,12 +219,13 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
     result.failed = !passed;
     if (last_failure) {
       result.findings = last_verdict.findings;
-      result.minimal_case = to_json(*last_failure);
+      result.minimal = *last_failure;
       result.minimal_calls = static_cast<int>(last_failure->calls.size());
       if (!o.replay_out.empty()) {
         result.replay_command = fmt::format("mpirun -np {} fusioncheck gpu check --mutant {} --replay {}",
-                                            comm.size(), o.mutant, o.replay_out);
-        write_replay(o.replay_out, *last_failure, last_verdict, o.mutant, result.replay_command);
+                                            comm.size(), mutant_id, o.replay_out);
+        write_replay(o.replay_out, *last_failure, last_verdict, mutant, result.replay_command);
+        result.replay_file = o.replay_out;
       }
     }
   }
@@ -234,6 +238,30 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   result.calls = runner.calls_run();
   result.times = runner.times();
   return result;
+}
+
+RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutants) {
+  RunConfig c;
+  c.binary_version = __DATE__ " " __TIME__;
+  c.ranks = ranks;
+  c.seed = o.seed;
+  c.cases = o.cases;
+  c.mutant = mutants;
+  c.max_tokens = o.limits.max_tokens;
+  c.max_hidden = o.limits.max_hidden;
+  return c;
+}
+
+CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
+  o.limits.validate();
+  if (!protocol::is_supported_rank_count(comm.size()))
+    throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+  agree_on_config(comm, run_config(o, comm.size(), std::string(protocol::mutant_id(o.mutant))));
+  CheckJob job;
+  job.placement = place_rank_on_gpu(comm);
+  if (comm.rank() == 0) fmt::print("fusioncheck gpu check: {}\n", describe(job.placement, comm.size()));
+  job.result = run_check(comm, o, job.placement);
+  return job;
 }
 
 }  // namespace fusioncheck::gpu

@@ -32,7 +32,7 @@ std::string summary_line(const CheckResult& r, int ranks) {
   const double rate = r.seconds > 0 ? r.cases / r.seconds : 0.0;
   return fmt::format("{} ranks, mutant {}, {} % two-shot calls: {} cases ({} kernel calls per rank, {} refused) in "
                      "{:.1f} s = {:.0f} checked cases/s: {}",
-                     ranks, r.mutant, r.twoshot_percent, r.cases, r.calls, r.refused, r.seconds, rate,
+                     ranks, protocol::mutant_id(r.mutant), r.twoshot_percent, r.cases, r.calls, r.refused, r.seconds, rate,
                      r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
 }
 
@@ -47,10 +47,27 @@ std::string time_breakdown(const CheckResult& r) {
                      ms(t.inputs), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange), ms(other));
 }
 
+std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks) {
+  std::string out = fmt::format("\nFAILED: {}{}\n", r.minimal ? "the smallest failing case" : "the run",
+                                r.mutant == protocol::Mutant::none
+                                    ? std::string()
+                                    : fmt::format(" (mutant {})", protocol::mutant_id(r.mutant)));
+  out += fmt::format("  {:<18}{}\n", "ranks", ranks);
+  out += fmt::format("  {:<18}{}\n", "GPUs", describe(placement, ranks));
+  if (r.minimal) out += describe_block(*r.minimal, "  ");
+  for (const auto& f : r.findings) out += fmt::format("  {:<18}[{}] {}\n", "finding", f.check, f.message);
+  if (r.cases_to_first_failure)
+    out += fmt::format("  {:<18}case {} after {:.2f} s; shrunk to {} calls\n", "first failure", r.cases_to_first_failure,
+                       r.seconds_to_first_failure, r.minimal_calls);
+  if (!r.replay_file.empty()) out += fmt::format("  {:<18}{}\n", "replay file", r.replay_file);
+  if (!r.replay_command.empty()) out += fmt::format("  {:<18}{}\n", "replay with", r.replay_command);
+  return out;
+}
+
 nlohmann::json to_json(const CheckResult& r) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : r.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
-  return {{"mutant", r.mutant},
+  return {{"mutant", protocol::mutant_id(r.mutant)},
           {"twoshot_percent", r.twoshot_percent},
           {"failed", r.failed},
           {"cases", r.cases},
@@ -60,7 +77,7 @@ nlohmann::json to_json(const CheckResult& r) {
           {"seconds", r.seconds},
           {"seconds_to_first_failure", r.seconds_to_first_failure},
           {"cases_to_first_failure", r.cases_to_first_failure},
-          {"minimal_case", r.minimal_case},
+          {"minimal_case", r.minimal ? to_json(*r.minimal) : nlohmann::json()},
           {"findings", findings},
           {"replay", r.replay_command},
           {"seconds_by_phase", {{"inputs", r.times.inputs},
@@ -76,13 +93,13 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
   for (const auto& r : runs) {
     // A mutant run passes when the mutant is killed; the correct kernels pass when clean. A
     // survivor this setup cannot kill is skipped, with the reason.
-    const bool expected_failure = kill_table != nullptr && r.mutant != "none";
+    const bool expected_failure = kill_table != nullptr && r.mutant != protocol::Mutant::none;
     const std::string excuse = expected_failure && !r.failed ? expected_survival(r.mutant, *kill_table) : "";
     const bool bad = excuse.empty() && (expected_failure ? !r.failed : r.failed);
     failures += bad ? 1 : 0;
     skipped += excuse.empty() ? 0 : 1;
     body += fmt::format("  <testcase classname=\"{}\" name=\"{}, {} % two-shot calls\" time=\"{:.3f}\">\n",
-                        xml_escape(suite), xml_escape(r.mutant), r.twoshot_percent, r.seconds);
+                        xml_escape(suite), protocol::mutant_id(r.mutant), r.twoshot_percent, r.seconds);
     if (!excuse.empty()) body += fmt::format("    <skipped message=\"{}\"/>\n", xml_escape(excuse));
     if (bad)
       body += fmt::format("    <failure message=\"{}\"/>\n",
@@ -95,33 +112,33 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
                      xml_escape(suite), runs.size(), failures, skipped, body);
 }
 
-std::string expected_survival(const std::string& mutant, const GpuPlacement& placement) {
-  if ((mutant == "pdl-wait-missing" || mutant == "empty-body") && placement.compute_capability < 120)
+std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement) {
+  using protocol::Mutant;
+  if ((mutant == Mutant::pdl_wait_missing || mutant == Mutant::empty_body) && placement.compute_capability < 120)
     return fmt::format("correct code on sm_{} (the bug is in sm_120 code; the audit flags it)",
                        placement.compute_capability);
-  if (mutant == "barrier-no-release" && placement.ranks_share_gpu)
+  if (mutant == Mutant::barrier_no_release && placement.ranks_share_gpu)
     return "seldom observable between ranks on one GPU (one coherent L2); the sim kills it";
-  if (mutant == "torn-element" && placement.ranks_share_gpu && !placement.mps_running)
+  if (mutant == Mutant::torn_element && placement.ranks_share_gpu && !placement.mps_running)
     return "time-sliced ranks never run at the same moment";
   return "";
 }
 
-std::vector<std::pair<std::string, int>> kill_table_plan(const std::vector<std::string>& mutants,
-                                                         int default_percent) {
+std::vector<std::pair<protocol::Mutant, int>> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
+                                                              int default_percent) {
   const auto ts = kernels::twoshot_mutants_compiled();
   const auto os = kernels::oneshot_mutants_compiled();
-  auto twoshot_only = [&](const std::string& id) {
-    const auto m = protocol::parse_mutant(id);
-    return m && std::find(ts.begin(), ts.end(), *m) != ts.end() && std::find(os.begin(), os.end(), *m) == os.end();
+  auto twoshot_only = [&](protocol::Mutant m) {
+    return std::find(ts.begin(), ts.end(), m) != ts.end() && std::find(os.begin(), os.end(), m) == os.end();
   };
-  std::vector<std::pair<std::string, int>> plan;
+  std::vector<std::pair<protocol::Mutant, int>> plan;
   bool mixed = false;
   for (const auto& m : mutants) {
     plan.emplace_back(m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent);
     mixed |= plan.back().second != default_percent;
   }
-  if (mixed && plan.front().first == "none")
-    plan.insert(plan.begin() + 1, std::pair<std::string, int>("none", kTwoShotMutantPercent));
+  if (mixed && plan.front().first == protocol::Mutant::none)
+    plan.insert(plan.begin() + 1, std::pair<protocol::Mutant, int>(protocol::Mutant::none, kTwoShotMutantPercent));
   return plan;
 }
 
@@ -131,13 +148,13 @@ std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std:
                                 "| time to detect (s) | cases to detect | first finding |\n|---|---|---|---|---|---|---|\n",
                                 setup);
   for (const auto& r : runs) {
-    const bool control = r.mutant == "none";
+    const bool control = r.mutant == protocol::Mutant::none;
     std::string how = r.findings.empty() ? "-" : r.findings.front().check;
     std::string message = r.findings.empty() ? "-" : r.findings.front().message;
     if (message.size() > 160) message = message.substr(0, 157) + "...";
     for (auto& ch : message)
       if (ch == '|') ch = '/';
-    out += fmt::format("| {} | {} % | {} | {} | {} | {} | {} |\n", r.mutant, r.twoshot_percent,
+    out += fmt::format("| {} | {} % | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant), r.twoshot_percent,
                        control ? (r.failed ? "FALSE POSITIVE" : "clean (control)")
                                : r.failed ? "yes"
                                : expected_survival(r.mutant, placement).empty()

@@ -100,8 +100,13 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
   if (comm.rank() == 0) fmt::print("fusioncheck gpu smoke: {}\n", describe(placement, comm.size()));
   MpiBootstrap bootstrap(comm);
   OurKernels kernel(bootstrap, protocol::Mutant::none);
-  CaseRunner runner(comm, kernel, placement, *std::max_element(options.tokens.begin(), options.tokens.end()),
-                    *std::max_element(options.hidden.begin(), options.hidden.end()), options.calls_per_case);
+  CaseLimits limits;
+  limits.max_tokens = *std::max_element(options.tokens.begin(), options.tokens.end());
+  limits.max_hidden = *std::max_element(options.hidden.begin(), options.hidden.end());
+  limits.max_elems = static_cast<std::int64_t>(limits.max_tokens) * limits.max_hidden;
+  limits.max_calls = options.calls_per_case;
+  limits.validate();
+  CaseRunner runner(comm, kernel, limits);
   nlohmann::json results = nlohmann::json::array();
   int refused = 0, failed = 0, passed = 0;
   const auto cases = smoke_cases(options, comm.size());

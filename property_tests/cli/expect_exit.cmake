@@ -1,14 +1,46 @@
-# Runs CMD (a ;-list) and fails unless it exits with EXPECT_RC and its stderr is exactly one
-# line containing EXPECT_STDERR. Used by the bad-input tests of every subcommand.
-execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# Runs CMD (a ;-list) and checks how the fusioncheck binary ends. Used by the table-driven
+# CLI tests (cases.txt).
+#   EXPECT_RC      required exit code
+#   EXPECT_STDERR  exit code not 0: regex the one stderr line must match
+#   EXPECT_STDOUT  exit code 0: regex stdout must match
+#   MAX_SECONDS    the run must end within this (default 15): bad input is refused before
+#                  any long work, and nothing may run without end
+# Always, with a non-zero exit code: stderr is exactly one line, starting with the prefix
+# "fusioncheck: error: " once (never twice), and nothing went to stdout (refused before the
+# work). With exit code 0: no flag renders as "--x{false}" in help.
+if(NOT DEFINED MAX_SECONDS)
+  set(MAX_SECONDS 15)
+endif()
+execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                TIMEOUT ${MAX_SECONDS})
+list(JOIN CMD " " shown)
+if(rc MATCHES "timeout")
+  message(FATAL_ERROR "did not finish within ${MAX_SECONDS} s: ${shown}\nstdout: ${out}\nstderr: ${err}")
+endif()
 if(NOT rc STREQUAL "${EXPECT_RC}")
-  message(FATAL_ERROR "expected exit ${EXPECT_RC}, got ${rc}\nstdout: ${out}\nstderr: ${err}")
+  message(FATAL_ERROR "expected exit ${EXPECT_RC}, got ${rc}: ${shown}\nstdout: ${out}\nstderr: ${err}")
+endif()
+if(rc EQUAL 0)
+  if(DEFINED EXPECT_STDOUT AND NOT out MATCHES "${EXPECT_STDOUT}")
+    message(FATAL_ERROR "stdout does not match '${EXPECT_STDOUT}':\n${out}")
+  endif()
+  if(out MATCHES "{(true|false)}")
+    message(FATAL_ERROR "a flag renders with its value in braces:\n${out}")
+  endif()
+  return()
 endif()
 string(STRIP "${err}" err_stripped)
 string(FIND "${err_stripped}" "\n" newline_at)
-if(NOT newline_at EQUAL -1)
+if(err_stripped STREQUAL "" OR NOT newline_at EQUAL -1)
   message(FATAL_ERROR "expected a one-line error, got:\n${err}")
 endif()
-if(DEFINED EXPECT_STDERR AND NOT err MATCHES "${EXPECT_STDERR}")
+if(NOT err_stripped MATCHES "^fusioncheck: error: " OR err_stripped MATCHES "error: fusioncheck")
+  message(FATAL_ERROR "expected the prefix 'fusioncheck: error: ' exactly once, got:\n${err}")
+endif()
+if(DEFINED EXPECT_STDERR AND NOT err_stripped MATCHES "${EXPECT_STDERR}")
   message(FATAL_ERROR "stderr does not match '${EXPECT_STDERR}': ${err}")
 endif()
+if(NOT out STREQUAL "")
+  message(FATAL_ERROR "bad input must be refused before any work, but stdout has:\n${out}")
+endif()
+message("ok: exit ${rc}: ${err_stripped}")

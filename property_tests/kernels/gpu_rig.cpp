@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/reference/generators.hpp"
 #include "fusioncheck/reference/tolerance.hpp"
 
@@ -17,10 +18,6 @@ namespace fusioncheck::kernels::testing {
 namespace ref = fusioncheck::reference;
 
 namespace {
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(e));
-}
-ref::DType ref_dtype(DType d) { return d == DType::bf16 ? ref::DType::bf16 : ref::DType::f16; }
 bool has_quant(Pattern p) { return p == Pattern::fp8_static || p == Pattern::fp8_dynamic || p == Pattern::nvfp4; }
 constexpr float kFp8InvScale = 2.0f;
 constexpr float kNvfp4GlobalScale = 100.0f;
@@ -34,7 +31,7 @@ std::string describe(const ref::Mismatch& m) {
 }
 
 ref::Tensor to_tensor(DType d, const std::vector<std::uint8_t>& bytes, std::size_t count) {
-  ref::Tensor t(ref_dtype(d), count);
+  ref::Tensor t(d, count);
   std::memcpy(t.data(), bytes.data(), t.bytes());
   return t;
 }
@@ -70,7 +67,7 @@ std::string Findings::summary(std::size_t max_lines) const {
 
 // ---- DeviceBuffer ----------------------------------------------------------------------
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  check_cuda(cudaMalloc(&ptr_, std::max<std::size_t>(bytes, 16)), "cudaMalloc");
+  cuda_check(cudaMalloc(&ptr_, std::max<std::size_t>(bytes, 16)), "cudaMalloc");
 }
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   std::swap(ptr_, o.ptr_);
@@ -80,13 +77,13 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_ != nullptr) (void)cudaFree(ptr_);
 }
-void DeviceBuffer::fill(std::uint8_t byte) const { check_cuda(cudaMemset(ptr_, byte, bytes_), "cudaMemset"); }
+void DeviceBuffer::fill(std::uint8_t byte) const { cuda_check(cudaMemset(ptr_, byte, bytes_), "cudaMemset"); }
 void DeviceBuffer::upload(const void* src, std::size_t bytes) const {
-  check_cuda(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice), "upload");
+  cuda_check(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice), "upload");
 }
 std::vector<std::uint8_t> DeviceBuffer::download() const {
   std::vector<std::uint8_t> out(bytes_);
-  check_cuda(cudaMemcpy(out.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "download");
+  cuda_check(cudaMemcpy(out.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "download");
   return out;
 }
 
@@ -103,7 +100,7 @@ Rig::Rig(int ranks, DType dtype, bool fp32_lamport, std::uint64_t comm_size)
   config.fp32_lamport = fp32_lamport;
   ws_ = Workspace::create_in_process(config);
   streams_.resize(ranks);
-  for (auto& s : streams_) check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  for (auto& s : streams_) cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   scanner_ = std::make_unique<DeviceLamportScanner>();
 }
 
@@ -117,7 +114,7 @@ ref::FusedConfig Rig::reference_config(const CallSpec& spec) const {
   c.ranks = ranks_;
   c.tokens = spec.tokens;
   c.hidden = spec.hidden;
-  c.dtype = ref_dtype(dtype_);
+  c.dtype = dtype_;
   c.accumulation = spec.fp32_accumulation ? ref::Accumulation::fp32 : ref::Accumulation::per_step;
   c.eps = kEps;
   c.weight_bias = spec.weight_bias;
@@ -129,7 +126,7 @@ ref::FusedConfig Rig::reference_config(const CallSpec& spec) const {
   c.quant.fp8_dynamic = spec.pattern == Pattern::fp8_dynamic;
   c.quant.nvfp4 = spec.pattern == Pattern::nvfp4;
   c.quant.nvfp4_global_scale = kNvfp4GlobalScale;
-  c.quant.nvfp4_layout = ref::ScaleLayout::swizzled128x4;
+  c.quant.nvfp4_layout = ref::Nvfp4Layout::swizzled128x4;
   return c;
 }
 
@@ -172,7 +169,7 @@ void Rig::upload_inputs(const CallSpec& spec, const ref::FusedInputs& in, std::v
   const std::size_t bytes = n * 2;
   const std::size_t scale_bytes =
       spec.pattern == Pattern::nvfp4
-          ? ref::nvfp4_scale_storage(ref::ScaleLayout::swizzled128x4, spec.tokens, spec.hidden / 16)
+          ? ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4, spec.tokens, spec.hidden / 16)
           : spec.tokens * sizeof(float);
   bufs.clear();
   for (int r = 0; r < ranks_; ++r) {
@@ -209,7 +206,7 @@ void Rig::check_outputs(const CallSpec& spec, const ref::FusedInputs& in, std::v
   const ref::FusedConfig config = reference_config(spec);
   const ref::FusedOutputs expected = ref::compute_fused(config, in);
   const std::size_t n = static_cast<std::size_t>(spec.tokens) * spec.hidden;
-  const std::string call = std::string(path_name(spec.path)) + " " + pattern_name(spec.pattern) + " tokens=" +
+  const std::string call = std::string(path_name(spec.path)) + " " + std::string(pattern_name(spec.pattern)) + " tokens=" +
                            std::to_string(spec.tokens) + " hidden=" + std::to_string(spec.hidden);
   std::vector<std::uint8_t> rank0_norm, rank0_quant;
   for (int r = 0; r < ranks_; ++r) {

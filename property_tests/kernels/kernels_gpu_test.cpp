@@ -57,8 +57,8 @@ TEST_F(Gpu, OneShotMatchesReferenceForEveryPatternRankCountAndDtype) {
         CallSpec spec;
         spec.pattern = pattern;
         spec.hidden = 512;
-        expect_clean_sequence(rig, spec, std::string("ranks=") + std::to_string(ranks) + " " + fk::dtype_name(dtype) +
-                                             " " + fk::pattern_name(pattern));
+        expect_clean_sequence(rig, spec, std::string("ranks=") + std::to_string(ranks) + " " + std::string(fk::dtype_name(dtype)) +
+                                             " " + std::string(fk::pattern_name(pattern)));
       }
     }
 }
@@ -125,7 +125,7 @@ TEST_F(Gpu, TwoShotMatchesReferenceAndKeepsItsOwnState) {
         spec.pattern = pattern;
         spec.hidden = 1024;
         expect_clean_sequence(rig, spec, std::string("two-shot ranks=") + std::to_string(ranks) + " " +
-                                             fk::pattern_name(pattern));
+                                             std::string(fk::pattern_name(pattern)));
       }
     }
 }

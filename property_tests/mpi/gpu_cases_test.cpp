@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -19,6 +20,9 @@ namespace {
 
 namespace fg = fusioncheck::gpu;
 namespace fk = fusioncheck::kernels;
+
+// A catalogue id as the enum the library takes (ids are strings only at the CLI).
+fusioncheck::protocol::Mutant M(const char* id) { return fusioncheck::protocol::parse_mutant(id).value(); }
 
 fg::GpuCase full_case() {
   fg::GpuCase c;
@@ -141,40 +145,106 @@ TEST(MpsDetection, NeedsADaemonProcess) {
   EXPECT_FALSE(fg::mps_daemon_running(proc));  // no such directory: not running
 }
 
+// The size limits: one definition, checked once; a case beyond them is named, not run.
+TEST(CaseLimits, BadLimitsAreBadInputAndCasesBeyondThemAreNamed) {
+  fg::CaseLimits ok;
+  EXPECT_NO_THROW(ok.validate());
+  auto bad = [](auto change) {
+    fg::CaseLimits l;
+    change(l);
+    return l;
+  };
+  EXPECT_THROW(bad([](auto& l) { l.max_tokens = 0; }).validate(), fg::BadInput);
+  EXPECT_THROW(bad([](auto& l) { l.max_tokens = fg::CaseLimits::kMaxTokens + 1; }).validate(), fg::BadInput);
+  EXPECT_THROW(bad([](auto& l) { l.max_hidden = 100; }).validate(), fg::BadInput);
+  EXPECT_THROW(bad([](auto& l) { l.max_elems = 1024, l.max_hidden = 4096; }).validate(), fg::BadInput);
+  EXPECT_THROW(bad([](auto& l) { l.max_calls = fg::kMaxCallsPerCase + 1; }).validate(), fg::BadInput);
+
+  fg::CaseLimits l;
+  l.max_tokens = 100;
+  l.max_hidden = 1024;
+  l.max_elems = 4096;
+  l.max_calls = 2;
+  EXPECT_EQ(l.elems_per_call(), 4096);
+  EXPECT_EQ(l.max_tokens_for(1024), 4);
+  EXPECT_EQ(l.max_tokens_for(16), 100);
+  fg::GpuCase c = full_case();
+  c.hidden = 1024;
+  c.calls.resize(2);
+  c.calls[0].tokens = 4;
+  c.calls[1].tokens = 4;
+  EXPECT_EQ(l.does_not_fit(c), "");
+  c.calls[1].tokens = 5;
+  EXPECT_NE(l.does_not_fit(c).find("tokens=5 x hidden=1024 exceeds"), std::string::npos) << l.does_not_fit(c);
+  c.calls.resize(3);
+  EXPECT_NE(l.does_not_fit(c).find("--max-calls"), std::string::npos);
+}
+
+// A failing case reads as labelled fields and a table of calls, not as a raw tuple.
+TEST(FailureReport, EveryFieldIsLabelled) {
+  const fg::GpuCase c = full_case();
+  const std::string block = fg::describe_block(c);
+  for (const char* label : {"dtype", "hidden", "Lamport element", "accumulation", "issue mode", "delays", "tokens",
+                            "pattern", "kernel", "PDL", "trigger", "cluster", "PDL consumer"})
+    EXPECT_NE(block.find(label), std::string::npos) << label << " missing in\n" << block;
+  EXPECT_NE(block.find("f16"), std::string::npos);
+  EXPECT_NE(block.find("two-shot"), std::string::npos);
+  EXPECT_NE(block.find("seed 12345, up to 20000 ns"), std::string::npos) << block;
+  std::ostringstream shown;
+  showValue(c, shown);  // what RapidCheck prints for a generated case
+  EXPECT_NE(shown.str().find("ranks             4"), std::string::npos) << shown.str();
+
+  fg::CheckResult r;
+  r.mutant = M("float-sentinel");
+  r.failed = true;
+  r.minimal = c;
+  r.minimal_calls = 2;
+  r.findings.push_back({"hang", "rank 0 block 3 waited for rank 1"});
+  r.replay_file = "cx.json";
+  r.replay_command = "mpirun -np 4 fusioncheck gpu check --mutant float-sentinel --replay cx.json";
+  fg::GpuPlacement placement;
+  placement.device_name = "NVIDIA H200";
+  placement.compute_capability = 90;
+  const std::string report = fg::failure_report(r, placement, 4);
+  for (const char* part : {"FAILED", "mutant float-sentinel", "ranks", "GPUs", "finding", "[hang] rank 0 block 3",
+                           "replay file", "cx.json", "replay with", "--mutant float-sentinel --replay cx.json"})
+    EXPECT_NE(report.find(part), std::string::npos) << part << " missing in\n" << report;
+}
+
 // Which survivors a kill table excuses, per setup; every other survivor fails the run.
 TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
   fg::GpuPlacement h200_mps;
   h200_mps.compute_capability = 90;
   h200_mps.ranks_share_gpu = true;
   h200_mps.mps_running = true;
-  EXPECT_NE(fg::expected_survival("pdl-wait-missing", h200_mps), "");
-  EXPECT_NE(fg::expected_survival("empty-body", h200_mps), "");
-  EXPECT_NE(fg::expected_survival("barrier-no-release", h200_mps), "");
-  EXPECT_EQ(fg::expected_survival("torn-element", h200_mps), "");  // MPS ranks run together
+  EXPECT_NE(fg::expected_survival(M("pdl-wait-missing"), h200_mps), "");
+  EXPECT_NE(fg::expected_survival(M("empty-body"), h200_mps), "");
+  EXPECT_NE(fg::expected_survival(M("barrier-no-release"), h200_mps), "");
+  EXPECT_EQ(fg::expected_survival(M("torn-element"), h200_mps), "");  // MPS ranks run together
   for (const char* m : {"float-sentinel", "two-buffers", "early-trigger", "counter-not-reset"})
-    EXPECT_EQ(fg::expected_survival(m, h200_mps), "") << m;
+    EXPECT_EQ(fg::expected_survival(M(m), h200_mps), "") << m;
 
   fg::GpuPlacement time_sliced = h200_mps;
   time_sliced.mps_running = false;
-  EXPECT_NE(fg::expected_survival("torn-element", time_sliced), "");
+  EXPECT_NE(fg::expected_survival(M("torn-element"), time_sliced), "");
 
   fg::GpuPlacement sm120_pair;  // one rank per GPU on sm_120: nothing is excused
   sm120_pair.compute_capability = 120;
   for (const char* m : {"pdl-wait-missing", "empty-body", "barrier-no-release", "torn-element"})
-    EXPECT_EQ(fg::expected_survival(m, sm120_pair), "") << m;
+    EXPECT_EQ(fg::expected_survival(M(m), sm120_pair), "") << m;
 }
 
 // The kill table runs a mutant of the two-shot kernel alone on mostly two-shot calls, and
 // then the correct kernels on that mix too (its control); a list without one stays as is.
 TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
-  using Plan = std::vector<std::pair<std::string, int>>;
+  using Plan = std::vector<std::pair<fusioncheck::protocol::Mutant, int>>;
   const int mix = fg::kTwoShotMutantPercent;
-  EXPECT_EQ(fg::kill_table_plan({"none", "float-sentinel", "twoshot-gather-overlap"}, 25),
-            (Plan{{"none", 25}, {"none", mix}, {"float-sentinel", 25}, {"twoshot-gather-overlap", mix}}));
-  EXPECT_EQ(fg::kill_table_plan({"none", "float-sentinel"}, 25), (Plan{{"none", 25}, {"float-sentinel", 25}}));
-  EXPECT_EQ(fg::kill_table_plan({"barrier-no-release"}, 10), (Plan{{"barrier-no-release", mix}}));
+  const auto none = M("none"), fs = M("float-sentinel"), tgo = M("twoshot-gather-overlap"), bnr = M("barrier-no-release");
+  EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25), (Plan{{none, 25}, {none, mix}, {fs, 25}, {tgo, mix}}));
+  EXPECT_EQ(fg::kill_table_plan({none, fs}, 25), (Plan{{none, 25}, {fs, 25}}));
+  EXPECT_EQ(fg::kill_table_plan({bnr}, 10), (Plan{{bnr, mix}}));
   // With the mix as the default there is nothing to add.
-  EXPECT_EQ(fg::kill_table_plan({"none", "barrier-no-release"}, mix), (Plan{{"none", mix}, {"barrier-no-release", mix}}));
+  EXPECT_EQ(fg::kill_table_plan({none, bnr}, mix), (Plan{{none, mix}, {bnr, mix}}));
 }
 
 // JUnit of a kill table: a killed mutant and the clean control pass; a survivor this setup
@@ -185,9 +255,9 @@ TEST(KillTable, JunitFailsOnlyWhatTheExitCodeFails) {
   h200_mps.compute_capability = 90;
   h200_mps.ranks_share_gpu = true;
   h200_mps.mps_running = true;
-  auto run = [](const std::string& mutant, bool failed) {
+  auto run = [](const char* mutant, bool failed) {
     fg::CheckResult r;
-    r.mutant = mutant;
+    r.mutant = M(mutant);
     r.failed = failed;
     r.twoshot_percent = 25;
     if (failed) r.findings.push_back({"invariant", "after call 0: invariant 5"});

@@ -122,28 +122,28 @@ TEST(RefHalfSpacing, BoundsTheRoundingErrorAndIsReached) {
 TEST(RefNvfp4Layout, SwizzledIndexIsABijectionOntoTheUnpaddedPositions) {
   for (std::size_t rows : {1u, 5u, 127u, 128u, 130u, 300u}) {
     for (std::size_t cols : {1u, 3u, 4u, 5u, 8u, 64u}) {
-      const std::size_t storage = nvfp4_scale_storage(ScaleLayout::swizzled128x4, rows, cols);
+      const std::size_t storage = nvfp4_scale_storage(Nvfp4Layout::swizzled128x4, rows, cols);
       EXPECT_EQ(storage, (rows + 127) / 128 * 128 * ((cols + 3) / 4 * 4));
       std::set<std::size_t> seen;
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t c = 0; c < cols; ++c) {
-          const std::size_t i = nvfp4_scale_index(ScaleLayout::swizzled128x4, r, c, cols);
+          const std::size_t i = nvfp4_scale_index(Nvfp4Layout::swizzled128x4, r, c, cols);
           ASSERT_LT(i, storage);
           ASSERT_TRUE(seen.insert(i).second) << r << "," << c;
         }
       EXPECT_EQ(seen.size(), rows * cols);
-      EXPECT_EQ(nvfp4_scale_storage(ScaleLayout::linear, rows, cols), rows * cols);
+      EXPECT_EQ(nvfp4_scale_storage(Nvfp4Layout::linear, rows, cols), rows * cols);
     }
   }
   // The [32][4][4] tile order of the cuBLAS layout description.
-  EXPECT_EQ(nvfp4_scale_index(ScaleLayout::swizzled128x4, 0, 1, 8), 1u);
-  EXPECT_EQ(nvfp4_scale_index(ScaleLayout::swizzled128x4, 32, 0, 8), 4u);
-  EXPECT_EQ(nvfp4_scale_index(ScaleLayout::swizzled128x4, 1, 0, 8), 16u);
-  EXPECT_EQ(nvfp4_scale_index(ScaleLayout::swizzled128x4, 0, 4, 8), 512u);
-  EXPECT_EQ(nvfp4_scale_index(ScaleLayout::swizzled128x4, 128, 0, 8), 1024u);
+  EXPECT_EQ(nvfp4_scale_index(Nvfp4Layout::swizzled128x4, 0, 1, 8), 1u);
+  EXPECT_EQ(nvfp4_scale_index(Nvfp4Layout::swizzled128x4, 32, 0, 8), 4u);
+  EXPECT_EQ(nvfp4_scale_index(Nvfp4Layout::swizzled128x4, 1, 0, 8), 16u);
+  EXPECT_EQ(nvfp4_scale_index(Nvfp4Layout::swizzled128x4, 0, 4, 8), 512u);
+  EXPECT_EQ(nvfp4_scale_index(Nvfp4Layout::swizzled128x4, 128, 0, 8), 1024u);
 }
 
-FusedConfig quant_config(DType dtype, int tokens, int hidden, ScaleLayout layout) {
+FusedConfig quant_config(DType dtype, int tokens, int hidden, Nvfp4Layout layout) {
   FusedConfig c;
   c.dtype = dtype;
   c.ranks = 3;
@@ -159,16 +159,16 @@ FusedConfig quant_config(DType dtype, int tokens, int hidden, ScaleLayout layout
 }
 
 TEST(RefNvfp4Layout, LinearAndSwizzledOutputsHoldTheSameScales) {
-  FusedConfig lin = quant_config(DType::bf16, 130, 80, ScaleLayout::linear);
-  FusedConfig swz = quant_config(DType::bf16, 130, 80, ScaleLayout::swizzled128x4);
+  FusedConfig lin = quant_config(DType::bf16, 130, 80, Nvfp4Layout::linear);
+  FusedConfig swz = quant_config(DType::bf16, 130, 80, Nvfp4Layout::swizzled128x4);
   const FusedInputs in = make_random_inputs(lin, SpecialsSpec{5, 0, 0, false});
   const FusedOutputs a = compute_fused(lin, in), b = compute_fused(swz, in);
   EXPECT_EQ(a.nvfp4, b.nvfp4);
   std::size_t nonzero = 0;
   for (std::size_t r = 0; r < 130; ++r)
     for (std::size_t c = 0; c < 5; ++c) {
-      const std::uint8_t s = a.nvfp4_scale[nvfp4_scale_index(ScaleLayout::linear, r, c, 5)];
-      ASSERT_EQ(s, b.nvfp4_scale[nvfp4_scale_index(ScaleLayout::swizzled128x4, r, c, 5)]);
+      const std::uint8_t s = a.nvfp4_scale[nvfp4_scale_index(Nvfp4Layout::linear, r, c, 5)];
+      ASSERT_EQ(s, b.nvfp4_scale[nvfp4_scale_index(Nvfp4Layout::swizzled128x4, r, c, 5)]);
       nonzero += s != 0;
     }
   EXPECT_GT(nonzero, 600u);  // not a vacuous comparison of zeros
@@ -199,7 +199,7 @@ RC_GTEST_PROP(RefQuantProperties, ErrorWithinTheFormatBound, ()) {
   const DType dtype = *rc::gen::element(DType::f16, DType::bf16, DType::f32);
   const int tokens = *rc::gen::inRange(1, 4);
   const int hidden = 16 * *rc::gen::inRange(1, 9);
-  FusedConfig c = quant_config(dtype, tokens, hidden, ScaleLayout::linear);
+  FusedConfig c = quant_config(dtype, tokens, hidden, Nvfp4Layout::linear);
   c.quant.fp8_inv_scale = *rc::gen::element(0.25f, 1.0f, 3.0f, 100.0f);
   c.quant.nvfp4_global_scale = *rc::gen::element(1.0f, 16.0f, 672.0f);
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();
@@ -214,7 +214,7 @@ RC_GTEST_PROP(RefQuantProperties, ErrorWithinTheFormatBound, ()) {
       if (!std::isfinite(q)) continue;  // NaN/inf norms: checked by the NaN rule, not here
       RC_ASSERT(fp8_within_bound(q, c.quant.fp8_inv_scale, out.fp8_static[i]));
       RC_ASSERT(fp8_within_bound(q, inv_dyn, out.fp8_dynamic[i]));
-      const std::uint8_t sf = out.nvfp4_scale[nvfp4_scale_index(ScaleLayout::linear, t, j / 16, cols)];
+      const std::uint8_t sf = out.nvfp4_scale[nvfp4_scale_index(Nvfp4Layout::linear, t, j / 16, cols)];
       const double sf_value = e4m3_to_float(sf);
       // All-zero block, saturated scale, or a subnormal e4m3 scale (relative error above 2^-4).
       if (sf_value < 0x1p-6 || sf == 0x7e) continue;

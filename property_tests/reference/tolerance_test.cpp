@@ -83,7 +83,7 @@ FusedConfig quant_config(DType t, std::uint64_t seed) {
   c.tokens = 3;
   c.hidden = 64;
   c.quant = QuantConfig{true, 2.0f, true, true, 448.0f * 6.0f / 8.0f,
-                        seed % 2 ? ScaleLayout::linear : ScaleLayout::swizzled128x4};
+                        seed % 2 ? Nvfp4Layout::linear : Nvfp4Layout::swizzled128x4};
   return c;
 }
 

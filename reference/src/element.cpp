@@ -4,14 +4,6 @@
 
 namespace fusioncheck::reference {
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::f32: return "f32";
-  }
-  return "?";
-}
 
 std::string_view accumulation_name(Accumulation a) {
   return a == Accumulation::fp32 ? "fp32" : "per_step";
@@ -55,15 +47,6 @@ std::uint32_t canonicalize(DType t, std::uint32_t bits) {
 
 std::uint32_t neg_zero_bits(DType t) {
   return t == DType::f32 ? protocol::kNegZero32 : protocol::kNegZero16;
-}
-
-protocol::LamportElem lamport_elem(DType t) {
-  switch (t) {
-    case DType::f16: return protocol::LamportElem::f16;
-    case DType::bf16: return protocol::LamportElem::bf16;
-    case DType::f32: return protocol::LamportElem::f32;
-  }
-  return protocol::LamportElem::f32;
 }
 
 }  // namespace fusioncheck::reference

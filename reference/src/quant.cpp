@@ -112,20 +112,4 @@ float e2m1_half_spacing(float v) {
   return std::ldexp(1.0f, e - 2);
 }
 
-std::size_t nvfp4_scale_storage(ScaleLayout layout, std::size_t rows, std::size_t scale_cols) {
-  if (layout == ScaleLayout::linear) return rows * scale_cols;
-  const std::size_t padded_rows = (rows + 127) / 128 * 128;
-  const std::size_t padded_cols = (scale_cols + 3) / 4 * 4;
-  return padded_rows * padded_cols;
-}
-
-std::size_t nvfp4_scale_index(ScaleLayout layout, std::size_t row, std::size_t col,
-                              std::size_t scale_cols) {
-  if (layout == ScaleLayout::linear) return row * scale_cols + col;
-  const std::size_t col_tiles = (scale_cols + 3) / 4;
-  const std::size_t tile = (row / 128) * col_tiles + col / 4;
-  const std::size_t r = row % 128;
-  return tile * 512 + (r % 32) * 16 + (r / 32) * 4 + col % 4;
-}
-
 }  // namespace fusioncheck::reference

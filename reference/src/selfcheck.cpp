@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -54,8 +55,13 @@ FusedConfig case_config(std::mt19937_64& rng) {
 
 }  // namespace
 
-SelfCheckResult run_selfcheck(std::uint64_t seed, int cases, const FusedImpl& impl) {
+SelfCheckResult run_selfcheck(std::uint64_t seed, int cases, const FusedImpl& impl,
+                              const SelfCheckProgress& progress) {
   SelfCheckResult result;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto next_report = start + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(progress.every_s));
   std::mt19937_64 rng(seed);
   auto record = [&](const FusedConfig& c, int index, const std::optional<Mismatch>& m) {
     ++result.checks;
@@ -87,6 +93,13 @@ SelfCheckResult run_selfcheck(std::uint64_t seed, int cases, const FusedImpl& im
 
     const std::vector<float> allowed = norm_out_tolerance(c, out.residual_out, in.gamma);
     record(c, k, first_norm_mismatch(out.norm_out, double_rmsnorm(c, out.residual_out, in.gamma), allowed));
+
+    if (progress.report && k + 1 < cases && Clock::now() >= next_report) {
+      const auto now = Clock::now();
+      progress.report({k + 1, cases, result.failures, std::chrono::duration<double>(now - start).count()});
+      next_report = now + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(progress.every_s));
+    }
   }
   return result;
 }

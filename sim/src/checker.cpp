@@ -1,4 +1,4 @@
-// Checkers: outputs of every completed kernel, deadlock, and DESIGN.md's invariants when
+// Checkers: outputs of every completed kernel, deadlock, and docs/design.md's invariants when
 // every rank is idle at the end of the call sequence.
 #include <fmt/core.h>
 

@@ -120,16 +120,6 @@ __device__ __forceinline__ float row_reduce(float v, float* scratch, int cluster
   return b;
 }
 
-__device__ __forceinline__ std::uint64_t nvfp4_scale_index(Nvfp4Layout layout, std::uint64_t row,
-                                                           std::uint64_t col,
-                                                           std::uint64_t scale_cols) {
-  if (layout == Nvfp4Layout::linear) return row * scale_cols + col;
-  const std::uint64_t padded_cols = (scale_cols + 3) / 4 * 4;
-  const std::uint64_t tile = (row / 128) * (padded_cols / 4) + col / 4;
-  const std::uint64_t r = row % 128, c = col % 4;
-  return tile * 512 + (r % 32) * 16 + (r / 32) * 4 + c;
-}
-
 // NVFP4 of one 16-element block whose T-rounded norm values are at norm_out[idx..idx+16).
 template <typename T>
 __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, int block16) {
@@ -154,7 +144,7 @@ __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, in
   auto* out = static_cast<std::uint8_t*>(e.quant_out) + idx / 2;
   *reinterpret_cast<uint2*>(out) = make_uint2(packed[0], packed[1]);
   const std::uint64_t scale_cols = e.hidden / 16;
-  static_cast<std::uint8_t*>(e.scale_out)[nvfp4_scale_index(e.nvfp4_layout, token, block16, scale_cols)] = sf;
+  static_cast<std::uint8_t*>(e.scale_out)[protocol::nvfp4_scale_index(e.nvfp4_layout, token, block16, scale_cols)] = sf;
 #else
   (void)e; (void)token; (void)block16;  // refused by the host below sm_100
 #endif

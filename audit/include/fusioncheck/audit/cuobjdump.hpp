@@ -2,6 +2,7 @@
 // Finding and running NVIDIA's cuobjdump, with a time limit, feeding its output to the
 // listing parser as it arrives.
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -27,7 +28,13 @@ std::optional<std::string> find_cuobjdump();
 // Runs `<cuobjdump> -sass -ptx <file>` and parses its output. Throws AuditInputError when the
 // file is missing or unreadable, holds no device code, or cuobjdump fails or runs past
 // `time_limit` (it is then killed).
+// While cuobjdump runs, `report` (if set) is called every `every` with the seconds so far:
+// a large binary can take half a minute.
+struct DumpProgress {
+  std::chrono::milliseconds every{5000};
+  std::function<void(double seconds)> report;
+};
 Listing dump_listing(const std::string& cuobjdump, const std::string& file,
-                     std::chrono::milliseconds time_limit);
+                     std::chrono::milliseconds time_limit, const DumpProgress& progress = {});
 
 }  // namespace fusioncheck::audit

@@ -1,5 +1,5 @@
 #pragma once
-// DESIGN.md invariants 1-7 and 11, checked on the ControlStates read back from every rank
+// docs/design.md invariants 1-7 and 11, checked on the ControlStates read back from every rank
 // before and after one call (all ranks idle). Plain C++: the CPU tests feed it synthetic
 // states, the GPU tests real ones. Each violation is one line starting "invariant <n>:";
 // at most a few lines per invariant and rank (the first mismatch and a count).

@@ -1,5 +1,5 @@
 #pragma once
-// Invariants 4-6 (DESIGN.md) over one rank's three Lamport buffers after a one-shot call,
+// Invariants 4-6 (docs/design.md) over one rank's three Lamport buffers after a one-shot call,
 // reduced to counts and first offenders. Two scanners produce the same LamportScan: the
 // host one over buffers copied back (ControlState::lamport), and the device one
 // (DeviceLamportScanner, CUDA builds) that reads them where they are, so that only the

@@ -23,22 +23,19 @@ struct CudaError : std::runtime_error {
   explicit CudaError(const std::string& what) : std::runtime_error(what) {}
 };
 
-enum class DType : std::uint8_t { f16, bf16 };
-enum class Pattern : std::uint8_t {
-  allreduce,         // allreduce_out only
-  residual_rmsnorm,  // + residual_out, norm_out
-  fp8_static,        // + quant_out (e4m3, code = e4m3(norm * fp8_inv_scale))
-  fp8_dynamic,       // + quant_out, scale_out (per token float)
-  nvfp4,             // + quant_out (packed e2m1), scale_out (e4m3 block scales); sm_100+
-};
+// The shared vocabulary (protocol/vocabulary.hpp). The kernels take f16 or bf16 inputs;
+// f32 only as the Lamport buffer element (FusedParams::fp32_lamport).
+using protocol::DType;
+using protocol::dtype_bytes;
+using protocol::dtype_name;
+using protocol::kNvfp4BlockSize;
+using protocol::Nvfp4Layout;
+using protocol::Pattern;
+using protocol::pattern_name;
 enum class Trigger : std::uint8_t { early, at_end };  // PDL launch_dependents position
 enum class ClusterMode : std::uint8_t { automatic, force_cluster, force_no_cluster };
-enum class Nvfp4Layout : std::uint8_t { linear, swizzled128x4 };  // as reference/quant.hpp
-
-constexpr int dtype_bytes(DType) { return 2; }
 // Elements per 16-byte vector of the Lamport buffer; hidden must be a multiple of 8.
 inline constexpr int kHiddenMultiple = 8;
-inline constexpr int kNvfp4Block = 16;
 inline constexpr std::uint32_t kMaxInjectedDelayNs = 10'000'000;  // 10 ms
 
 struct FusedParams {
@@ -113,7 +110,5 @@ struct WaitProfileEntry {
   std::uint64_t poll_cycles_by_peer[protocol::kMaxRanks]; // where it spun
 };
 
-const char* pattern_name(Pattern p);
-const char* dtype_name(DType d);
 
 }  // namespace fusioncheck::kernels

@@ -1,5 +1,5 @@
 #pragma once
-// The per-rank workspace of the fused kernels (DESIGN.md "one-shot Lamport protocol"):
+// The per-rank workspace of the fused kernels (docs/design.md "One-shot Lamport protocol"):
 // Lamport buffers and two-shot buffers shared with every peer, a private control block,
 // guard words around both, a host-mapped hang record. Two ways to build one:
 //   * create_ipc: one rank per process; peers' buffers opened through CUDA IPC, the

@@ -42,17 +42,14 @@ struct PhaseTimes {
 
 class CaseRunner {
  public:
-  // Buffers are sized once for the largest call of the run: tokens x hidden elements, at
-  // most max_elems.
-  CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const GpuPlacement& placement,
-             int max_tokens, int max_hidden, int max_calls, std::int64_t max_elems = INT64_MAX);
+  // Buffers are sized once for the largest call the limits allow (validated by the caller).
+  CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLimits& limits);
   ~CaseRunner();
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
 
   CaseVerdict run(const GpuCase& c);
-  // Why the case does not fit this runner's buffers (calls, shapes); "" if it fits.
-  std::string does_not_fit(const GpuCase& c) const;
+  const CaseLimits& limits() const { return limits_; }
   int calls_run() const { return calls_run_; }
   const PhaseTimes& times() const { return times_; }
 
@@ -73,9 +70,7 @@ class CaseRunner {
 
   mpi::MpiComm& comm_;
   KernelUnderTest& kernel_;
-  GpuPlacement placement_;
-  int max_tokens_, max_hidden_;
-  std::int64_t max_elems_;  // of one call: what the buffers hold
+  CaseLimits limits_;
   std::vector<std::unique_ptr<CallBuffers>> buffers_;
   cudaStream_t stream_{};
   int calls_run_ = 0;

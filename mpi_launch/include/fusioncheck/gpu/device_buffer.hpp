@@ -8,12 +8,11 @@
 #include <string>
 #include <utility>
 
+#include "fusioncheck/kernels/cuda_check.hpp"
+
 namespace fusioncheck::gpu {
 
-inline void cuda_check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-}
+using kernels::cuda_check;
 
 class DeviceBuffer {
  public:

@@ -5,6 +5,7 @@
 // pure function of (case seed, call index, rank), so every rank's input for every call is
 // distinguishable and every rank can compute the reference of every call.
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -56,9 +57,33 @@ nlohmann::json to_json(const GpuCase& c);
 GpuCase case_from_json(const nlohmann::json& j);  // throws BadInput on a bad file
 std::string describe(const GpuCase& c);           // one line
 std::string describe(const CallSpec& call);
+// Labelled lines a person can read: the case's fields, then a table of its calls; every
+// line starts with `indent`.
+std::string describe_block(const GpuCase& c, const std::string& indent = "  ");
+// How RapidCheck prints a generated case (found by argument-dependent lookup).
+void showValue(const GpuCase& c, std::ostream& os);
 // Why a case cannot run as written (a replay file edited by hand, say); "" if it can.
 std::string case_problem(const GpuCase& c);
 inline constexpr int kMaxCallsPerCase = 16;
+
+// The shapes a run may draw and its buffers hold: the one definition of the size limits,
+// checked once (validate), then used by case generation, buffer sizing and replay files.
+struct CaseLimits {
+  static constexpr int kMaxTokens = 65536;  // largest --max-tokens
+  static constexpr int kMaxHidden = 65536;  // largest --max-hidden
+  int max_tokens = 2048;
+  int max_hidden = 8192;
+  std::int64_t max_elems = 1 << 20;  // tokens x hidden of one call (reference and read-back time)
+  int max_calls = 4;
+
+  void validate() const;  // throws BadInput naming the option
+  // Elements one call's buffers hold: tokens x hidden, at most max_elems.
+  std::int64_t elems_per_call() const;
+  // The largest token count of one call with this hidden size (at least 1).
+  int max_tokens_for(int hidden) const;
+  // Why the case does not fit these limits (calls, shapes); "" if it fits.
+  std::string does_not_fit(const GpuCase& c) const;
+};
 
 // The run configuration every rank must agree on before the first case, as named fields:
 // a mismatch names the fields that differ.
@@ -70,7 +95,6 @@ struct RunConfig {
   std::string mutant;
   int max_tokens = 0;
   int max_hidden = 0;
-  bool fp32_lamport_allowed = true;
 };
 std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& config);
 

@@ -2,6 +2,7 @@
 // The GPU property suite (`fusioncheck gpu check`) and its result, shared by the kill table.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,11 +20,8 @@ inline constexpr int kTwoShotMutantPercent = 75;
 struct CheckOptions {
   std::uint64_t seed = 1;
   int cases = 10000;
-  int max_tokens = 2048;
-  int max_hidden = 8192;
-  int max_elems = 1 << 20;  // bounds tokens x hidden of one call (reference and read-back time)
-  int max_calls = 4;
-  std::string mutant = "none";
+  CaseLimits limits;
+  protocol::Mutant mutant = protocol::Mutant::none;
   bool shrink = true;
   bool delays = true;  // draw seeded injected delays in some cases (stress)
   int twoshot_percent = 25;  // share of two-shot calls in cases with 16-bit Lamport buffers
@@ -32,7 +30,7 @@ struct CheckOptions {
 };
 
 struct CheckResult {
-  std::string mutant;
+  protocol::Mutant mutant = protocol::Mutant::none;
   int twoshot_percent = 0;  // the run's CheckOptions::twoshot_percent
   bool failed = false;
   int cases = 0;     // run to completion (refused ones not counted)
@@ -43,13 +41,26 @@ struct CheckResult {
   double seconds_to_first_failure = 0;
   int cases_to_first_failure = 0;
   int minimal_calls = 0;
+  std::optional<GpuCase> minimal;  // the smallest failing case (rank 0)
+  std::string replay_file;         // where it was written ("" if not)
   std::vector<Finding> findings;  // of the minimal failing case (rank 0)
-  nlohmann::json minimal_case;
   std::string replay_command;
   PhaseTimes times;  // this rank's (rank 0's in reports): where the time went
 };
 
-// Collective. Bad options throw BadInput.
+// Collective: validates the options (BadInput), then RapidCheck on rank 0 drives every rank
+// through the same cases.
 CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& options, const GpuPlacement& placement);
+
+// The whole `check` job: every rank agrees on the options, each is placed on a GPU, then
+// run_check. Bad input (options, rank counts, ranks that disagree) throws BadInput.
+struct CheckJob {
+  GpuPlacement placement;
+  CheckResult result;
+};
+CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& options);
+
+// The configuration every rank must agree on before a run.
+RunConfig run_config(const CheckOptions& options, int ranks, const std::string& mutants);
 
 }  // namespace fusioncheck::gpu

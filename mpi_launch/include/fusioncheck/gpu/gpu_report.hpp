@@ -11,6 +11,9 @@ namespace fusioncheck::gpu {
 std::string summary_line(const CheckResult& r, int ranks);
 // Where rank 0's time went, per case (what bounds the checked-cases rate).
 std::string time_breakdown(const CheckResult& r);
+// A failed run as one labelled block: the setup (ranks, GPUs), the minimal case field by
+// field and call by call, the findings, the replay file and the command that replays it.
+std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks);
 nlohmann::json to_json(const CheckResult& r);
 // JUnit XML, one <testcase> per run. A check run fails on findings; in a kill table
 // (kill_table: its placement) a mutant run fails when the mutant survives, unless this setup
@@ -20,14 +23,29 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
 // The kill table's runs, in order: (mutant, share of two-shot calls). A mutant of the
 // two-shot kernel alone runs at kTwoShotMutantPercent; when there is one and `none` leads
 // the list, the correct kernels run at that share as well, as its control.
-std::vector<std::pair<std::string, int>> kill_table_plan(const std::vector<std::string>& mutants,
-                                                         int default_percent);
+std::vector<std::pair<protocol::Mutant, int>> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
+                                                              int default_percent);
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
 // Why `mutant` may survive in this setup ("" if it must be killed): the arch-guard mutants
 // are wrong only in sm_120 code; a missing release/acquire is seldom observable between
 // ranks on one GPU; a torn element is not seen by time-sliced ranks, which never run together.
-std::string expected_survival(const std::string& mutant, const GpuPlacement& placement);
+std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement);
 std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
                                 const GpuPlacement& placement);
+
+// The kill table (`fusioncheck gpu kill-table`): the correct kernels and every mutant,
+// each a check run without shrinking (time to detect = the first failure).
+struct KillTableOptions {
+  CheckOptions check;                     // replay_out is set per mutant
+  std::vector<protocol::Mutant> mutants;  // empty: none, then every compiled kernel mutant
+};
+struct KillTableResult {
+  std::vector<CheckResult> runs;
+  GpuPlacement placement;
+  std::string setup;  // one line: ranks, GPUs, MPS
+  int unexpected = 0;  // false positives plus survivors this setup can kill
+};
+// Collective. 2 ranks only (the mutant instances are 2-rank); bad input throws BadInput.
+KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options);
 
 }  // namespace fusioncheck::gpu

@@ -54,6 +54,11 @@ class RankWatchdog {
   std::thread thread_;
 };
 
+class MpiComm;
+// Collective: the other ranks whose processes run on this host (a pid elsewhere means
+// nothing here), for the watchdog and the terminate report.
+std::vector<PeerProcess> peers_on_this_host(MpiComm& comm);
+
 // SIGTERM (mpirun's reaction to a dead rank): print which peers vanished, exit 1.
 void install_terminate_report(int rank, const std::vector<PeerProcess>& peers);
 

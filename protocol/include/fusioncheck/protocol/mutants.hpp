@@ -1,5 +1,5 @@
 #pragma once
-// The bug catalogue (DESIGN.md): each mutant rebuilds a broken protocol on purpose. The
+// The bug catalogue (docs/design.md): each mutant rebuilds a broken protocol on purpose. The
 // sim takes the mutant at run time, the kernels as a template argument; both take the
 // ids and the meaning from here.
 #include <array>
@@ -36,7 +36,7 @@ enum MutantLayer : std::uint8_t { kInSim = 1u, kInKernel = 2u };
 
 struct MutantInfo {
   Mutant mutant;
-  std::string_view id;           // command-line id, as in DESIGN.md
+  std::string_view id;           // command-line id, as in docs/design.md
   std::string_view what;         // what the broken protocol does
   std::string_view real_world;   // the report behind it
   std::uint8_t layers;           // MutantLayer bits

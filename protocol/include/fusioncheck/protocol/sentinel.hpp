@@ -21,9 +21,4 @@ FC_HD constexpr std::uint32_t canonicalize_bits32(std::uint32_t bits) {
   return bits == kNegZero32 ? std::uint32_t{0} : bits;
 }
 
-// Sentinel width in bytes: the element width of the Lamport buffer (invariant 6).
-enum class LamportElem : std::uint8_t { f16 = 0, bf16 = 1, f32 = 2 };
-
-FC_HD constexpr int lamport_elem_bytes(LamportElem e) { return e == LamportElem::f32 ? 4 : 2; }
-
 }  // namespace fusioncheck::protocol

@@ -10,18 +10,19 @@
 #include <string_view>
 
 #include "fusioncheck/protocol/sentinel.hpp"
+#include "fusioncheck/protocol/vocabulary.hpp"
 
 namespace fusioncheck::reference {
 
-enum class DType : std::uint8_t { f16, bf16, f32 };
+using protocol::DType;  // the shared element types (protocol/vocabulary.hpp)
+using protocol::dtype_bytes;
+using protocol::dtype_name;
 
-// How the rank-order sum is rounded (DESIGN.md, step 6).
+// How the rank-order sum is rounded (docs/design.md, step 6).
 //   fp32:     accumulate in float, round to T once at the end.
 //   per_step: round to T after every addition (T(T(x0 + x1) + x2) ...).
 enum class Accumulation : std::uint8_t { fp32, per_step };
 
-constexpr int dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
-std::string_view dtype_name(DType t);
 std::string_view accumulation_name(Accumulation a);
 
 // Compile-time traits, one per element type: Bits is the storage word, Value the Eigen type.
@@ -80,8 +81,7 @@ constexpr typename Element<T>::Bits canonicalize(typename Element<T>::Bits bits)
 }
 bool is_neg_zero(DType t, std::uint32_t bits);
 std::uint32_t canonicalize(DType t, std::uint32_t bits);
-// The sentinel (negative zero) of T as bits, and the protocol's element tag for T.
+// The sentinel (negative zero) of T as bits.
 std::uint32_t neg_zero_bits(DType t);
-protocol::LamportElem lamport_elem(DType t);
 
 }  // namespace fusioncheck::reference

@@ -1,6 +1,6 @@
 #pragma once
 // The CPU reference of one fused call: allreduce + residual add + RMSNorm (+ quantisation)
-// over N ranks' inputs of shape [tokens x hidden]. Order of operations (DESIGN.md step 6),
+// over N ranks' inputs of shape [tokens x hidden]. Order of operations (docs/design.md step 6),
 // for element j of token t, with T the element type and float(.) exact widening:
 //
 //   x_r      = canonicalize(input_r[j])          -0 -> +0, as the push does (step 3); only
@@ -45,7 +45,7 @@
 namespace fusioncheck::reference {
 
 inline constexpr float kFp8MinScale = 1.0f / (448.0f * 512.0f);
-inline constexpr int kNvfp4BlockSize = 16;
+using protocol::kNvfp4BlockSize;
 
 struct QuantConfig {
   bool fp8_static = false;
@@ -53,7 +53,7 @@ struct QuantConfig {
   bool fp8_dynamic = false;
   bool nvfp4 = false;
   float nvfp4_global_scale = 1.0f;
-  ScaleLayout nvfp4_layout = ScaleLayout::swizzled128x4;
+  Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;
 };
 
 struct FusedConfig {

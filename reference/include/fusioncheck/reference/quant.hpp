@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fusioncheck/protocol/vocabulary.hpp"
+
 namespace fusioncheck::reference {
 
 inline constexpr float kE4m3Max = 448.0f;
@@ -33,18 +35,10 @@ float e2m1_to_float(std::uint8_t code);
 float e4m3_half_spacing(float v);
 float e2m1_half_spacing(float v);
 
-// NVFP4 scale-factor layouts for a [rows x scale_cols] matrix of e4m3 block scales
-// (scale_cols = hidden / 16).
-//   linear:      index = row * scale_cols + col.
-//   swizzled128x4 (cuBLAS "1D block scaling factors layout", CUTLASS SfKMajorAtom,
-//   TensorRT-LLM SWIZZLED): rows padded to a multiple of 128, columns to a multiple of 4;
-//   the matrix is cut into 128x4 tiles stored row-major over (row/128, col/4), 512 bytes
-//   each; inside a tile, a scale at (r, c) = (row % 128, col % 4) sits at
-//   (r % 32) * 16 + (r / 32) * 4 + c, i.e. the tile is stored as [32][4][4].
-enum class ScaleLayout : std::uint8_t { linear, swizzled128x4 };
-
-std::size_t nvfp4_scale_storage(ScaleLayout layout, std::size_t rows, std::size_t scale_cols);
-std::size_t nvfp4_scale_index(ScaleLayout layout, std::size_t row, std::size_t col,
-                              std::size_t scale_cols);
+// NVFP4 scale layouts and their index arithmetic: protocol/vocabulary.hpp (one definition
+// for the reference and the kernels).
+using protocol::Nvfp4Layout;
+using protocol::nvfp4_scale_index;
+using protocol::nvfp4_scale_storage;
 
 }  // namespace fusioncheck::reference

@@ -22,6 +22,19 @@ struct SelfCheckResult {
 // The implementation under check; tests pass a perturbed one to show the self-check fails.
 using FusedImpl = std::function<FusedOutputs(const FusedConfig&, const FusedInputs&)>;
 
-SelfCheckResult run_selfcheck(std::uint64_t seed, int cases, const FusedImpl& impl = compute_fused);
+// Progress of a long self-check, for the caller to show (the library prints nothing).
+struct SelfCheckProgressState {
+  int done = 0;  // cases finished
+  int total = 0;
+  int failures = 0;
+  double seconds = 0;  // since the start
+};
+struct SelfCheckProgress {
+  double every_s = 5.0;  // report about this often; never after the last case
+  std::function<void(const SelfCheckProgressState&)> report;  // empty: no reports
+};
+
+SelfCheckResult run_selfcheck(std::uint64_t seed, int cases, const FusedImpl& impl = compute_fused,
+                              const SelfCheckProgress& progress = {});
 
 }  // namespace fusioncheck::reference

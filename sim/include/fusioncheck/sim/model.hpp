@@ -21,7 +21,7 @@ enum class ViolationKind : std::uint8_t {
   wrong_value,     // a consumed value does not carry the expected tag
   deadlock,        // every thread spins and nothing is in flight
   step_bound,      // livelock guard: too many steps
-  invariant,       // a DESIGN.md invariant fails at quiescence
+  invariant,       // a docs/design.md invariant fails at quiescence
   output_missing,  // a kernel completed without writing an output (NaN canary)
   early_push,      // a push reached a rank that had not initialised its buffers
 };
