@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <memory>
 
@@ -82,15 +81,15 @@ protocol::Mutant mutant_from_id(const std::string& id) {
 
 void write_reports(const GpuCliOptions& o, const std::string& suite, const std::vector<gpu::CheckResult>& runs,
                    const gpu::GpuPlacement* kill_table) {
-  if (!o.junit_out.empty()) std::ofstream(o.junit_out) << gpu::junit_xml(suite, runs, kill_table);
+  if (!o.junit_out.empty()) gpu::write_file(o.junit_out, gpu::junit_xml(suite, runs, kill_table));
   if (o.json_out.empty()) return;
   if (kill_table == nullptr) {
-    std::ofstream(o.json_out) << gpu::to_json(runs.front()).dump(1) << "\n";
+    gpu::write_file(o.json_out, gpu::to_json(runs.front()).dump(1) + "\n");
     return;
   }
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : runs) j.push_back(gpu::to_json(r));
-  std::ofstream(o.json_out) << j.dump(1) << "\n";
+  gpu::write_file(o.json_out, j.dump(1) + "\n");
 }
 
 int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
@@ -113,7 +112,7 @@ int run_kill_table_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   if (comm.rank() == 0) {
     const std::string text = gpu::kill_table_markdown(table.runs, table.setup, table.placement);
     fmt::print("\n{}", text);
-    if (!o.table_out.empty()) std::ofstream(o.table_out) << text;
+    if (!o.table_out.empty()) gpu::write_file(o.table_out, text);
     write_reports(o, "fusioncheck.gpu.kill_table", table.runs, &table.placement);
   }
   // The run fails on a false positive, or on a survivor that this setup can kill.

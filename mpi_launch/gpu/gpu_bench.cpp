@@ -217,12 +217,11 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
   if (comm.rank() == 0) {
     fmt::print("unfused = {} + separate residual+RMSNorm kernel; {}\n", runner.allreduce_kind(), grid_note(rows));
     if (!options.json_out.empty())
-      std::ofstream(options.json_out)
-          << nlohmann::json{{"setup", describe(placement, comm.size())},
-                            {"unfused_allreduce", runner.allreduce_kind()},
-                            {"rows", rows}}
-                 .dump(1)
-          << "\n";
+      write_file(options.json_out, nlohmann::json{{"setup", describe(placement, comm.size())},
+                                                  {"unfused_allreduce", runner.allreduce_kind()},
+                                                  {"rows", rows}}
+                                           .dump(1) +
+                                       "\n");
   }
   return BenchResult{rows, runner.allreduce_kind()};
 }

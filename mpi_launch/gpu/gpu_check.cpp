@@ -122,10 +122,12 @@ void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& 
                   const std::string& command) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : v.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
-  std::ofstream(path) << nlohmann::json{{"case", to_json(c)}, {"mutant", protocol::mutant_id(mutant)}, {"findings", findings},
-                                        {"replay", command}}
-                             .dump(1)
-                      << "\n";
+  write_file(path, nlohmann::json{{"case", to_json(c)},
+                                  {"mutant", protocol::mutant_id(mutant)},
+                                  {"findings", findings},
+                                  {"replay", command}}
+                           .dump(1) +
+                       "\n");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "fusioncheck/gpu/gpu_report.hpp"
 
+#include "fusioncheck/gpu/errors.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -27,6 +29,13 @@ std::string first_finding(const CheckResult& r) {
 }
 
 }  // namespace
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw RunFailure("cannot write " + path);
+}
 
 std::string summary_line(const CheckResult& r, int ranks) {
   const double rate = r.seconds > 0 ? r.cases / r.seconds : 0.0;

@@ -136,7 +136,7 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
     fmt::print("fusioncheck gpu smoke: {} cases passed, {} failed, {} refused as expected (NVFP4 below "
                "sm_100); {} kernel calls on each rank\n",
                passed, failed, refused, runner.calls_run());
-    if (!options.json_out.empty()) std::ofstream(options.json_out) << results.dump(1) << "\n";
+    if (!options.json_out.empty()) write_file(options.json_out, results.dump(1) + "\n");
   }
   return SmokeResult{passed, failed, refused, runner.calls_run()};
 }

@@ -180,6 +180,23 @@ TEST(CaseLimits, BadLimitsAreBadInputAndCasesBeyondThemAreNamed) {
   EXPECT_NE(l.does_not_fit(c).find("--max-calls"), std::string::npos);
 }
 
+// Report and replay files: written whole, or a RunFailure naming the path (never silence).
+TEST(WriteFile, WritesWholeOrFailsNamingThePath) {
+  const std::string path = testing::TempDir() + "fusioncheck_write_file_test.txt";
+  fg::write_file(path, "first\n");
+  fg::write_file(path, "second\n");  // replaces, does not append
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "second\n");
+  std::filesystem::remove(path);
+  try {
+    fg::write_file("/nonexistent-folder/x.json", "x");
+    ADD_FAILURE() << "no RunFailure";
+  } catch (const fg::RunFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-folder/x.json"), std::string::npos) << e.what();
+  }
+}
+
 // A failing case reads as labelled fields and a table of calls, not as a raw tuple.
 TEST(FailureReport, EveryFieldIsLabelled) {
   const fg::GpuCase c = full_case();

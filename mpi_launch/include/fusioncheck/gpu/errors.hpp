@@ -20,4 +20,7 @@ struct RunFailure : std::runtime_error {
   explicit RunFailure(const std::string& what) : std::runtime_error(what) {}
 };
 
+// Writes a report or replay file whole; RunFailure naming the path if it cannot.
+void write_file(const std::string& path, const std::string& text);
+
 }  // namespace fusioncheck::gpu
