@@ -8,11 +8,13 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ git python3 \
   libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libfmt-dev >/dev/null
+  libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev >/dev/null
 # cuobjdump (and nvdisasm, which its -sass needs) disassemble the compiled kernels for
 # `fusioncheck audit`.
 if ! command -v nvdisasm >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvdisasm ]; then
   python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm 2>/dev/null ||
     python3 -m pip install -q --break-system-packages nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
 fi
+# FlashInfer's headers (the adapter's kernel under test), from its pinned PyPI wheel.
+bash "$(dirname "$0")/fetch_flashinfer.sh"
 echo "fusioncheck: dependencies installed"

@@ -5,10 +5,12 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
 
+#include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/cli/paths.hpp"
@@ -16,6 +18,7 @@
 #include "fusioncheck/gpu/gpu_check.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/mpi/rank_watchdog.hpp"
@@ -28,6 +31,7 @@ struct GpuCliOptions {
   gpu::SmokeOptions smoke;
   gpu::BenchOptions bench;
   gpu::CheckOptions check;
+  std::string kernel = "ours";  // ours or flashinfer
   std::string mutant = "none";
   std::vector<std::string> mutants;  // kill table: empty = every compiled kernel mutant
   std::string json_out;
@@ -40,6 +44,9 @@ struct GpuCliOptions {
 // first), ends the rank with a diagnosis. A launcher's SIGTERM is answered the same way.
 template <typename Job>
 int run_on_ranks(const GpuCliOptions& options, Job job) {
+  if (options.check.kernel.share_sms || options.smoke.kernel.share_sms ||
+      (options.bench.compare && options.bench.compare->share_sms))
+    gpu::share_sms_before_cuda();
   mpi::MpiComm comm(nullptr, nullptr, std::chrono::seconds(options.timeout_s));
   const std::vector<mpi::PeerProcess> peers = mpi::peers_on_this_host(comm);
   mpi::install_terminate_report(comm.rank(), peers);
@@ -119,6 +126,34 @@ int run_kill_table_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   return table.unexpected ? kExitFindings : kExitClean;
 }
 
+// The kernel a job drives; an adapter this build lacks is bad input, with the reason.
+gpu::KernelChoice kernel_choice(const std::string& name) {
+  if (name == "ours") return gpu::KernelChoice{};
+  if (!adapters::flashinfer_available())
+    throw UsageError("--kernel flashinfer: this build has no FlashInfer adapter: " +
+                     adapters::flashinfer_unavailable_reason());
+  return adapters::flashinfer_choice();
+}
+
+// A mutant the chosen adapter has no instance of is refused before MPI starts (our kernels'
+// instances are checked by the library, on the GPU).
+void check_adapter_mutant(const std::string& kernel, protocol::Mutant mutant) {
+  if (kernel != "flashinfer" || mutant == protocol::Mutant::none) return;
+  const auto patches = adapters::flashinfer_patches();
+  if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
+  std::string have;
+  for (auto m : patches) have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+  throw UsageError("--mutant " + std::string(protocol::mutant_id(mutant)) +
+                   ": FlashInfer has no patched copy for this mutant (patched copies: " + have + ")");
+}
+
+void add_kernel_option(CLI::App* cmd, GpuCliOptions& o) {
+  cmd->add_option("--kernel", o.kernel,
+                  "The kernel under test: ours (fusioncheck's kernels) or flashinfer (FlashInfer's allreduce fusion, "
+                  "adapters/flashinfer)")
+      ->check(CLI::IsMember({"ours", "flashinfer"}));
+}
+
 // Output and input paths, checked before any rank starts work.
 void check_paths(const GpuCliOptions& o) {
   if (!o.json_out.empty()) require_output_file("--json", o.json_out);
@@ -161,8 +196,10 @@ void add_smoke(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
                     "Calls issued back to back in each case, with changing token counts")
       ->check(integer_in<int>(1, gpu::kMaxCallsPerCase));
   smoke->add_option("--json", o->smoke.json_out, "Write per-case results (rank 0)");
+  add_kernel_option(smoke, *o);
   smoke->callback([o, &exit_code] {
     check_paths(*o);
+    o->smoke.kernel = kernel_choice(o->kernel);
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
       return gpu::run_smoke(c, o->smoke).failed ? kExitFindings : kExitClean;
     });
@@ -197,8 +234,11 @@ void add_bench(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
       ->default_str("auto");
   bench->add_flag_callback("--no-pdl", [o] { o->bench.use_pdl = false; }, "Launch the fused kernels without PDL");
   bench->add_option("--json", o->bench.json_out, "Write the table (rank 0)");
+  bench->add_option("--compare", o->kernel, "Time another kernel beside ours in the same run: flashinfer")
+      ->check(CLI::IsMember({"flashinfer"}));
   bench->callback([o, &exit_code] {
     check_paths(*o);
+    if (o->kernel != "ours") o->bench.compare = kernel_choice(o->kernel);
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
       gpu::run_bench(c, o->bench);
       return kExitClean;
@@ -220,15 +260,16 @@ void add_gpu_command(CLI::App& app, int& exit_code) {
   add_check_options(check, *o);
   check->add_option("--mutant", o->mutant, "Run a kernel mutant (negative control; see fusioncheck mutants)");
   auto* replay = check->add_option("--replay", o->check.replay_file,
-                                   "Run the case in this file (written by a failing run)")
-                     ;
+                                   "Run the case in this file (written by a failing run)");
   check->add_option("--replay-out", o->check.replay_out, "Where a failing run writes its minimal case")
-      
       ->excludes(replay);
+  add_kernel_option(check, *o);
   check->callback([o, &exit_code] {
     check_paths(*o);
+    o->check.kernel = kernel_choice(o->kernel);
     if (o->check.replay_file.empty()) require_output_file("--replay-out", o->check.replay_out);
     o->check.mutant = mutant_from_id(o->mutant);
+    check_adapter_mutant(o->kernel, o->check.mutant);
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return run_check_command(c, *o); });
   });
 
@@ -236,9 +277,11 @@ void add_gpu_command(CLI::App& app, int& exit_code) {
   add_check_options(table, *o);
   table->add_option("--mutants", o->mutants, "Mutant ids (default: every compiled kernel mutant, plus none)");
   table->add_option("--out", o->table_out, "Write the table as Markdown (rank 0)");
+  add_kernel_option(table, *o);
   table->callback([o, &exit_code] {
     check_paths(*o);
-    for (const auto& id : o->mutants) (void)mutant_from_id(id);  // refused before MPI starts
+    o->check.kernel = kernel_choice(o->kernel);
+    for (const auto& id : o->mutants) check_adapter_mutant(o->kernel, mutant_from_id(id));  // before MPI starts
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return run_kill_table_command(c, *o); });
   });
 

@@ -84,7 +84,7 @@ std::vector<std::string> check_twoshot_rank_invariants(int r, const ControlState
   check_guards(r, after, out);
   const auto& b = before.control;
   const auto& a = after.control;
-  const std::uint32_t expected = (b.two_shot_flag + 1) % 3;
+  const std::uint32_t expected = (b.two_shot_flag + static_cast<std::uint32_t>(after.twoshot_flag_steps)) % 3;
   if (a.two_shot_flag != expected)
     out.push_back("invariant 2: rank " + std::to_string(r) + " two-shot flag went " + std::to_string(b.two_shot_flag) +
                   " -> " + std::to_string(a.two_shot_flag) + ", expected " + std::to_string(expected));

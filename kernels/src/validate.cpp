@@ -105,6 +105,16 @@ void validate_twoshot(const FusedParams& p, const LaunchLimits& limits) {
 }
 
 std::string describe(const HangRecord& r) {
+  if (r.what == HangSite::host_bound_lamport || r.what == HangSite::host_bound_twoshot)
+    return "kernel hang: rank " + std::to_string(r.rank) + " call " + std::to_string(r.call_index) +
+           ": still running when the host's bound expired (the kernel's polls have none), after " +
+           std::to_string(r.cycles_waited) + " cycles; " +
+           (r.what == HangSite::host_bound_lamport
+                ? "its Lamport data buffer still held the sentinel in the slot of peer " + std::to_string(r.awaited_slot) +
+                      " at token " + std::to_string(r.token)
+                : "the barrier flag of peer " + std::to_string(r.awaited_slot) + " for block " + std::to_string(r.block) +
+                      " still held the previous value") +
+           ", flag " + std::to_string(r.flag) + ", counter " + std::to_string(r.counter);
   const char* site = r.what == HangSite::lamport_poll      ? "polling the Lamport slot of peer"
                      : r.what == HangSite::arrival_counter ? "waiting for block arrivals (counter)"
                      : r.what == HangSite::twoshot_barrier ? "waiting for the two-shot barrier flag of peer"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fusioncheck/kernels/cuda_check.hpp"
+#include "fusioncheck/kernels/ipc.hpp"
 #include "device_workspace.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/validate.hpp"
@@ -72,7 +73,7 @@ struct Workspace::Impl {
   SharedLayout layout{};
   void* shared = nullptr;  // mine
   std::vector<std::uint8_t*> peer_shared;  // every rank's, mine included
-  std::vector<void*> opened_ipc;           // to cudaIpcCloseMemHandle
+  std::unique_ptr<PeerMappings> peers;     // the opened IPC mappings (closed before the free)
   void* private_mem = nullptr;
   HangRecord* hang_host = nullptr;
   std::uint8_t* staging = nullptr;  // pinned copy of the shared allocation, for read-backs
@@ -81,7 +82,7 @@ struct Workspace::Impl {
 
   ~Impl() {
     // Teardown must not throw; errors here are reported by the next CUDA call anyway.
-    for (void* p : opened_ipc) (void)cudaIpcCloseMemHandle(p);
+    peers.reset();
     if (shared != nullptr) (void)cudaFree(shared);
     if (private_mem != nullptr) (void)cudaFree(private_mem);
     if (hang_host != nullptr) (void)cudaFreeHost(hang_host);
@@ -163,41 +164,6 @@ void check_config(const WorkspaceConfig& c) {
 }
 // Where ranks share a GPU, half their share of SMs: a PDL-launched next kernel may be
 // resident beside this one (see the one-shot launcher).
-GpuUuid uuid_of(const cudaUUID_t& u) {
-  GpuUuid out{};
-  std::memcpy(out.data(), &u, out.size());
-  return out;
-}
-
-// Every rank checks its peers; all agree, so that all refuse together (exit 2 everywhere)
-// instead of one rank failing later inside cudaIpcOpenMemHandle or a kernel.
-void check_peer_access(Bootstrap& bootstrap, int rank, int device, const std::vector<DeviceFacts>& facts) {
-  std::vector<GpuUuid> gpus;
-  for (const auto& f : facts) gpus.push_back(uuid_of(f.uuid));
-  auto local_ordinal = [](const GpuUuid& u) -> std::optional<int> {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) return std::nullopt;
-    for (int d = 0; d < count; ++d) {
-      cudaDeviceProp prop{};
-      if (cudaGetDeviceProperties(&prop, d) == cudaSuccess && uuid_of(prop.uuid) == u) return d;
-    }
-    return std::nullopt;
-  };
-  auto can_access = [device](int peer) {
-    int can = 0;
-    return cudaDeviceCanAccessPeer(&can, device, peer) == cudaSuccess && can != 0;
-  };
-  const std::string mine = peer_access_problem(rank, device, gpus, local_ordinal, can_access);
-  const int bad = mine.empty() ? 0 : 1;
-  std::vector<int> bad_ranks(facts.size());
-  bootstrap.all_gather(&bad, bad_ranks.data(), sizeof(int), "workspace peer-access check");
-  if (!mine.empty()) throw InvalidLaunch(mine);
-  for (std::size_t r = 0; r < bad_ranks.size(); ++r)
-    if (bad_ranks[r])
-      throw InvalidLaunch("rank " + std::to_string(r) + " cannot reach another rank's GPU by peer access (its error "
-                          "names the pair); the workspace needs P2P between all GPUs of the job");
-}
-
 int twoshot_grid(const WorkspaceConfig& c, int sm_count, int ranks_on_device) {
   const int kernels_per_rank = ranks_on_device > 1 ? 2 : 1;
   return std::max(1, std::min(c.max_twoshot_blocks, sm_count / (std::max(1, ranks_on_device) * kernels_per_rank)));
@@ -231,23 +197,8 @@ Workspace Workspace::create_ipc(Bootstrap& bootstrap, const WorkspaceConfig& con
     min_sms = std::min(min_sms, f.sm_count);
   }
   impl->twoshot_blocks = twoshot_grid(config, min_sms, impl->ranks_on_device);
-  check_peer_access(bootstrap, impl->rank, impl->device, facts);
-
-  cudaIpcMemHandle_t handle{};
-  FC_CUDA_CHECK(cudaIpcGetMemHandle(&handle, impl->shared));
-  std::vector<cudaIpcMemHandle_t> handles(n);
-  bootstrap.all_gather(&handle, handles.data(), sizeof(handle), "workspace IPC handles");
-  impl->peer_shared.resize(n);
-  for (int r = 0; r < n; ++r) {
-    if (r == impl->rank) {
-      impl->peer_shared[r] = static_cast<std::uint8_t*>(impl->shared);
-      continue;
-    }
-    void* p = nullptr;
-    FC_CUDA_CHECK(cudaIpcOpenMemHandle(&p, handles[r], cudaIpcMemLazyEnablePeerAccess));
-    impl->opened_ipc.push_back(p);
-    impl->peer_shared[r] = static_cast<std::uint8_t*>(p);
-  }
+  impl->peers = std::make_unique<PeerMappings>(bootstrap, impl->shared);
+  impl->peer_shared = impl->peers->all();
   impl->write_pointer_table();
   preload_kernels();  // no lazy kernel load (a context synchronisation) once kernels spin
   FC_CUDA_CHECK(cudaDeviceSynchronize());

@@ -50,10 +50,10 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   rc.weight_bias = c.weight_bias;
   rc.canonicalize_neg_zero = !call.twoshot;  // only the Lamport push maps -0 to +0
   rc.quant.fp8_static = call.pattern == k::Pattern::fp8_static;
-  rc.quant.fp8_inv_scale = 2.0f;
+  rc.quant.fp8_inv_scale = kFp8InvScale;
   rc.quant.fp8_dynamic = call.pattern == k::Pattern::fp8_dynamic;
   rc.quant.nvfp4 = call.pattern == k::Pattern::nvfp4;
-  rc.quant.nvfp4_global_scale = 448.0f * 6.0f / 64.0f;
+  rc.quant.nvfp4_global_scale = kNvfp4GlobalScale;
   rc.quant.nvfp4_layout = ref::Nvfp4Layout::swizzled128x4;
   return rc;
 }
@@ -285,20 +285,22 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
 // control blocks travel (RankReport), for the cross-rank invariant 3.
 void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const k::ControlState& before_sequence,
                                   const CallData& last_call, std::vector<Finding>& out) {
+  last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);
+  const k::ControlState& after = last_state_;
   // The state before the last call, derived from the state before the sequence: one-shot
-  // calls advance the Lamport flag and set clear_size, two-shot calls advance their flag.
+  // calls advance the Lamport flag and set clear_size, two-shot calls advance their flag (by
+  // the kernel's steps per call, which its state gives).
   k::ControlState before = before_sequence;
   const std::size_t last = static_cast<std::size_t>(first + count - 1);
   for (std::size_t i = static_cast<std::size_t>(first); i < last; ++i) {
     if (c.calls[i].twoshot) {
-      before.control.two_shot_flag = (before.control.two_shot_flag + 1) % 3;
+      before.control.two_shot_flag =
+          (before.control.two_shot_flag + static_cast<std::uint32_t>(after.twoshot_flag_steps)) % 3;
     } else {
       before.control.flag = (before.control.flag + 1) % protocol::kLamportBuffers;
       before.control.clear_size = static_cast<std::uint64_t>(c.ranks) * c.calls[i].tokens * c.hidden;
     }
   }
-  last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);
-  const k::ControlState& after = last_state_;
   std::vector<std::string> violations;
   if (c.calls[last].twoshot) {
     violations = k::check_twoshot_rank_invariants(comm_.rank(), before, after);
@@ -440,8 +442,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           // its peers spinning through their wait budget (a false hang).
           comm_.barrier("call start");
           launch_call(c, i, calls[i]);
-          mpi::set_phase("waiting for the kernels to finish (cudaStreamSynchronize)");
-          cuda_check(cudaStreamSynchronize(stream_), "kernel");
+          mpi::set_phase("waiting for the kernels to finish");
+          kernel_.wait(stream_);
         }
         if (check_calls(c, i, 1, before, calls, findings)) break;
       }
@@ -471,8 +473,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
             }
             cuda_check(cudaGraphLaunch(graph_exec, stream_), "cudaGraphLaunch");
           }
-          mpi::set_phase("waiting for the kernels to finish (cudaStreamSynchronize)");
-          cuda_check(cudaStreamSynchronize(stream_), "kernels");
+          mpi::set_phase("waiting for the kernels to finish");
+          kernel_.wait(stream_);
         }
         stop = check_calls(c, 0, n, before, calls, findings);
       }

@@ -21,8 +21,9 @@ namespace {
 
 namespace k = kernels;
 
-enum class Variant { oneshot, twoshot, unfused };
-constexpr const char* kVariantName[] = {"one-shot", "two-shot", "unfused"};
+// other_*: the same calls through another kernel under test (BenchOptions::compare).
+enum class Variant { oneshot, twoshot, unfused, other_oneshot, other_twoshot };
+constexpr const char* kVariantName[] = {"one-shot", "two-shot", "unfused", "other one-shot", "other two-shot"};
 
 struct EventPair {
   cudaEvent_t start{}, stop{};
@@ -80,6 +81,13 @@ class BenchRunner {
     // kernel in its allreduce-only pattern, so fusion's gain is still measured.
     if (baseline_uses_nccl(options_.allreduce, placement_.ranks_share_gpu, k::NcclAllReduce::available()))
       nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
+    std::vector<Variant> variants{Variant::oneshot, Variant::twoshot, Variant::unfused};
+    if (options_.compare) {
+      other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
+      other_->prepare(max_elems, false);
+      variants.push_back(Variant::other_oneshot);
+      variants.push_back(Variant::other_twoshot);
+    }
     DeviceBuffer input(max_elems * 2), residual(max_elems * 2), gamma(max_hidden * 2),
         residual_out(max_elems * 2), norm_out(max_elems * 2), allreduced(max_elems * 2);
     for (DeviceBuffer* b : {&input, &residual, &gamma})  // small finite values: content does not change timing
@@ -103,13 +111,14 @@ class BenchRunner {
         p.residual_out = residual_out.get();
         p.norm_out = norm_out.get();
         nlohmann::json row{{"tokens", tokens}, {"hidden", hidden}};
-        for (Variant v : {Variant::oneshot, Variant::twoshot, Variant::unfused}) {
+        for (Variant v : variants) {
+          const std::string name = column(v);
           try {
-            row[kVariantName[static_cast<int>(v)]] = time_variant(v, p, allreduced.get());
-            if (v != Variant::unfused) row[std::string(kVariantName[static_cast<int>(v)]) + " blocks"] = last_grid_;
+            row[name] = time_variant(v, p, allreduced.get());
+            if (v == Variant::oneshot || v == Variant::twoshot) row[name + " blocks"] = last_grid_;
           } catch (const k::InvalidLaunch& e) {  // same decision on every rank
-            row[kVariantName[static_cast<int>(v)]] = nullptr;
-            if (comm_.rank() == 0) fmt::print("  {} refused: {}\n", kVariantName[static_cast<int>(v)], e.what());
+            row[name] = nullptr;
+            if (comm_.rank() == 0) fmt::print("  {} refused: {}\n", name, e.what());
           }
         }
         rows.push_back(row);
@@ -119,8 +128,28 @@ class BenchRunner {
   }
 
  private:
+  std::string column(Variant v) const {
+    if (v == Variant::other_oneshot) return options_.compare->name + " one-shot";
+    if (v == Variant::other_twoshot) return options_.compare->name + " two-shot";
+    return kVariantName[static_cast<int>(v)];
+  }
+
+  // Waits for the calls on the stream; the other kernel bounds its own wait (a hang there is
+  // an error of the run: the bench is not a check).
+  void wait_all(Variant v) {
+    if (v == Variant::other_oneshot || v == Variant::other_twoshot) {
+      other_->wait(stream_);
+      if (other_->hang_record().valid) throw RunFailure("bench: " + k::describe(other_->hang_record()));
+      return;
+    }
+    cuda_check(cudaStreamSynchronize(stream_), "bench calls");
+    workspace_->throw_if_hung();
+  }
+
   void launch(Variant v, const k::FusedParams& p, void* allreduced) {
     switch (v) {
+      case Variant::other_oneshot: other_->launch(p, false, stream_); break;
+      case Variant::other_twoshot: other_->launch(p, true, stream_); break;
       case Variant::oneshot: last_grid_ = k::launch_oneshot(p, *workspace_, stream_).grid; break;
       case Variant::twoshot: last_grid_ = k::launch_twoshot(p, *workspace_, stream_).grid; break;
       case Variant::unfused:
@@ -138,8 +167,7 @@ class BenchRunner {
       launch(v, p, allreduced);
     }
     mpi::set_phase("bench: waiting for the warm-up calls");
-    cuda_check(cudaStreamSynchronize(stream_), "warm-up");
-    workspace_->throw_if_hung();
+    wait_all(v);
     comm_.barrier("bench start");
     std::vector<EventPair> events(static_cast<std::size_t>(options_.iters));
     for (auto& e : events) {
@@ -149,8 +177,7 @@ class BenchRunner {
       cuda_check(cudaEventRecord(e.stop, stream_), "cudaEventRecord");
     }
     mpi::set_phase("bench: waiting for the timed calls");
-    cuda_check(cudaStreamSynchronize(stream_), "timed calls");
-    workspace_->throw_if_hung();
+    wait_all(v);
     std::vector<double> us;
     for (auto& e : events) {
       float ms = 0;
@@ -165,9 +192,13 @@ class BenchRunner {
   void print_row(const nlohmann::json& row) const {
     auto us = [&](const char* key) { return row[key].is_null() ? -1.0 : row[key].get<double>(); };
     const double one = us("one-shot"), two = us("two-shot"), unf = us("unfused");
-    fmt::print("{:>7} {:>7} {:>11.2f} {:>11.2f} {:>11.2f} {:>14.2f}x {:>12.2f}x\n",
-               row["tokens"].get<int>(), row["hidden"].get<int>(), one, two, unf, unf / one,
-               two / one);
+    std::string other;
+    if (options_.compare) {
+      const double o1 = us(column(Variant::other_oneshot).c_str()), o2 = us(column(Variant::other_twoshot).c_str());
+      other = fmt::format(" {:>11.2f} {:>11.2f} {:>13.2f}x", o1, o2, o1 / one);
+    }
+    fmt::print("{:>7} {:>7} {:>11.2f} {:>11.2f} {:>11.2f} {:>14.2f}x {:>12.2f}x{}\n", row["tokens"].get<int>(),
+               row["hidden"].get<int>(), one, two, unf, unf / one, two / one, other);
   }
 
   mpi::MpiComm& comm_;
@@ -177,6 +208,7 @@ class BenchRunner {
   cudaStream_t stream_{};
   std::unique_ptr<k::Workspace> workspace_;
   std::unique_ptr<k::NcclAllReduce> nccl_;
+  std::unique_ptr<KernelUnderTest> other_;
   int last_grid_ = 0;  // blocks per rank of the last fused launch
 };
 
@@ -198,7 +230,7 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
     throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks",
                                       comm.size()));
   if (options.iters < 100) throw BadInput("--iters must be at least 100 (a median of >= 100 calls)");
-  const GpuPlacement placement = place_rank_on_gpu(comm);
+  const GpuPlacement placement = place_rank_on_gpu(comm, options.compare && options.compare->share_sms);
   // Before any workspace exists: every rank on a node sees the same placement and refuses alike.
   (void)baseline_uses_nccl(options.allreduce, placement.ranks_share_gpu, k::NcclAllReduce::available());
   BenchRunner runner(comm, options, placement);
@@ -210,8 +242,12 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
                options.cluster == k::ClusterMode::automatic       ? "auto"
                : options.cluster == k::ClusterMode::force_cluster ? "cluster"
                                                                   : "no-cluster");
-    fmt::print("{:>7} {:>7} {:>11} {:>11} {:>11} {:>15} {:>13}\n", "tokens", "hidden", "one-shot",
-               "two-shot", "unfused", "unfused/1shot", "2shot/1shot");
+    const std::string other =
+        options.compare ? fmt::format(" {:>11} {:>11} {:>14}", options.compare->name + " 1s",
+                                      options.compare->name + " 2s", "other/1shot")
+                        : std::string();
+    fmt::print("{:>7} {:>7} {:>11} {:>11} {:>11} {:>15} {:>13}{}\n", "tokens", "hidden", "one-shot", "two-shot",
+               "unfused", "unfused/1shot", "2shot/1shot", other);
   }
   const nlohmann::json rows = runner.run();
   if (comm.rank() == 0) {

@@ -189,6 +189,7 @@ void showValue(const GpuCase& c, std::ostream& os) {
 
 std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& r) {
   return {{"binary_version", r.binary_version},
+          {"kernel", r.kernel},
           {"ranks", std::to_string(r.ranks)},
           {"seed", std::to_string(r.seed)},
           {"cases", std::to_string(r.cases)},

@@ -5,8 +5,10 @@
 #include <rapidcheck.h>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <cstdlib>
@@ -52,7 +54,7 @@ std::optional<GpuCase> receive_case(mpi::MpiComm& comm) {
 }
 
 // Rank 0: the case in a replay file, checked against this job; throws BadInput.
-GpuCase load_replay(const std::string& path, int ranks, const CaseRunner& runner) {
+GpuCase load_replay(const std::string& path, int ranks, const std::string& kernel, const CaseRunner& runner) {
   std::ifstream in(path);
   if (!in) throw BadInput("--replay " + path + ": cannot open");
   nlohmann::json j;
@@ -61,6 +63,10 @@ GpuCase load_replay(const std::string& path, int ranks, const CaseRunner& runner
   } catch (const nlohmann::json::exception& e) {
     throw BadInput("--replay " + path + ": not JSON: " + e.what());
   }
+  const std::string recorded = j.value("kernel", std::string("ours"));
+  if (recorded != kernel)
+    throw BadInput(fmt::format("--replay {}: the case was found with --kernel {}; this run drives --kernel {}", path,
+                               recorded, kernel));
   GpuCase c = case_from_json(j.contains("case") ? j["case"] : j);
   if (c.ranks != ranks)
     throw BadInput(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, ranks));
@@ -72,7 +78,8 @@ GpuCase load_replay(const std::string& path, int ranks, const CaseRunner& runner
 // Cases: small shapes most of the time (throughput), occasionally the large ones; every
 // option that selects different code is drawn. One generated value, so that RapidCheck
 // shrinks and prints the case as a whole (showValue in gpu_case.hpp).
-GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, bool nvfp4_supported) {
+GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, bool nvfp4_supported,
+                  const KernelTraits& traits) {
   GpuCase c;
   c.seed = *rc::gen::arbitrary<std::uint32_t>();
   c.ranks = ranks;
@@ -81,7 +88,7 @@ GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, boo
                                                  {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
                                                  {1, rc::gen::inRange(1, hidden_units + 1)}});
   c.dtype = *rc::gen::element(k::DType::bf16, k::DType::f16);
-  c.fp32_lamport = *rc::gen::element(false, true);
+  c.fp32_lamport = traits.fp32_lamport && *rc::gen::element(false, true);
   c.fp32_accumulation = *rc::gen::element(true, false);
   c.weight_bias = *rc::gen::element(0.0f, 1.0f);
   c.mode = *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back, IssueMode::graph_replay);
@@ -94,35 +101,54 @@ GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, boo
     c.delay_max_ns = *rc::gen::element(2'000u, 20'000u, 200'000u);
   }
   const int max_tokens_here = o.limits.max_tokens_for(c.hidden);
-  const int ncalls = *rc::gen::inRange(1, o.limits.max_calls + 1);
+  int ncalls = *rc::gen::inRange(1, o.limits.max_calls + 1);
+  // What provokes a two-shot race (a flag seen before the data it guards, a region reused by
+  // the next call): two-shot calls only, as many as the case may hold, issued without a host
+  // sync between them, of changing and larger sizes.
+  const bool race_twoshot = o.focus_twoshot && traits.twoshot && !c.fp32_lamport;
+  if (race_twoshot) {
+    c.mode = *rc::gen::element(IssueMode::back_to_back, IssueMode::graph_replay);
+    ncalls = o.limits.max_calls;  // the kill table raises it to kMaxCallsPerCase for these runs
+  }
   for (int i = 0; i < ncalls; ++i) {
     CallSpec call;
-    call.twoshot = !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
+    call.twoshot = traits.twoshot && !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
+    call.twoshot = call.twoshot || race_twoshot;
     call.pattern = nvfp4_supported
                        ? *rc::gen::element(k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
                                            k::Pattern::fp8_dynamic, k::Pattern::nvfp4)
                        : *rc::gen::element(k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
                                            k::Pattern::fp8_dynamic);
-    call.tokens = *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
-                                                {3, rc::gen::inRange(1, std::min(128, max_tokens_here) + 1)},
-                                                {1, rc::gen::inRange(1, max_tokens_here + 1)}});
+    call.tokens = race_twoshot
+                      ? *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
+                                                      {2, rc::gen::inRange(1, max_tokens_here + 1)}})
+                      : *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
+                                                      {3, rc::gen::inRange(1, std::min(128, max_tokens_here) + 1)},
+                                                      {1, rc::gen::inRange(1, max_tokens_here + 1)}});
+    if (call.twoshot && traits.twoshot_more_tokens_than_ranks) {  // else the kernel refuses it
+      if (max_tokens_here > ranks) call.tokens = std::max(call.tokens, ranks + 1);
+      else call.twoshot = false;
+    }
     call.exact_values = *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
     call.use_pdl = *rc::gen::element(true, false);
     call.trigger = *rc::gen::element(k::Trigger::at_end, k::Trigger::early);
-    call.cluster = *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
-                                     k::ClusterMode::force_no_cluster);
+    call.cluster = traits.forced_cluster ? *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
+                                                             k::ClusterMode::force_no_cluster)
+                                         : k::ClusterMode::automatic;
     // A next layer reading the output right after the trigger (kills early-trigger).
-    call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end && *rc::gen::element(false, true);
+    call.pdl_consumer = traits.outputs_visible_at_trigger && call.use_pdl && call.trigger == k::Trigger::at_end &&
+                        *rc::gen::element(false, true);
     c.calls.push_back(call);
   }
   return c;
 }
 
-void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v, protocol::Mutant mutant,
-                  const std::string& command) {
+void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v, const std::string& kernel,
+                  protocol::Mutant mutant, const std::string& command) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : v.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
   write_file(path, nlohmann::json{{"case", to_json(c)},
+                                  {"kernel", kernel},
                                   {"mutant", protocol::mutant_id(mutant)},
                                   {"findings", findings},
                                   {"replay", command}}
@@ -137,9 +163,16 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   const protocol::Mutant mutant = o.mutant;
   const std::string mutant_id(protocol::mutant_id(mutant));
   MpiBootstrap bootstrap(comm);
-  OurKernels kernel(bootstrap, mutant);
-  if (!kernel.mutant_compiled())
-    throw BadInput("--mutant " + mutant_id + ": the kernels have no instance of this mutant");
+  const std::unique_ptr<KernelUnderTest> made = o.kernel.make(bootstrap, mutant);
+  KernelUnderTest& kernel = *made;
+  const auto have = kernel.mutants();
+  if (mutant != protocol::Mutant::none && std::find(have.begin(), have.end(), mutant) == have.end()) {
+    std::vector<std::string> ids;
+    for (auto m : have) ids.emplace_back(protocol::mutant_id(m));
+    throw BadInput(fmt::format("--mutant {}: {} has no instance of this mutant (it has: {})", mutant_id, kernel.name(),
+                               ids.empty() ? std::string("none") : fmt::format("{}", fmt::join(ids, ", "))));
+  }
+  const KernelTraits traits = kernel.traits();
   CaseRunner runner(comm, kernel, o.limits);
   CheckResult result;
   result.mutant = mutant;
@@ -171,7 +204,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   } else if (!o.replay_file.empty()) {
     GpuCase c;
     try {
-      c = load_replay(o.replay_file, comm.size(), runner);
+      c = load_replay(o.replay_file, comm.size(), o.kernel.name, runner);
     } catch (const BadInput& e) {
       send_bad_input(comm, e.what());  // the other ranks exit 2 with the same line
       throw;
@@ -197,7 +230,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
       if (run_error) RC_DISCARD("the run already failed");
       // NVFP4 is refused below sm_100 (the smoke run shows that refusal); not drawn there.
       const GpuCase c = *rc::gen::exec(
-          [&] { return draw_case(o, comm.size(), mutant, placement.compute_capability >= 100); });
+          [&] { return draw_case(o, comm.size(), mutant, placement.compute_capability >= 100, traits); });
       CaseVerdict v;
       try {
         send_case(comm, &c);
@@ -224,9 +257,10 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
       result.minimal = *last_failure;
       result.minimal_calls = static_cast<int>(last_failure->calls.size());
       if (!o.replay_out.empty()) {
-        result.replay_command = fmt::format("mpirun -np {} fusioncheck gpu check --mutant {} --replay {}",
-                                            comm.size(), mutant_id, o.replay_out);
-        write_replay(o.replay_out, *last_failure, last_verdict, mutant, result.replay_command);
+        result.replay_command =
+            fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", comm.size(),
+                        o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name, mutant_id, o.replay_out);
+        write_replay(o.replay_out, *last_failure, last_verdict, o.kernel.name, mutant, result.replay_command);
         result.replay_file = o.replay_out;
       }
     }
@@ -248,6 +282,7 @@ RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutant
   c.ranks = ranks;
   c.seed = o.seed;
   c.cases = o.cases;
+  c.kernel = o.kernel.name;
   c.mutant = mutants;
   c.max_tokens = o.limits.max_tokens;
   c.max_hidden = o.limits.max_hidden;
@@ -260,7 +295,7 @@ CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
     throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
   agree_on_config(comm, run_config(o, comm.size(), std::string(protocol::mutant_id(o.mutant))));
   CheckJob job;
-  job.placement = place_rank_on_gpu(comm);
+  job.placement = place_rank_on_gpu(comm, o.kernel.share_sms);
   if (comm.rank() == 0) fmt::print("fusioncheck gpu check: {}\n", describe(job.placement, comm.size()));
   job.result = run_check(comm, o, job.placement);
   return job;

@@ -134,12 +134,8 @@ std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& place
 }
 
 std::vector<std::pair<protocol::Mutant, int>> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
-                                                              int default_percent) {
-  const auto ts = kernels::twoshot_mutants_compiled();
-  const auto os = kernels::oneshot_mutants_compiled();
-  auto twoshot_only = [&](protocol::Mutant m) {
-    return std::find(ts.begin(), ts.end(), m) != ts.end() && std::find(os.begin(), os.end(), m) == os.end();
-  };
+                                                              int default_percent,
+                                                              const std::function<bool(protocol::Mutant)>& twoshot_only) {
   std::vector<std::pair<protocol::Mutant, int>> plan;
   bool mixed = false;
   for (const auto& m : mutants) {

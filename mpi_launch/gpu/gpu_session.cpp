@@ -39,18 +39,59 @@ bool mps_daemon_running(const std::filesystem::path& proc) {
   return false;
 }
 
-GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm) {
+int ranks_per_node_from_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(name); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
+  return 0;
+}
+
+int visible_gpus(const std::filesystem::path& proc) {
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v != nullptr) {
+    const std::string list(v);
+    return list.empty() ? 0 : static_cast<int>(std::count(list.begin(), list.end(), ',')) + 1;
+  }
+  int gpus = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(proc / "driver/nvidia/gpus", ec)) {
+    (void)entry;
+    ++gpus;
+  }
+  return gpus;
+}
+
+int share_sms_before_cuda(const std::filesystem::path& proc) {
+  if (std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") != nullptr) return 0;  // the user's choice
+  const int ranks = ranks_per_node_from_launcher();
+  const int gpus = visible_gpus(proc);
+  if (ranks <= 0 || gpus <= 0 || ranks <= gpus || !mps_daemon_running(proc)) return 0;
+  const int percent = 100 / ((ranks + gpus - 1) / gpus);
+  setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(percent).c_str(), 1);
+  return percent;
+}
+
+GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm, bool share_sms) {
   GpuPlacement placement;
   if (cudaGetDeviceCount(&placement.device_count) != cudaSuccess || placement.device_count == 0)
     throw BadInput("no CUDA device is visible to rank " + std::to_string(comm.rank()));
   placement.device = comm.local_rank() % placement.device_count;
   placement.ranks_share_gpu = comm.local_size() > placement.device_count;
   placement.mps_running = mps_control_pipe_exists() && mps_daemon_running();
+  if (const char* set = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"); set != nullptr)
+    placement.sm_percent = std::atoi(set);
+  // A kernel that sizes its grid from the SM count and spins cannot share a GPU with its
+  // peers' grids unless each has a share (share_sms_before_cuda sets it where it can).
+  if (share_sms && placement.ranks_share_gpu && placement.mps_running && placement.sm_percent == 0) {
+    const int ranks_per_gpu = (comm.local_size() + placement.device_count - 1) / placement.device_count;
+    throw BadInput(fmt::format("ranks share a GPU under MPS and this kernel sizes its grid from the SM count: give "
+                               "each rank a share, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={} (mpirun -x)",
+                               100 / ranks_per_gpu));
+  }
   if (cudaSetDevice(placement.device) != cudaSuccess)
     throw BadInput("cannot select GPU " + std::to_string(placement.device));
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, placement.device);
   placement.device_name = prop.name;
+  placement.sm_count = prop.multiProcessorCount;  // under an MPS share: the share
   placement.compute_capability = prop.major * 10 + prop.minor;
 #ifdef _OPENMP
   // The CPU checks (inputs, tolerances) run on OpenMP threads; ranks on a node share its cores.
@@ -66,6 +107,7 @@ std::string describe(const GpuPlacement& p, int ranks) {
     sharing = p.mps_running ? "ranks share GPUs under MPS (concurrent)"
                             : "ranks share GPUs WITHOUT MPS (time-sliced: latencies are "
                               "scheduler slices, not kernel times)";
+  if (p.sm_percent > 0) sharing += fmt::format(", each rank limited to {} % of the GPU ({} SMs)", p.sm_percent, p.sm_count);
   return fmt::format("{} ranks on {} GPU(s) ({}, sm_{}); {}; CPU checks on {} thread(s) per rank", ranks,
                      p.device_count, p.device_name, p.compute_capability, sharing, p.cpu_threads);
 }

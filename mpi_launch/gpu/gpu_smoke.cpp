@@ -42,12 +42,15 @@ CallSpec cycled_call(const SmokeOptions& options, int cycle, k::Pattern pattern)
 
 // The product of what selects different code, with the cheaper knobs (PDL, trigger,
 // cluster path, weight_bias, hidden, issue mode) cycled so that each value is covered.
-std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
+// Only what the kernel under test supports (KernelTraits): anything it refuses here is a
+// failure of the build.
+std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const KernelTraits& traits) {
   std::vector<GpuCase> cases;
   int knob = 0;
   for (bool fp32_lamport : {false, true})
     for (bool twoshot : {false, true}) {
       if (twoshot && fp32_lamport) continue;  // the two-shot path has no Lamport buffer
+      if ((fp32_lamport && !traits.fp32_lamport) || (twoshot && !traits.twoshot)) continue;
       for (auto pattern : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
                            k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
         for (auto dtype : {k::DType::bf16, k::DType::f16})
@@ -61,6 +64,9 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
             for (int i = 0; i < options.calls_per_case; ++i) {
               CallSpec call = cycled_call(options, knob + i, pattern);
               call.twoshot = twoshot;
+              if (!traits.forced_cluster) call.cluster = k::ClusterMode::automatic;
+              call.pdl_consumer = call.pdl_consumer && traits.outputs_visible_at_trigger;
+              if (twoshot && traits.twoshot_more_tokens_than_ranks) call.tokens = std::max(call.tokens, ranks + 1);
               c.calls.push_back(call);
             }
             cases.push_back(c);
@@ -68,6 +74,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks) {
           }
     }
   // The unfused baseline (allreduce-only call + separate residual/RMSNorm/quant kernel).
+  if (!traits.unfused) return cases;
   for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static, k::Pattern::fp8_dynamic,
                        k::Pattern::nvfp4})
     for (auto dtype : {k::DType::bf16, k::DType::f16}) {
@@ -96,10 +103,11 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
     if (h <= 0 || h % 16 != 0) throw BadInput(fmt::format("--hidden {}: must be a positive multiple of 16", h));
   for (int t : options.tokens)
     if (t <= 0) throw BadInput(fmt::format("--tokens {}: must be positive", t));
-  const GpuPlacement placement = place_rank_on_gpu(comm);
-  if (comm.rank() == 0) fmt::print("fusioncheck gpu smoke: {}\n", describe(placement, comm.size()));
+  const GpuPlacement placement = place_rank_on_gpu(comm, options.kernel.share_sms);
   MpiBootstrap bootstrap(comm);
-  OurKernels kernel(bootstrap, protocol::Mutant::none);
+  const std::unique_ptr<KernelUnderTest> made = options.kernel.make(bootstrap, protocol::Mutant::none);
+  KernelUnderTest& kernel = *made;
+  if (comm.rank() == 0) fmt::print("fusioncheck gpu smoke: {}; {}\n", kernel.name(), describe(placement, comm.size()));
   CaseLimits limits;
   limits.max_tokens = *std::max_element(options.tokens.begin(), options.tokens.end());
   limits.max_hidden = *std::max_element(options.hidden.begin(), options.hidden.end());
@@ -109,7 +117,7 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
   CaseRunner runner(comm, kernel, limits);
   nlohmann::json results = nlohmann::json::array();
   int refused = 0, failed = 0, passed = 0;
-  const auto cases = smoke_cases(options, comm.size());
+  const auto cases = smoke_cases(options, comm.size(), kernel.traits());
   for (const GpuCase& c : cases) {
     if (comm.rank() == 0 && (passed + failed + refused) % 20 == 0)
       fmt::print("  ... case {}/{}\n", passed + failed + refused + 1, cases.size()), std::fflush(stdout);

@@ -4,9 +4,26 @@
 #include <bit>
 
 #include "fusioncheck/kernels/baseline.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/validate.hpp"
 
 namespace fusioncheck::gpu {
+
+void KernelUnderTest::wait(cudaStream_t stream) { kernels::cuda_check(cudaStreamSynchronize(stream), "kernel"); }
+
+std::vector<protocol::Mutant> OurKernels::mutants() const {
+  std::vector<protocol::Mutant> all;
+  for (auto m : kernels::oneshot_mutants_compiled()) all.push_back(m);
+  for (auto m : kernels::twoshot_mutants_compiled())
+    if (std::find(all.begin(), all.end(), m) == all.end()) all.push_back(m);
+  return all;
+}
+
+bool OurKernels::mutant_in_twoshot_only(protocol::Mutant m) const {
+  const auto os = kernels::oneshot_mutants_compiled();
+  const auto ts = kernels::twoshot_mutants_compiled();
+  return std::find(ts.begin(), ts.end(), m) != ts.end() && std::find(os.begin(), os.end(), m) == os.end();
+}
 
 std::string OurKernels::name() const {
   return mutant_ == protocol::Mutant::none

@@ -7,16 +7,19 @@
 
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
+#include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
 
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options) {
   options.check.limits.validate();
+  // A kernel made only to ask it which mutants it has and where they live.
+  MpiBootstrap bootstrap(comm);
+  const std::unique_ptr<KernelUnderTest> kernel = options.check.kernel.make(bootstrap, protocol::Mutant::none);
   std::vector<protocol::Mutant> mutants = options.mutants;
   if (mutants.empty()) {
     mutants.push_back(protocol::Mutant::none);
-    for (auto m : kernels::oneshot_mutants_compiled()) mutants.push_back(m);
-    for (auto m : kernels::twoshot_mutants_compiled()) mutants.push_back(m);
+    for (auto m : kernel->mutants()) mutants.push_back(m);
   }
   if (comm.size() != 2)
     throw BadInput(fmt::format("{} ranks: the mutant instances are compiled for 2 ranks (bf16); run the kill "
@@ -26,14 +29,20 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
   for (auto m : mutants) ids.emplace_back(protocol::mutant_id(m));
   agree_on_config(comm, run_config(options.check, comm.size(), fmt::format("{}", fmt::join(ids, ","))));
   KillTableResult result;
-  result.placement = place_rank_on_gpu(comm);
+  result.placement = place_rank_on_gpu(comm, options.check.kernel.share_sms);
   result.setup = describe(result.placement, comm.size());
-  if (comm.rank() == 0) fmt::print("fusioncheck gpu kill-table: {}\n", result.setup);
+  if (comm.rank() == 0) fmt::print("fusioncheck gpu kill-table: {}; {}\n", kernel->name(), result.setup);
   CheckOptions check = options.check;
   check.shrink = false;  // time to detect = the first failure
-  for (const auto& [mutant, percent] : kill_table_plan(mutants, options.check.twoshot_percent)) {
+  const auto plan = kill_table_plan(mutants, options.check.twoshot_percent,
+                                    [&](protocol::Mutant m) { return kernel->mutant_in_twoshot_only(m); });
+  for (const auto& [mutant, percent] : plan) {
     check.mutant = mutant;
     check.twoshot_percent = percent;
+    check.focus_twoshot = percent == kTwoShotMutantPercent;
+    // Every case of a two-shot race run is a long sequence: each call is another chance for
+    // the race, at no cost in cases.
+    check.limits.max_calls = check.focus_twoshot ? kMaxCallsPerCase : options.check.limits.max_calls;
     check.replay_out = fmt::format("fusioncheck-gpu-{}-{}.json", protocol::mutant_id(mutant), percent);
     result.runs.push_back(run_check(comm, check, result.placement));
     if (comm.rank() == 0) fmt::print("{}\n", summary_line(result.runs.back(), comm.size())), std::fflush(stdout);

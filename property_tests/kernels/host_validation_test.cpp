@@ -304,6 +304,21 @@ TEST(InvariantChecker, TwoShotFlagsAndStateSeparation) {
   EXPECT_TRUE(mentions(fk::check_twoshot_invariants(s.before, s.after), "invariant 2"));
 }
 
+// A kernel with two barrier rounds per two-shot call (FlashInfer's) advances the flag by 2:
+// its state says so, and then a step of 1 is the violation.
+TEST(InvariantChecker, TwoShotFlagStepsFollowTheKernelsState) {
+  Synthetic s = correct_call(2);
+  for (auto& a : s.after) {
+    a.control = s.before[0].control;
+    a.control.two_shot_flag = 2;
+    a.barrier_flags.assign(a.barrier_flags.size(), 2u);
+    a.twoshot_flag_steps = 2;
+  }
+  EXPECT_TRUE(fk::check_twoshot_invariants(s.before, s.after).empty());
+  for (auto& a : s.after) a.twoshot_flag_steps = 1;  // ours: 0 -> 2 is wrong
+  EXPECT_TRUE(mentions(fk::check_twoshot_invariants(s.before, s.after), "invariant 2: rank 0 two-shot flag went 0 -> 2, expected 1"));
+}
+
 // ---- CommBootstrap forwards to an MpiComm-shaped communicator ------------------------------
 #include "fusioncheck/kernels/comm_bootstrap.hpp"
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/row_share.hpp"
 #include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -145,6 +147,37 @@ TEST(MpsDetection, NeedsADaemonProcess) {
   EXPECT_FALSE(fg::mps_daemon_running(proc));  // no such directory: not running
 }
 
+// Ranks sharing a GPU under MPS get an equal share of the SMs before CUDA starts (kernels
+// whose grids come from the SM count); a value the user set, one rank per GPU or no MPS
+// daemon leave the environment alone.
+TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
+  const auto proc = std::filesystem::temp_directory_path() / ("fc_fake_proc_share_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(proc);
+  std::filesystem::create_directories(proc / "driver/nvidia/gpus/0000:01:00.0");
+  std::filesystem::create_directories(proc / "1");
+  std::ofstream(proc / "1" / "comm") << "init\n";
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  EXPECT_EQ(fg::share_sms_before_cuda(proc), 0);  // no MPS daemon: time-sliced, nothing to share
+  EXPECT_EQ(std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), nullptr);
+  std::filesystem::create_directories(proc / "300");
+  std::ofstream(proc / "300" / "comm") << "nvidia-cuda-mps\n";
+  EXPECT_EQ(fg::share_sms_before_cuda(proc), 50);
+  EXPECT_STREQ(std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "50");
+  EXPECT_EQ(fg::share_sms_before_cuda(proc), 0);  // now set: kept as it is
+  unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  EXPECT_EQ(fg::share_sms_before_cuda(proc), 25);
+  unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3", 1);  // one rank per GPU
+  EXPECT_EQ(fg::share_sms_before_cuda(proc), 0);
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_EQ(fg::share_sms_before_cuda(proc), 0);  // not under a launcher
+  std::filesystem::remove_all(proc);
+}
+
 // The size limits: one definition, checked once; a case beyond them is named, not run.
 TEST(CaseLimits, BadLimitsAreBadInputAndCasesBeyondThemAreNamed) {
   fg::CaseLimits ok;
@@ -253,15 +286,35 @@ TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
 
 // The kill table runs a mutant of the two-shot kernel alone on mostly two-shot calls, and
 // then the correct kernels on that mix too (its control); a list without one stays as is.
+// A Bootstrap that is never called: OurKernels only keeps a reference until prepare().
+struct UnusedBootstrap final : fk::Bootstrap {
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  void all_gather(const void*, void*, std::size_t, const char*) override { ADD_FAILURE() << "all_gather"; }
+  void barrier(const char*) override { ADD_FAILURE() << "barrier"; }
+};
+
 TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
   using Plan = std::vector<std::pair<fusioncheck::protocol::Mutant, int>>;
   const int mix = fg::kTwoShotMutantPercent;
   const auto none = M("none"), fs = M("float-sentinel"), tgo = M("twoshot-gather-overlap"), bnr = M("barrier-no-release");
-  EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25), (Plan{{none, 25}, {none, mix}, {fs, 25}, {tgo, mix}}));
-  EXPECT_EQ(fg::kill_table_plan({none, fs}, 25), (Plan{{none, 25}, {fs, 25}}));
-  EXPECT_EQ(fg::kill_table_plan({bnr}, 10), (Plan{{bnr, mix}}));
+  UnusedBootstrap bootstrap;
+  const fg::OurKernels ours(bootstrap, none);
+  // Where our kernels' mutants live: these two in the two-shot kernel alone.
+  EXPECT_TRUE(ours.mutant_in_twoshot_only(tgo));
+  EXPECT_TRUE(ours.mutant_in_twoshot_only(bnr));
+  EXPECT_FALSE(ours.mutant_in_twoshot_only(fs));
+  const auto twoshot_only = [&](fusioncheck::protocol::Mutant m) { return ours.mutant_in_twoshot_only(m); };
+  EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25, twoshot_only),
+            (Plan{{none, 25}, {none, mix}, {fs, 25}, {tgo, mix}}));
+  EXPECT_EQ(fg::kill_table_plan({none, fs}, 25, twoshot_only), (Plan{{none, 25}, {fs, 25}}));
+  EXPECT_EQ(fg::kill_table_plan({bnr}, 10, twoshot_only), (Plan{{bnr, mix}}));
   // With the mix as the default there is nothing to add.
-  EXPECT_EQ(fg::kill_table_plan({none, bnr}, mix), (Plan{{none, mix}, {bnr, mix}}));
+  EXPECT_EQ(fg::kill_table_plan({none, bnr}, mix, twoshot_only), (Plan{{none, mix}, {bnr, mix}}));
+  // Every mutant our kernels have is listed once, the kill table's default.
+  const auto all = ours.mutants();
+  EXPECT_EQ(std::count(all.begin(), all.end(), fs), 1);
+  EXPECT_EQ(std::count(all.begin(), all.end(), tgo), 1);
 }
 
 // JUnit of a kill table: a killed mutant and the clean control pass; a survivor this setup

@@ -80,6 +80,10 @@ enum class HangSite : std::uint32_t {
   lamport_poll = 1,    // awaiting a peer's push into my data buffer
   arrival_counter = 2, // block 0 awaiting the other blocks' arrival
   twoshot_barrier = 3, // awaiting a peer's barrier flag
+  // A kernel whose polls have no bound of their own (another project's) was still running
+  // when the host's bound on the call expired; what it awaited is read from its buffers:
+  host_bound_lamport = 4,  // its data buffer still held the sentinel in the slot of a peer
+  host_bound_twoshot = 5,  // a barrier flag of a peer still held the previous value
 };
 struct HangRecord {
   std::uint32_t valid;  // 0 none, 1 written

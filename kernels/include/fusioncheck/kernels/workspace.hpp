@@ -59,6 +59,9 @@ struct ControlState {
   std::uint64_t comm_size = 0;
   int ranks = 0;
   int twoshot_blocks = 0;
+  // How far one two-shot call advances the two-shot flag (mod 3): 1 for ours (one barrier
+  // round per call), 2 for a kernel with two barrier rounds per call (FlashInfer's).
+  int twoshot_flag_steps = 1;
 };
 
 class Workspace {

@@ -65,6 +65,10 @@ void showValue(const GpuCase& c, std::ostream& os);
 // Why a case cannot run as written (a replay file edited by hand, say); "" if it can.
 std::string case_problem(const GpuCase& c);
 inline constexpr int kMaxCallsPerCase = 16;
+// The quantisation scales of every case (powers of two, or exact in e4m3: a kernel that
+// takes the reciprocal gets the same value).
+inline constexpr float kFp8InvScale = 2.0f;                         // code = e4m3(norm * 2)
+inline constexpr float kNvfp4GlobalScale = 448.0f * 6.0f / 64.0f;  // NVFP4 global scale
 
 // The shapes a run may draw and its buffers hold: the one definition of the size limits,
 // checked once (validate), then used by case generation, buffer sizing and replay files.
@@ -89,6 +93,7 @@ struct CaseLimits {
 // a mismatch names the fields that differ.
 struct RunConfig {
   std::string binary_version;
+  std::string kernel;
   int ranks = 0;
   std::uint64_t seed = 0;
   int cases = 0;

@@ -21,10 +21,15 @@ struct CheckOptions {
   std::uint64_t seed = 1;
   int cases = 10000;
   CaseLimits limits;
+  KernelChoice kernel;  // ours by default; an adapter's kernel (adapters/)
   protocol::Mutant mutant = protocol::Mutant::none;
   bool shrink = true;
   bool delays = true;  // draw seeded injected delays in some cases (stress)
   int twoshot_percent = 25;  // share of two-shot calls in cases with 16-bit Lamport buffers
+  // Cases that provoke two-shot races: only two-shot calls, max_calls of them, back to back
+  // or in a graph, of changing sizes (the kill table's runs of two-shot mutants and their
+  // control).
+  bool focus_twoshot = false;
   std::string replay_file;  // run this case only
   std::string replay_out = "fusioncheck-gpu-counterexample.json";
 };

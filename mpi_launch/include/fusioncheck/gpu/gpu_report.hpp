@@ -1,5 +1,6 @@
 #pragma once
 // Reports of the GPU suite: a summary line per run, JSON, JUnit XML, the kill table.
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +25,8 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
 // two-shot kernel alone runs at kTwoShotMutantPercent; when there is one and `none` leads
 // the list, the correct kernels run at that share as well, as its control.
 std::vector<std::pair<protocol::Mutant, int>> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
-                                                              int default_percent);
+                                                              int default_percent,
+                                                              const std::function<bool(protocol::Mutant)>& twoshot_only);
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
 // Why `mutant` may survive in this setup ("" if it must be killed): the arch-guard mutants
 // are wrong only in sm_120 code; a missing release/acquire is seldom observable between
@@ -37,7 +39,7 @@ std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std:
 // each a check run without shrinking (time to detect = the first failure).
 struct KillTableOptions {
   CheckOptions check;                     // replay_out is set per mutant
-  std::vector<protocol::Mutant> mutants;  // empty: none, then every compiled kernel mutant
+  std::vector<protocol::Mutant> mutants;  // empty: none, then every mutant the kernel has
 };
 struct KillTableResult {
   std::vector<CheckResult> runs;

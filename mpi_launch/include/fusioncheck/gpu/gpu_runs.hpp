@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "fusioncheck/mpi/mpi_comm.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
 #include "fusioncheck/kernels/types.hpp"
 
 namespace fusioncheck::gpu {
@@ -22,6 +24,7 @@ struct SmokeOptions {
   std::vector<int> tokens{1, 7, 64, 257};
   std::vector<int> hidden{1024, 4096};
   int calls_per_case = 3;  // back-to-back calls with changing token counts
+  KernelChoice kernel;     // ours by default
   std::string json_out;    // rank 0 writes the results here when set
 };
 
@@ -40,6 +43,7 @@ struct BenchOptions {
   BaselineAllreduce allreduce = BaselineAllreduce::automatic;
   kernels::ClusterMode cluster = kernels::ClusterMode::automatic;  // the one-shot RMSNorm path
   bool use_pdl = true;                                               // the fused kernels' launches
+  std::optional<KernelChoice> compare;  // another kernel under test, timed beside ours (same calls)
   std::string json_out;
 };
 

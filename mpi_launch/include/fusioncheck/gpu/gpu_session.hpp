@@ -17,13 +17,26 @@ struct GpuPlacement {
   std::string device_name;
   int compute_capability = 0;  // major * 10 + minor
   int cpu_threads = 1;         // OpenMP threads of this rank's CPU checks
+  int sm_count = 0;            // SMs this rank's context sees
+  int sm_percent = 0;          // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE set for this rank (0: none)
 };
 
 // Whether an MPS control daemon or server process is running (looked up in `proc`).
 bool mps_daemon_running(const std::filesystem::path& proc = "/proc");
 
+// Before MPI and CUDA start in this process (CUDA reads the variable when it initialises):
+// where the ranks of this node will share GPUs under MPS, gives each rank's CUDA context an
+// equal share of the SMs, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 / ranks per GPU. Ranks per
+// node come from the launcher's environment (OpenMPI, MPICH, Slurm), GPUs from
+// CUDA_VISIBLE_DEVICES or proc/driver/nvidia/gpus. A value the user set is kept. Returns the
+// share set, 0 if none.
+int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
+
 // Binds this rank to GPU (local rank mod GPU count). Throws BadInput without a GPU.
-GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm);
+// share_sms: the kernel sizes its grid from the SM count and spins (another project's), so
+// ranks sharing a GPU under MPS need a share of the SMs each (share_sms_before_cuda), else
+// their grids cannot all be resident: BadInput naming the setting when there is none.
+GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm, bool share_sms = false);
 
 // One line for the run's header.
 std::string describe(const GpuPlacement& placement, int ranks);

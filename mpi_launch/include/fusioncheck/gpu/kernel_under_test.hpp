@@ -8,7 +8,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <functional>
 #include <utility>
+#include <vector>
 
 #include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/launch.hpp"
@@ -16,10 +18,30 @@
 
 namespace fusioncheck::gpu {
 
+// What a kernel under test can run, so that cases draw only what it supports (a refused
+// case is wasted; a smoke case it cannot run is not a failure of the build).
+struct KernelTraits {
+  bool fp32_lamport = true;     // fp32 Lamport elements with 16-bit inputs
+  bool unfused = true;          // launch_unfused
+  bool forced_cluster = true;   // ClusterMode::force_cluster / force_no_cluster
+  bool twoshot = true;          // the two-shot path
+  bool twoshot_more_tokens_than_ranks = false;  // two-shot calls need tokens > ranks
+  // A consumer may read the output before its own grid-dependency wait once an at-end
+  // trigger has fired (our kernels fence before it; the PDL contract alone promises only
+  // what is visible after the wait).
+  bool outputs_visible_at_trigger = true;
+};
+
 class KernelUnderTest {
  public:
   virtual ~KernelUnderTest() = default;
   virtual std::string name() const = 0;
+  virtual KernelTraits traits() const { return {}; }
+  // The negative controls this build has for the kernel: every mutant (or patched copy)
+  // it can run, and whether one lives in the two-shot path alone (the kill table then runs
+  // it on mostly two-shot calls).
+  virtual std::vector<protocol::Mutant> mutants() const { return {}; }
+  virtual bool mutant_in_twoshot_only(protocol::Mutant m) const { (void)m; return false; }
   // Collective: every rank calls it with the same arguments before a case's calls.
   virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
@@ -40,6 +62,10 @@ class KernelUnderTest {
   }
   // The control block alone (the state a case starts from); override where it is cheaper.
   virtual protocol::ControlBlock read_control() { return read_state(kernels::LamportCopy::without_buffers).control; }
+  // Waits for the calls enqueued on `stream`. Our kernels bound their own polls (a hang is
+  // recorded, the kernel exits); an adapter for a kernel whose polls are unbounded bounds
+  // the wait here, records the hang and releases the kernel.
+  virtual void wait(cudaStream_t stream);
   virtual kernels::HangRecord hang_record() = 0;
   virtual void clear_hang_record() = 0;
   // Collective: drops the protocol state (after a failure it is not trusted), so the next
@@ -64,6 +90,8 @@ class OurKernels final : public KernelUnderTest {
   bool mutant_in_oneshot() const { return mutant_in_oneshot_; }
   bool mutant_in_twoshot() const { return mutant_in_twoshot_; }
   std::string name() const override;
+  std::vector<protocol::Mutant> mutants() const override;
+  bool mutant_in_twoshot_only(protocol::Mutant m) const override;
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   void launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) override;
@@ -84,6 +112,19 @@ class OurKernels final : public KernelUnderTest {
   bool mutant_in_oneshot_ = false;  // mutants apply to the kernel that has an instance
   bool mutant_in_twoshot_ = false;
   std::unique_ptr<kernels::DeviceLamportScanner> scanner_;  // made on first use, on this rank's GPU
+};
+
+// Which kernel a run drives: its name on the command line and in replay files, and how
+// each rank makes it (a mutant id: none, or one of the kernel's mutants()).
+struct KernelChoice {
+  std::string name = "ours";
+  // Its grid is sized from the SM count and spins (it does not halve it where ranks share a
+  // GPU, as ours does): ranks sharing a GPU under MPS then get a share of the SMs each.
+  bool share_sms = false;
+  std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&, protocol::Mutant)> make =
+      [](kernels::Bootstrap& bootstrap, protocol::Mutant mutant) -> std::unique_ptr<KernelUnderTest> {
+    return std::make_unique<OurKernels>(bootstrap, mutant);
+  };
 };
 
 }  // namespace fusioncheck::gpu

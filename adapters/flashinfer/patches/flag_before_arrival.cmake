@@ -1,0 +1,10 @@
+# Negative control: block 0 advances the Lamport flag without waiting until every block of
+# the call has read the old one: a late block reads the new flag and pushes into the wrong
+# buffer. Bug class: flag-before-arrival (docs/design.md).
+set(FC_PATCH_MUTANT flag-before-arrival)
+set(FC_PATCH_WHERE "LamportComm::update, the arrival-counter wait (0.7.4: lines 1103-1104)")
+set(FC_PATCH_OLD [==[      while (*reinterpret_cast<int volatile*>(counter_ptr) != gridDim.x) {
+      }
+      *flag_ptr = (flag_value + 1) % 3;]==])
+set(FC_PATCH_NEW [==[      // fusioncheck patch flag-before-arrival: no wait for the other blocks
+      *flag_ptr = (flag_value + 1) % 3;]==])

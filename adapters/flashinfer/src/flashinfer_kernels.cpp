@@ -1,0 +1,422 @@
+// FlashInfer's allreduce fusion behind KernelUnderTest (flashinfer.hpp). The workspace is laid
+// out as FlashInfer's Python lays it out (flashinfer/comm/trtllm_ar.py, 0.7.4; docs/flashinfer.md):
+// a device pointer table of 3N+1 entries, [N two-shot data buffers][N barrier-flag buffers
+// int[256][N]][N Lamport buffers of 3 x comm_size bytes][this rank's int ctrl[5]], with
+// ctrl = {block counter, two-shot flag, Lamport flag, comm_size in bytes, clear size in
+// elements}. We allocate it ourselves, with guard words around every buffer, and map the
+// peers' buffers through CUDA IPC.
+#include "flashinfer_kernels.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "fi_device.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
+#include "fusioncheck/kernels/validate.hpp"
+
+namespace fusioncheck::adapters::fi {
+namespace {
+
+namespace k = kernels;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kBarrierRows = 256;        // FlashInfer's details::kBarrierFlagCount
+constexpr int kCtrlWords = 5;            // counter, two-shot flag, Lamport flag, comm_size, clear size
+constexpr std::uint64_t kGuardBytes = 256;
+constexpr std::uint64_t kMaxCommSize = 1ull << 30;  // clear_offset * comm_size is an int product
+// FlashInfer's polls have no bound: the host bounds each wait (as our kernels' ~1 s budget),
+// then releases the kernel.
+constexpr auto kWaitBudget = std::chrono::seconds(2);
+constexpr auto kReleaseBudget = std::chrono::seconds(10);
+
+// FlashInfer's AllReduceFusionPattern for ours (0.7.4: the quantised ones that write norm_out).
+int fi_pattern(k::Pattern p) {
+  switch (p) {
+    case k::Pattern::allreduce: return 0;         // kAllReduce
+    case k::Pattern::residual_rmsnorm: return 1;  // kARResidualRMSNorm
+    case k::Pattern::fp8_static: return 4;        // kARResidualRMSNormOutFP8Quant
+    case k::Pattern::fp8_dynamic: return 11;      // kARResidualRMSNormOutDynamicFP8Quant
+    case k::Pattern::nvfp4: return 5;             // kARResidualRMSNormOutFP4Quant
+  }
+  return -1;
+}
+
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+// FLASHINFER_CHECK's text is "Error in function 'f' at /path/file.cuh:123: what"; the path
+// (which differs from machine to machine) is dropped, so that refusals group by their reason.
+std::string check_text(const std::string& message) {
+  const auto at = message.find("' at ");
+  const auto line = message.find(": ", at == std::string::npos ? 0 : at);
+  if (at == std::string::npos || line == std::string::npos) return message;
+  return message.substr(0, at + 1) + ": " + message.substr(line + 2);
+}
+
+}  // namespace
+
+// Byte offsets of one rank's shared allocation: guard, two-shot data, guard, barrier flags,
+// guard, the three Lamport buffers, guard.
+struct SharedLayout {
+  std::uint64_t twoshot = 0, barrier = 0, lamport = 0, total = 0;
+  std::uint64_t guards[4] = {};
+  SharedLayout(int ranks, std::uint64_t comm_size, std::uint64_t twoshot_bytes) {
+    guards[0] = 0;
+    twoshot = kGuardBytes;
+    guards[1] = twoshot + align_up(twoshot_bytes, 256);
+    barrier = guards[1] + kGuardBytes;
+    guards[2] = barrier + align_up(static_cast<std::uint64_t>(kBarrierRows) * ranks * 4, 256);
+    lamport = guards[2] + kGuardBytes;
+    guards[3] = lamport + 3 * comm_size;
+    total = guards[3] + kGuardBytes;
+  }
+};
+
+FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size, std::uint64_t twoshot_bytes)
+    : ranks_(bootstrap.size()), rank_(bootstrap.rank()), comm_size_(comm_size) {
+  const SharedLayout layout(ranks_, comm_size, twoshot_bytes);
+  lamport_offset_ = layout.lamport;
+  barrier_offset_ = layout.barrier;
+  for (int g = 0; g < 4; ++g) guard_offsets_[g] = layout.guards[g];
+  FC_CUDA_CHECK(cudaMalloc(&shared_, layout.total));
+  // Guards, zeroed two-shot data and barrier flags, every Lamport element -0 (16-bit).
+  std::vector<std::uint8_t> host(layout.total, 0);
+  for (std::uint64_t i = 0; i < 3 * comm_size; i += 2) std::memcpy(&host[layout.lamport + i], &protocol::kNegZero16, 2);
+  for (std::uint64_t g : layout.guards)
+    for (std::uint64_t i = 0; i < kGuardBytes; i += 8) std::memcpy(&host[g + i], &protocol::kGuardWord, 8);
+  FC_CUDA_CHECK(cudaMemcpy(shared_, host.data(), layout.total, cudaMemcpyHostToDevice));
+
+  // Private: [guard u64][int ctrl[5], pad][guard u64], then the pointer table.
+  FC_CUDA_CHECK(cudaMalloc(&private_, kPrivateBytes + (3 * ranks_ + 1) * sizeof(void*)));
+  std::uint8_t priv[kPrivateBytes] = {};
+  const std::int32_t ctrl[kCtrlWords] = {0, 0, 0, static_cast<std::int32_t>(comm_size), 0};
+  std::memcpy(priv, &protocol::kGuardWord, 8);
+  std::memcpy(priv + 8, ctrl, sizeof(ctrl));
+  std::memcpy(priv + kPrivateBytes - 8, &protocol::kGuardWord, 8);
+  FC_CUDA_CHECK(cudaMemcpy(private_, priv, kPrivateBytes, cudaMemcpyHostToDevice));
+
+  peers_ = std::make_unique<k::PeerMappings>(bootstrap, shared_);
+  std::vector<void*> table;
+  for (int r = 0; r < ranks_; ++r) table.push_back(peers_->of(r) + layout.twoshot);
+  for (int r = 0; r < ranks_; ++r) table.push_back(peers_->of(r) + layout.barrier);
+  for (int r = 0; r < ranks_; ++r) table.push_back(peers_->of(r) + layout.lamport);
+  table.push_back(static_cast<std::uint8_t*>(private_) + 8);  // ctrl
+  table_ = reinterpret_cast<void**>(static_cast<std::uint8_t*>(private_) + kPrivateBytes);
+  FC_CUDA_CHECK(cudaMemcpy(table_, table.data(), table.size() * sizeof(void*), cudaMemcpyHostToDevice));
+  FC_CUDA_CHECK(cudaDeviceSynchronize());
+  bootstrap.barrier("FlashInfer workspace initialised");  // invariant 12: nobody pushes before this
+}
+
+FiWorkspace::~FiWorkspace() {
+  peers_.reset();  // close the peers' mappings before freeing (teardown must not throw)
+  if (shared_ != nullptr) (void)cudaFree(shared_);
+  if (private_ != nullptr) (void)cudaFree(private_);
+}
+
+std::uint8_t* FiWorkspace::lamport() const { return static_cast<std::uint8_t*>(shared_) + lamport_offset_; }
+std::uint8_t* FiWorkspace::barrier_flags() const { return static_cast<std::uint8_t*>(shared_) + barrier_offset_; }
+
+k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
+  FC_CUDA_CHECK(cudaDeviceSynchronize());
+  k::ControlState s;
+  std::uint8_t priv[kPrivateBytes];
+  FC_CUDA_CHECK(cudaMemcpy(priv, private_, kPrivateBytes, cudaMemcpyDeviceToHost));
+  std::int32_t ctrl[kCtrlWords];
+  std::memcpy(ctrl, priv + 8, sizeof(ctrl));
+  std::memcpy(&s.control.guard_front, priv, 8);
+  std::memcpy(&s.control.guard_back, priv + kPrivateBytes - 8, 8);
+  s.control.arrival_counter = static_cast<std::uint32_t>(ctrl[0]);
+  s.control.two_shot_counter = static_cast<std::uint32_t>(ctrl[0]);  // one counter for both kernels
+  s.control.two_shot_flag = static_cast<std::uint32_t>(ctrl[1]);
+  s.control.flag = static_cast<std::uint32_t>(ctrl[2]);
+  s.control.comm_size = static_cast<std::uint64_t>(static_cast<std::uint32_t>(ctrl[3]));
+  s.control.clear_size = static_cast<std::uint64_t>(static_cast<std::uint32_t>(ctrl[4]));
+  s.barrier_flags.resize(static_cast<std::size_t>(kBarrierRows) * ranks_);
+  FC_CUDA_CHECK(cudaMemcpy(s.barrier_flags.data(), barrier_flags(), s.barrier_flags.size() * 4, cudaMemcpyDeviceToHost));
+  if (copy == k::LamportCopy::with_buffers) {
+    s.lamport.resize(3 * comm_size_);
+    FC_CUDA_CHECK(cudaMemcpy(s.lamport.data(), lamport(), s.lamport.size(), cudaMemcpyDeviceToHost));
+  }
+  s.buffer_guards_intact = true;
+  std::vector<std::uint8_t> guard(kGuardBytes);
+  for (std::uint64_t g : guard_offsets_) {
+    FC_CUDA_CHECK(cudaMemcpy(guard.data(), static_cast<std::uint8_t*>(shared_) + g, kGuardBytes, cudaMemcpyDeviceToHost));
+    for (std::uint64_t i = 0; i < kGuardBytes; i += 8)
+      s.buffer_guards_intact &= std::memcmp(&guard[i], &protocol::kGuardWord, 8) == 0;
+  }
+  s.elem_bytes = 2;
+  s.comm_size = comm_size_;
+  s.ranks = ranks_;
+  s.twoshot_blocks = kBarrierRows;
+  s.twoshot_flag_steps = 2;  // two barrier rounds per two-shot call
+  return s;
+}
+
+FlashInferKernels::FlashInferKernels(k::Bootstrap& bootstrap, const Instance& instance_bf16,
+                                     const Instance* instance_f16, protocol::Mutant patch)
+    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {
+  FC_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+}
+
+FlashInferKernels::~FlashInferKernels() {
+  for (auto& [value, ptr] : scales_) (void)cudaFree(ptr);
+  for (const Pending& call : pending_)
+    if (call.done != nullptr) (void)cudaEventDestroy(call.done);
+  for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
+  if (release_staging_ != nullptr) (void)cudaFreeHost(release_staging_);
+  (void)cudaStreamDestroy(side_);
+}
+
+std::string FlashInferKernels::name() const {
+  return "FlashInfer allreduce fusion (" + std::string(kSource) + ")" +
+         (patch_ == protocol::Mutant::none ? std::string() : ", patched: " + std::string(protocol::mutant_id(patch_)));
+}
+
+std::vector<protocol::Mutant> FlashInferKernels::mutants() const {
+  std::vector<protocol::Mutant> out;
+  for (const Instance& i : kInstances)
+    if (i.mutant != protocol::Mutant::none && std::find(out.begin(), out.end(), i.mutant) == out.end())
+      out.push_back(i.mutant);
+  return out;
+}
+
+void FlashInferKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
+  if (fp32_lamport)
+    throw k::InvalidLaunch("FlashInfer uses fp32 Lamport elements only with fp32 inputs (use_fp32_lamport == "
+                           "(dtype == float32))");
+  const int n = bootstrap_.size();
+  // As FlashInfer sizes it: one Lamport buffer holds every rank's slot of the largest call.
+  const std::uint64_t comm_size = std::max<std::uint64_t>(64u << 10, std::bit_ceil(n * max_elems_per_rank * 2));
+  if (comm_size >= kMaxCommSize)
+    throw k::InvalidLaunch("FlashInfer's Lamport buffer must stay below 1 GiB (its clear_offset * comm_size is an int "
+                           "product); this run needs " + std::to_string(comm_size) + " bytes");
+  // Workspaces are kept by size class; the two-shot buffer (this rank's input, then the
+  // reduced rows: 2 x size elements) gets the class's size too, which holds N >= 2 of them.
+  auto& slot = workspaces_[comm_size];
+  if (!slot) slot = std::make_unique<FiWorkspace>(bootstrap_, comm_size, comm_size);
+  current_ = slot.get();
+  // The scales the suite uses, on the device before any stream capture (gpu_case.hpp).
+  (void)scale_on_device(1.0f / gpu::kFp8InvScale, nullptr);
+  (void)scale_on_device(gpu::kNvfp4GlobalScale, nullptr);
+}
+
+float* FlashInferKernels::scale_on_device(float value, cudaStream_t stream) {
+  if (auto it = scales_.find(value); it != scales_.end()) return it->second;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (stream != nullptr) FC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone)
+    throw k::InvalidLaunch("a new quantisation scale inside a CUDA graph capture (FlashInfer reads it from device "
+                           "memory; the adapter places it there outside a capture)");
+  float* ptr = nullptr;
+  FC_CUDA_CHECK(cudaMalloc(&ptr, sizeof(float)));
+  FC_CUDA_CHECK(cudaMemcpy(ptr, &value, sizeof(float), cudaMemcpyHostToDevice));
+  scales_[value] = ptr;
+  return ptr;
+}
+
+void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream_t stream) {
+  if (current_ == nullptr) throw k::InvalidLaunch("FlashInfer adapter: launch before prepare");
+  if (p.dtype != k::DType::bf16 && p.dtype != k::DType::f16)
+    throw k::InvalidLaunch("FlashInfer adapter: inputs are bf16 or f16");
+  const Instance* instance = p.dtype == k::DType::bf16 ? &bf16_ : f16_;
+  if (instance == nullptr)
+    throw k::InvalidLaunch("the patched FlashInfer copies are built for bf16 only");
+  if (p.ranks != current_->ranks() || p.rank != current_->rank())
+    throw k::InvalidLaunch("FlashInfer adapter: the call's ranks differ from the workspace's");
+  if (!instance->has_ranks(p.ranks))
+    throw k::InvalidLaunch("this FlashInfer instance is built for other rank counts than " + std::to_string(p.ranks));
+  if (p.cluster != k::ClusterMode::automatic)
+    throw k::InvalidLaunch("FlashInfer chooses its cluster size itself (no forced cluster path)");
+  int device = 0, major = 0;
+  FC_CUDA_CHECK(cudaGetDevice(&device));
+  FC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (p.pattern == k::Pattern::nvfp4 && major < 10)
+    throw k::InvalidLaunch("pattern nvfp4 needs sm_100 or newer (FlashInfer 0.7.4 writes zeros below it)");
+  const std::uint64_t elems = static_cast<std::uint64_t>(p.tokens) * p.hidden;
+  if (!protocol::fits_lamport_buffer(p.ranks, elems, 2, current_->comm_size()))
+    throw k::InvalidLaunch("tokens x hidden beyond the FlashInfer workspace (" + std::to_string(current_->comm_size()) +
+                           " bytes per Lamport buffer)");
+  if (twoshot && 2 * elems * 2 > current_->comm_size())
+    throw k::InvalidLaunch("tokens x hidden beyond the FlashInfer two-shot buffer");
+  if (twoshot && p.tokens <= p.ranks)
+    throw k::InvalidLaunch("FlashInfer's two-shot needs more tokens than ranks (its Python API asserts "
+                           "token_num > world_size)");
+
+  FiCall c;
+  c.nranks = p.ranks;
+  c.rank = p.rank;
+  c.tokens = p.tokens;
+  c.hidden = p.hidden;
+  c.bf16 = p.dtype == k::DType::bf16;
+  c.pattern = fi_pattern(p.pattern);
+  c.sf_layout = p.nvfp4_layout == k::Nvfp4Layout::linear ? 2 : 0;  // LINEAR : SWIZZLED_128x4
+  c.workspace = current_->table();
+  c.input = p.input;
+  c.residual_in = p.residual_in;
+  c.gamma = p.gamma;
+  c.allreduce_out = p.allreduce_out;
+  c.residual_out = p.residual_out;
+  c.norm_out = p.norm_out;
+  c.quant_out = p.quant_out;
+  c.scale_out = p.scale_out;
+  if (p.pattern == k::Pattern::fp8_static) c.scale_factor = scale_on_device(1.0f / p.fp8_inv_scale, stream);
+  if (p.pattern == k::Pattern::nvfp4) c.scale_factor = scale_on_device(p.nvfp4_global_scale, stream);
+  c.eps = p.eps;
+  c.weight_bias = p.weight_bias;
+  c.oneshot = !twoshot;
+  c.trigger_at_end = p.trigger == k::Trigger::at_end;
+  c.pdl = p.use_pdl;
+  c.fp32_acc = p.fp32_accumulation;
+  c.stream = stream;
+
+  // Seeded delays between launches: FlashInfer's kernels take none of their own. A paused
+  // rank's call starts later than its peers' (the next launch waits for the pause kernel).
+  const std::uint32_t call_index = calls_++;
+  if (p.delay_seed != 0) {
+    const std::uint32_t ns = delay_for(p.delay_seed, p.rank, call_index, p.delay_max_ns);
+    if (ns > 0) launch_pause(ns, stream);
+  }
+  char message[512] = {};
+  const cudaError_t e = instance->launch(c, message, sizeof(message));
+  if (e == cudaErrorNotSupported)
+    throw k::InvalidLaunch("FlashInfer instance has no kernel for pattern " + std::string(k::pattern_name(p.pattern)) +
+                           " with " + std::to_string(p.ranks) + " ranks");
+  if (e == cudaErrorInvalidValue && message[0] != '\0') throw k::InvalidLaunch("FlashInfer: " + check_text(message));
+  k::cuda_check(e, "FlashInfer allreduce_fusion launch");
+  Pending call{nullptr, twoshot, elems, p.hidden, call_index};
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  FC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+  if (capturing == cudaStreamCaptureStatusNone) {
+    if (spare_events_.empty()) {
+      cudaEvent_t event = nullptr;
+      FC_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+      spare_events_.push_back(event);
+    }
+    call.done = spare_events_.back();
+    spare_events_.pop_back();
+    FC_CUDA_CHECK(cudaEventRecord(call.done, stream));
+  }
+  pending_.push_back(call);
+}
+
+// The first enqueued call whose event has not completed; in a graph (no events) the last one
+// enqueued, the best guess.
+FlashInferKernels::Pending FlashInferKernels::stuck_call() {
+  for (const Pending& call : pending_)
+    if (call.done != nullptr && cudaEventQuery(call.done) == cudaErrorNotReady) return call;
+  return pending_.empty() ? Pending{} : pending_.back();
+}
+
+bool FlashInferKernels::finished_by(cudaStream_t stream, Clock::time_point deadline) {
+  for (;;) {
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return true;
+    if (e != cudaErrorNotReady) k::cuda_check(e, "FlashInfer kernel");
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void FlashInferKernels::wait(cudaStream_t stream) {
+  const auto start = Clock::now();
+  const auto done = [&] {
+    for (const Pending& call : pending_)
+      if (call.done != nullptr) spare_events_.push_back(call.done);
+    pending_.clear();
+  };
+  if (finished_by(stream, start + kWaitBudget)) return done();
+  record_hang(std::chrono::duration<double>(Clock::now() - start).count());
+  release_current_call();
+  if (finished_by(stream, Clock::now() + kReleaseBudget)) return done();
+  throw k::CudaError("FlashInfer kernel of rank " + std::to_string(current_->rank()) +
+                     " still running after its buffers were released: " + k::describe(hang_));
+}
+
+// What the stuck kernel awaited, read from its buffers on a side stream (copies run beside
+// a running kernel): the first sentinel left in the call's slots, or the first barrier flag
+// that still holds the previous value.
+void FlashInferKernels::record_hang(double seconds) {
+  std::int32_t ctrl[kCtrlWords] = {};
+  k::cuda_check(cudaMemcpyAsync(ctrl, current_->ctrl(), sizeof(ctrl), cudaMemcpyDeviceToHost, side_), "hang: ctrl");
+  k::cuda_check(cudaStreamSynchronize(side_), "hang: ctrl");
+  const Pending call = stuck_call();
+  hang_ = k::HangRecord{};
+  hang_.valid = 1;
+  hang_.rank = static_cast<std::uint32_t>(current_->rank());
+  hang_.call_index = call.call_index;
+  hang_.counter = static_cast<std::uint32_t>(ctrl[0]);
+  int clock_khz = 0, device = 0;
+  (void)cudaGetDevice(&device);
+  (void)cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
+  hang_.cycles_waited = static_cast<std::uint64_t>(seconds * clock_khz * 1e3);
+  const int n = current_->ranks();
+  if (!call.twoshot) {
+    hang_.what = k::HangSite::host_bound_lamport;
+    hang_.flag = static_cast<std::uint32_t>(ctrl[2]);
+    std::vector<std::uint16_t> data(static_cast<std::size_t>(n) * call.elems);
+    const std::uint8_t* buffer = current_->lamport() + static_cast<std::uint64_t>(ctrl[2] % 3) * current_->comm_size();
+    k::cuda_check(cudaMemcpyAsync(data.data(), buffer, data.size() * 2, cudaMemcpyDeviceToHost, side_), "hang: data");
+    k::cuda_check(cudaStreamSynchronize(side_), "hang: data");
+    const auto it = std::find(data.begin(), data.end(), protocol::kNegZero16);
+    if (it != data.end()) {
+      const auto index = static_cast<std::uint64_t>(it - data.begin());
+      hang_.awaited_slot = static_cast<std::uint32_t>(index / call.elems);
+      hang_.token = static_cast<std::uint32_t>((index % call.elems) / static_cast<std::uint64_t>(call.hidden));
+    }
+  } else {
+    hang_.what = k::HangSite::host_bound_twoshot;
+    hang_.flag = static_cast<std::uint32_t>(ctrl[1]);
+    std::vector<std::int32_t> flags(static_cast<std::size_t>(kBarrierRows) * n);
+    k::cuda_check(cudaMemcpyAsync(flags.data(), current_->barrier_flags(), flags.size() * 4, cudaMemcpyDeviceToHost,
+                                  side_),
+                  "hang: barrier flags");
+    k::cuda_check(cudaStreamSynchronize(side_), "hang: barrier flags");
+    const std::int32_t previous = ctrl[1];  // the flag the call started from
+    const auto it = std::find(flags.begin(), flags.end(), previous);
+    if (it != flags.end()) {
+      const auto index = static_cast<std::uint32_t>(it - flags.begin());
+      hang_.block = index / static_cast<std::uint32_t>(n);
+      hang_.awaited_slot = index % static_cast<std::uint32_t>(n);
+    }
+  }
+}
+
+// Lets the stuck kernel finish: a value that is no sentinel (bf16 1.0, fp16 1.875) in every
+// element of this rank's Lamport buffers, and a flag value (3) that no barrier waits for. The
+// copies use the copy engine, not an SM, so they run while the kernel holds the SMs. The
+// workspace is not trusted afterwards (the runner resets it).
+void FlashInferKernels::release_current_call() {
+  release_with(current_->lamport(), 3 * current_->comm_size(), 0x3F80u, 2);
+  release_with(current_->barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * current_->ranks() * 4, 3u, 4);
+  k::cuda_check(cudaStreamSynchronize(side_), "release");
+}
+
+void FlashInferKernels::release_with(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width) {
+  constexpr std::uint64_t kChunk = 1u << 20;
+  if (release_staging_ == nullptr) {
+    k::cuda_check(cudaMallocHost(reinterpret_cast<void**>(&release_staging_), kChunk), "release staging");
+  }
+  for (std::uint64_t i = 0; i < kChunk; i += static_cast<std::uint64_t>(width))
+    std::memcpy(release_staging_ + i, &value, static_cast<std::size_t>(width));
+  for (std::uint64_t off = 0; off < bytes; off += kChunk) {
+    k::cuda_check(cudaMemcpyAsync(dst + off, release_staging_, std::min(kChunk, bytes - off), cudaMemcpyHostToDevice,
+                                  side_),
+                  "release copy");
+    k::cuda_check(cudaStreamSynchronize(side_), "release copy");  // the staging buffer is rewritten next
+  }
+}
+
+void FlashInferKernels::reset() {
+  if (cudaDeviceSynchronize() != cudaSuccess) throw k::CudaError("cudaDeviceSynchronize before reset");
+  bootstrap_.barrier("FlashInfer workspace reset: all ranks idle");
+  workspaces_.clear();
+  current_ = nullptr;
+  bootstrap_.barrier("FlashInfer workspace reset: all ranks released");
+}
+
+}  // namespace fusioncheck::adapters::fi

@@ -1,0 +1,109 @@
+#pragma once
+// The adapter's classes (internal to adapters/flashinfer): FlashInfer's workspace as its
+// Python lays it out, and the KernelUnderTest that launches FlashInfer's kernels on it.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fi_instances.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/kernels/ipc.hpp"
+
+namespace fusioncheck::adapters::fi {
+
+// One rank's FlashInfer workspace (see flashinfer_kernels.cpp for the layout).
+class FiWorkspace {
+ public:
+  // Collective: allocates, initialises (-0 in every Lamport element, zeroed barrier flags,
+  // ctrl = {0, 0, 0, comm_size, 0}), maps the peers and writes the pointer table.
+  FiWorkspace(kernels::Bootstrap& bootstrap, std::uint64_t comm_size, std::uint64_t twoshot_bytes);
+  ~FiWorkspace();
+  FiWorkspace(const FiWorkspace&) = delete;
+  FiWorkspace& operator=(const FiWorkspace&) = delete;
+
+  int ranks() const { return ranks_; }
+  int rank() const { return rank_; }
+  std::uint64_t comm_size() const { return comm_size_; }
+  void** table() const { return table_; }
+  void* ctrl() const { return static_cast<std::uint8_t*>(private_) + 8; }
+  std::uint8_t* lamport() const;        // my 3 x comm_size bytes
+  std::uint8_t* barrier_flags() const;  // my int[256][N]
+  // The state for the invariant checks (synchronises the device first).
+  kernels::ControlState read_state(kernels::LamportCopy copy) const;
+
+ private:
+  static constexpr std::uint64_t kPrivateBytes = 48;  // guard, ctrl[5] + pad, guard
+  int ranks_ = 0, rank_ = 0;
+  std::uint64_t comm_size_ = 0;
+  std::uint64_t lamport_offset_ = 0, barrier_offset_ = 0;
+  std::uint64_t guard_offsets_[4] = {};
+  void* shared_ = nullptr;
+  void* private_ = nullptr;
+  void** table_ = nullptr;
+  std::unique_ptr<kernels::PeerMappings> peers_;
+};
+
+class FlashInferKernels final : public gpu::KernelUnderTest {
+ public:
+  // instance_f16 may be null (the patched copies are bf16 only).
+  FlashInferKernels(kernels::Bootstrap& bootstrap, const Instance& instance_bf16, const Instance* instance_f16,
+                    protocol::Mutant patch);
+  ~FlashInferKernels() override;
+
+  std::string name() const override;
+  gpu::KernelTraits traits() const override {
+    gpu::KernelTraits t;
+    t.fp32_lamport = false;    // only with fp32 inputs
+    t.unfused = false;         // FlashInfer has no separate baseline on this workspace
+    t.forced_cluster = false;  // it picks the cluster size itself
+    t.twoshot_more_tokens_than_ranks = true;  // as its Python API asserts
+    t.outputs_visible_at_trigger = false;     // no fence before its trigger (docs/flashinfer.md)
+    return t;
+  }
+  std::vector<protocol::Mutant> mutants() const override;
+  void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
+  void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
+  kernels::ControlState read_state(kernels::LamportCopy lamport) override { return current_->read_state(lamport); }
+  void wait(cudaStream_t stream) override;
+  kernels::HangRecord hang_record() override { return hang_; }
+  void clear_hang_record() override { hang_ = kernels::HangRecord{}; }
+  void reset() override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  float* scale_on_device(float value, cudaStream_t stream);
+  bool finished_by(cudaStream_t stream, Clock::time_point deadline);
+  void record_hang(double seconds);
+  void release_current_call();
+  void release_with(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
+
+  kernels::Bootstrap& bootstrap_;
+  const Instance& bf16_;
+  const Instance* f16_;
+  protocol::Mutant patch_;
+  std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
+  FiWorkspace* current_ = nullptr;
+  std::map<float, float*> scales_;  // FP8 / NVFP4 scales in device memory
+  cudaStream_t side_ = nullptr;     // read-back and release while a kernel runs
+  std::uint8_t* release_staging_ = nullptr;
+  kernels::HangRecord hang_{};
+  std::uint32_t calls_ = 0;
+  // The calls enqueued since the last wait, each with an event recorded behind it (none inside
+  // a graph capture), so that a hang names the call that is stuck.
+  struct Pending {
+    cudaEvent_t done = nullptr;
+    bool twoshot = false;
+    std::uint64_t elems = 0;
+    int hidden = 1;
+    std::uint32_t call_index = 0;
+  };
+  std::vector<Pending> pending_;
+  std::vector<cudaEvent_t> spare_events_;
+  Pending stuck_call();
+};
+
+}  // namespace fusioncheck::adapters::fi
