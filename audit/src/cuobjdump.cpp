@@ -95,9 +95,20 @@ ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& p
   posix_spawnattr_init(&attributes);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attributes, 0);
+  // cuobjdump runs nvdisasm from PATH; where cuobjdump was found outside PATH (a wheel's
+  // folder), nvdisasm is beside it.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).rfind("PATH=", 0) != 0) env_strings.emplace_back(*e);
+  const char* path = std::getenv("PATH");
+  const std::string tool_dir = std::filesystem::path(argv[0]).parent_path().string();
+  env_strings.push_back("PATH=" + (tool_dir.empty() ? std::string() : tool_dir + ":") + (path ? path : "/usr/bin:/bin"));
+  std::vector<char*> c_env;
+  for (auto& e : env_strings) c_env.push_back(e.data());
+  c_env.push_back(nullptr);
   pid_t child = -1;
   const int spawn_error =
-      ::posix_spawn(&child, argv[0].c_str(), &actions, &attributes, c_argv.data(), environ);
+      ::posix_spawn(&child, argv[0].c_str(), &actions, &attributes, c_argv.data(), c_env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (spawn_error != 0)
@@ -173,6 +184,9 @@ std::optional<std::string> find_cuobjdump() {
       dirs.remove_prefix(colon + 1);
     }
   }
+#if defined(FUSIONCHECK_CUOBJDUMP_PATH)
+  if (is_executable_file(FUSIONCHECK_CUOBJDUMP_PATH)) return std::string(FUSIONCHECK_CUOBJDUMP_PATH);
+#endif
   if (is_executable_file("/usr/local/cuda/bin/cuobjdump")) return "/usr/local/cuda/bin/cuobjdump";
   return std::nullopt;
 }
