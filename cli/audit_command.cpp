@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -26,21 +27,29 @@ struct AuditArguments {
   std::string pdl_kernels;
   bool pdl_all = false;
   bool no_pdl_heuristic = false;
+  bool no_known_pdl = false;
+  std::string empty_kernels;
+  std::string baseline;
   bool as_json = false;
   double timeout_s = 300.0;
 };
+
+std::optional<std::regex> regex_option(const char* option, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  try {
+    return std::regex(text, std::regex::ECMAScript);
+  } catch (const std::regex_error&) {
+    throw UsageError(std::string(option) + ": not a valid regular expression: " + text);
+  }
+}
 
 audit::AuditOptions make_options(const AuditArguments& args) {
   audit::AuditOptions options;
   options.pdl_all = args.pdl_all;
   options.pdl_heuristic = !args.no_pdl_heuristic;
-  if (!args.pdl_kernels.empty()) {
-    try {
-      options.pdl_kernels.emplace(args.pdl_kernels, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw UsageError("--pdl-kernels: not a valid regular expression: " + args.pdl_kernels);
-    }
-  }
+  options.known_pdl = !args.no_known_pdl;
+  options.pdl_kernels = regex_option("--pdl-kernels", args.pdl_kernels);
+  options.empty_kernels = regex_option("--empty-kernels", args.empty_kernels);
   return options;
 }
 
@@ -67,6 +76,7 @@ int run_audit(const AuditArguments& args) {
   const audit::AuditOptions options = make_options(args);
   // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
   for (const auto& file : args.files) require_readable_file("", file);
+  if (!args.baseline.empty()) require_readable_file("--baseline", args.baseline);
   const auto cuobjdump = audit::find_cuobjdump();
   if (!cuobjdump)
     throw UsageError(std::string("cuobjdump not found ($CUOBJDUMP, PATH, /usr/local/cuda/bin); install it with: ") +
@@ -75,6 +85,12 @@ int run_audit(const AuditArguments& args) {
   std::vector<audit::FileReport> reports;
   try {
     for (const auto& file : args.files) reports.push_back(audit_file(*cuobjdump, file, time_limit, options));
+    if (!args.baseline.empty()) {
+      const audit::FileReport baseline = audit_file(*cuobjdump, args.baseline, time_limit, options);
+      for (auto& report : reports)
+        if (audit::compare_with_baseline(report, baseline) == 0)
+          fmt::print(stderr, "audit: no kernel of {} is in the baseline {}\n", report.path, args.baseline);
+    }
   } catch (const audit::AuditInputError& e) {
     throw UsageError(e.what());
   }
@@ -103,6 +119,15 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   sub->add_flag("--pdl-all", args->pdl_all, "Every kernel is launched with PDL");
   sub->add_flag("--no-pdl-heuristic", args->no_pdl_heuristic,
                 "Do not treat a kernel with a grid-dependency wait or trigger on some arch as PDL-launched");
+  sub->add_flag("--no-known-pdl", args->no_known_pdl,
+                "Do not treat the built-in list of PDL-launched kernels (FlashInfer's, TRT-LLM's, ours; "
+                "audit/README.md) as PDL-launched");
+  sub->add_option("--empty-kernels", args->empty_kernels,
+                  "Regular expression of kernels meant to be empty (never reported as empty-body); default: none");
+  sub->add_option("--baseline", args->baseline,
+                  "Another build of the same kernels (e.g. the sm_90 build known to work): report the sync "
+                  "classes each kernel lacks against it, per source")
+      ->type_name("FILE");
   sub->add_flag("--json", args->as_json, "Print as JSON instead of a table");
   sub->add_option("--timeout", args->timeout_s, "Seconds cuobjdump may run per file")
       ->check(seconds_up_to(kMaxTimeout_s));

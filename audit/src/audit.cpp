@@ -1,5 +1,7 @@
 #include "fusioncheck/audit/audit.hpp"
 
+#include "fusioncheck/audit/known_pdl.hpp"
+
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -50,6 +52,8 @@ std::string pdl_reason(const KernelReport& kernel, const AuditOptions& options) 
   if (options.pdl_kernels && (std::regex_search(kernel.name, *options.pdl_kernels) ||
                               std::regex_search(kernel.mangled, *options.pdl_kernels)))
     return "matches --pdl-kernels";
+  if (options.known_pdl)
+    if (const KnownPdlKernel* known = find_known_pdl_kernel(kernel.name)) return "known PDL kernel: " + std::string(known->what);
   if (!options.pdl_heuristic) return {};
   for (const auto& code : kernel.code)
     for (std::string_view marker : {kGridDependencyWait, kGridDependencyTrigger})
@@ -74,17 +78,26 @@ void find_sync_differences(const KernelReport& kernel, const std::vector<const F
   }
 }
 
+// A kernel whose body is compiled out: against a real body on another architecture, or, where
+// no architecture of the binary has one (a single-architecture build, as a JIT makes), on its
+// own; kernels meant to be empty are excused by AuditOptions::empty_kernels.
 void find_empty_bodies(const KernelReport& kernel, const std::vector<const FunctionCode*>& codes,
-                       std::vector<Finding>& findings) {
+                       const AuditOptions& options, std::vector<Finding>& findings) {
+  if (options.empty_kernels &&
+      (std::regex_search(kernel.name, *options.empty_kernels) || std::regex_search(kernel.mangled, *options.empty_kernels)))
+    return;
   const auto largest = *std::max_element(codes.begin(), codes.end(), [](const auto* a, const auto* b) {
     return a->body_instructions < b->body_instructions;
   });
-  if (largest->body_instructions < kRealBodyMinInstructions) return;
+  const bool real_elsewhere = largest->body_instructions >= kRealBodyMinInstructions;
   for (const auto* code : codes) {
     if (code->body_instructions > kEmptyBodyMaxInstructions) continue;
     findings.push_back({FindingKind::kEmptyBody, kernel.name, kernel.mangled, code->arch, code->source,
-                        "body has " + std::to_string(code->body_instructions) + " instruction(s) here but " +
-                            std::to_string(largest->body_instructions) + " on " + largest->arch});
+                        "body has " + std::to_string(code->body_instructions) + " instruction(s) here" +
+                            (real_elsewhere ? " but " + std::to_string(largest->body_instructions) + " on " + largest->arch
+                                            : std::string(" and no architecture of this binary has a real one: "
+                                                          "compiled out? (--empty-kernels excuses kernels meant "
+                                                          "to be empty)"))});
   }
 }
 
@@ -105,6 +118,7 @@ std::string_view finding_kind_name(FindingKind kind) {
     case FindingKind::kSyncDiffersBetweenArchs: return "sync-differs-between-archs";
     case FindingKind::kPdlWaitMissing: return "pdl-wait-missing";
     case FindingKind::kEmptyBody: return "empty-body";
+    case FindingKind::kMissingVsBaseline: return "missing-vs-baseline";
   }
   return "unknown";
 }
@@ -136,9 +150,9 @@ FileReport audit_listing(const std::string& path, const Listing& listing, const 
       std::vector<const FunctionCode*> codes;
       for (const auto& code : kernel.code)
         if (code.source == source) codes.push_back(&code);
-      if (codes.size() < 2) continue;
-      find_sync_differences(kernel, codes, report.findings);
-      if (kernel.is_entry) find_empty_bodies(kernel, codes, report.findings);
+      if (codes.empty()) continue;
+      if (codes.size() >= 2) find_sync_differences(kernel, codes, report.findings);
+      if (kernel.is_entry) find_empty_bodies(kernel, codes, options, report.findings);
     }
     if (kernel.pdl) find_missing_waits(kernel, report.findings);
     report.kernels.push_back(std::move(kernel));
@@ -150,6 +164,34 @@ FileReport audit_listing(const std::string& path, const Listing& listing, const 
            std::tuple(b.kernel, b.kind, b.source, arch_number(b.arch), b.arch);
   });
   return report;
+}
+
+std::size_t compare_with_baseline(FileReport& report, const FileReport& baseline) {
+  std::map<std::string, const KernelReport*> by_name;
+  for (const auto& kernel : baseline.kernels) by_name[kernel.name] = &kernel;
+  std::size_t matched = 0;
+  for (const auto& kernel : report.kernels) {
+    const auto it = by_name.find(kernel.name);
+    if (it == by_name.end()) continue;
+    ++matched;
+    for (const auto& code : kernel.code) {
+      std::map<std::string, std::vector<std::string>> baseline_classes;  // class -> baseline archs
+      for (const auto& base : it->second->code)
+        if (base.source == code.source)
+          for (const auto& [name, count] : base.sync_counts) baseline_classes[name].push_back(base.arch);
+      std::vector<std::string> missing;
+      for (const auto& [name, archs] : baseline_classes)
+        if (!code.sync_counts.contains(name)) missing.push_back(name + " (baseline: " + join(archs, ", ") + ")");
+      if (!missing.empty())
+        report.findings.push_back({FindingKind::kMissingVsBaseline, kernel.name, kernel.mangled, code.arch, code.source,
+                                   "lacks " + join(missing, "; ") + " of " + baseline.path});
+    }
+  }
+  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    return std::tuple(a.kernel, a.kind, a.source, arch_number(a.arch), a.arch) <
+           std::tuple(b.kernel, b.kind, b.source, arch_number(b.arch), b.arch);
+  });
+  return matched;
 }
 
 std::size_t count_findings(const std::vector<FileReport>& reports) {

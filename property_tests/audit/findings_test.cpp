@@ -13,6 +13,7 @@
 
 #include "audit_test_support.hpp"
 #include "fusioncheck/audit/audit.hpp"
+#include "fusioncheck/audit/known_pdl.hpp"
 
 namespace fusioncheck::audit {
 namespace {
@@ -90,10 +91,35 @@ TEST(AuditFindings, PdlOptionsDecideWhichKernelsNeedTheWait) {
   by_name.pdl_kernels.emplace("plain_scale");
   EXPECT_EQ(finding_keys(audit_fixture("pdl_correct.listing.txt", by_name)), with_all);
 
-  AuditOptions no_heuristic;
-  no_heuristic.pdl_heuristic = false;
-  for (const auto& key : finding_keys(audit_fixture("pdl_wait_missing.listing.txt", no_heuristic)))
+  AuditOptions nothing_says_pdl;
+  nothing_says_pdl.pdl_heuristic = false;
+  nothing_says_pdl.known_pdl = false;
+  for (const auto& key : finding_keys(audit_fixture("pdl_wait_missing.listing.txt", nothing_says_pdl)))
     EXPECT_EQ(key.rfind("sync-differs-between-archs", 0), 0u) << key;
+
+  // The built-in list alone: fusioncheck's `fc_..._pdl_...` kernels are PDL-launched by name.
+  AuditOptions known_only;
+  known_only.pdl_heuristic = false;
+  const auto by_list = finding_keys(audit_fixture("pdl_wait_missing.listing.txt", known_only));
+  EXPECT_TRUE(contains(by_list, std::string("pdl-wait-missing sm_120 SASS ") + kPdlKernel));
+}
+
+// The built-in list names the kernels that FlashInfer and we launch with PDL, and nothing else.
+TEST(AuditFindings, KnownPdlKernelsMatchTheirNamesOnly) {
+  EXPECT_NE(find_known_pdl_kernel("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<("
+                                  "flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 2, "
+                                  "false, true>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)"),
+            nullptr);
+  EXPECT_NE(find_known_pdl_kernel("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_twoshot_sync<("
+                                  "flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)0, __half, 4, true>("
+                                  "flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__half>, std::array<int, "
+                                  "4ul>, std::array<int, 4ul>)"),
+            nullptr);
+  EXPECT_EQ(find_known_pdl_kernel("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_launcher_helper()"),
+            nullptr);
+  EXPECT_EQ(find_known_pdl_kernel(kPlainKernel), nullptr);
+  EXPECT_EQ(find_known_pdl_kernel("void some_other_project::my_pdl_kernel()"), nullptr);
+  for (const auto& known : known_pdl_kernels()) EXPECT_FALSE(known.what.empty()) << known.pattern;
 }
 
 TEST(AuditFindings, JsonAndTableCarryTheFindings) {

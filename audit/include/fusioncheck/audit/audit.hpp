@@ -3,7 +3,10 @@
 // with PDL, and reports findings:
 //   sync-differs-between-archs  a kernel's set of sync classes differs between architectures
 //   pdl-wait-missing            a PDL-launched kernel lacks griddep.wait on some architecture
-//   empty-body                  a kernel is (nearly) empty on one architecture, real on another
+//   empty-body                  a kernel is (nearly) empty on one architecture: real on another,
+//                               or on none of the binary's (a single-architecture build)
+//   missing-vs-baseline         a kernel lacks a sync class that the same kernel has in the
+//                               baseline binary (--baseline), same source
 // Architectures are only compared within one source (SASS with SASS, PTX with PTX).
 #include <optional>
 #include <regex>
@@ -25,9 +28,11 @@ struct AuditOptions {
   std::optional<std::regex> pdl_kernels;  // searched in the demangled (and mangled) name
   bool pdl_all = false;                   // every kernel is launched with PDL
   bool pdl_heuristic = true;              // a kernel with wait or trigger on some arch is PDL
+  bool known_pdl = true;                  // the built-in list of PDL-launched kernels (known_pdl.hpp)
+  std::optional<std::regex> empty_kernels;  // kernels meant to be empty: never empty-body
 };
 
-enum class FindingKind { kSyncDiffersBetweenArchs, kPdlWaitMissing, kEmptyBody };
+enum class FindingKind { kSyncDiffersBetweenArchs, kPdlWaitMissing, kEmptyBody, kMissingVsBaseline };
 std::string_view finding_kind_name(FindingKind kind);
 
 struct Finding {
@@ -57,6 +62,11 @@ struct FileReport {
 std::string demangle(const std::string& mangled);
 
 FileReport audit_listing(const std::string& path, const Listing& listing, const AuditOptions& options);
+
+// Adds to `report` a missing-vs-baseline finding for every kernel code (arch, source) that
+// lacks a sync class the same kernel (by demangled name) has in `baseline`, in any of its
+// codes of the same source. Returns how many kernels were found in both.
+std::size_t compare_with_baseline(FileReport& report, const FileReport& baseline);
 
 nlohmann::json to_json(const std::vector<FileReport>& reports);
 std::string format_table(const std::vector<FileReport>& reports);
