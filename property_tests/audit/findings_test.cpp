@@ -117,6 +117,13 @@ TEST(AuditFindings, KnownPdlKernelsMatchTheirNamesOnly) {
             nullptr);
   EXPECT_EQ(find_known_pdl_kernel("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_launcher_helper()"),
             nullptr);
+  EXPECT_NE(find_known_pdl_kernel("void flashinfer::trtllm_allreduce::reduce_fusion::"
+                                  "lamport_style_one_shot_all_reduce_norm_kernel<__nv_bfloat16, 2, false, true>("
+                                  "flashinfer::trtllm_allreduce::AllReduceParams<__nv_bfloat16>)"),
+            nullptr);
+  EXPECT_EQ(find_known_pdl_kernel("void flashinfer::trtllm_allreduce::lamport_initialize_kernel<__half>(__half*, "
+                                  "unsigned long)"),
+            nullptr);
   EXPECT_EQ(find_known_pdl_kernel(kPlainKernel), nullptr);
   EXPECT_EQ(find_known_pdl_kernel("void some_other_project::my_pdl_kernel()"), nullptr);
   for (const auto& known : known_pdl_kernels()) EXPECT_FALSE(known.what.empty()) << known.pattern;
