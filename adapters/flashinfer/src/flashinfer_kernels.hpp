@@ -92,6 +92,7 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   std::uint8_t* release_staging_ = nullptr;
   kernels::HangRecord hang_{};
   std::uint32_t calls_ = 0;
+  int cc_major_ = 0;  // compute capability of this rank's GPU, read on the first launch
   // The calls enqueued since the last wait, each with an event recorded behind it (none inside
   // a graph capture), so that a hang names the call that is stuck.
   struct Pending {
