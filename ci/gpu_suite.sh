@@ -4,8 +4,9 @@
 # (2, 4, 8, 16) up to the GPU count; on a single GPU, 2 ranks sharing it, under MPS when
 # ALLOW_MPS=1 (the default; set 0 where the runner may not start the MPS daemon).
 # Runs: the in-process kernel tests, then per rank count the smoke run, the property
-# suite (CASES cases) and the mutant kill table (KILL_CASES cases per mutant). Reports land
-# in REPORTS (default $BUILD/gpu-reports): JSON, JUnit XML and Markdown. Every step's exit
+# suite (CASES cases), the mutant kill table (KILL_CASES cases per mutant), the latency bench
+# and a wait profile, with PNG plots of both. Reports land in REPORTS (default
+# $BUILD/gpu-reports): JSON, JUnit XML, Markdown and PNG. Every step's exit
 # code is recorded and listed at the end; exits non-zero if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -48,6 +49,21 @@ for n in "${rank_counts[@]}"; do
   echo "== $n ranks: kill table"
   fc_step "kill-table-$n" 0 - fc_mpirun "$n" "$FC" gpu kill-table --cases "${KILL_CASES:-300}" \
     --out "$REPORTS/kill-table-$n.md" --json "$REPORTS/kill-table-$n.json" --junit "$REPORTS/kill-table-$n.xml"
+  # Latency, graph-timed and eager, beside FlashInfer where this build has its adapter; then
+  # the wait profile of one small call with rank 1 starting 20 us late (2 and 4 ranks).
+  compare=()
+  [ -f "$BUILD/adapters/flashinfer/libfc_flashinfer_none_bf16.so" ] && compare=(--compare flashinfer)
+  echo "== $n ranks: bench"
+  fc_step "bench-$n" 0 - fc_mpirun "$n" "$FC" gpu bench "${compare[@]}" --json "$REPORTS/bench-$n.json"
+  if [ "$n" -le 4 ]; then
+    echo "== $n ranks: wait profile"
+    fc_step "wait-profile-$n" 0 - fc_mpirun "$n" "$FC" gpu bench --wait-profile --tokens 8 --delay-rank 1 \
+      --delay-us 20 --json "$REPORTS/wait-profile-$n.json"
+  fi
+done
+# PNGs from the JSON (python3-matplotlib, installed by ci/install_deps.sh).
+for json in "$REPORTS"/bench-*.json "$REPORTS"/wait-profile-*.json; do
+  [ -f "$json" ] && fc_step "plot-$(basename "$json" .json)" 0 - "$(fc_python)" bench/plots/plot_bench.py "$json" "$REPORTS"
 done
 echo "gpu_suite: reports in $REPORTS"
 fc_steps_report

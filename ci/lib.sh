@@ -128,6 +128,15 @@ fc_record() {
   if [ -n "${FC_STEPS_FILE:-}" ]; then echo "$line" >>"$FC_STEPS_FILE"; fi
   [ "$verdict" = passed ]
 }
+# A python3 that has matplotlib (Debian's, from ci/install_deps.sh, may sit behind a pyenv
+# shim on PATH); plain python3 otherwise, whose plot step then says what is missing.
+fc_python() {
+  local py
+  for py in /usr/bin/python3 python3; do
+    if "$py" -c 'import matplotlib' 2>/dev/null; then echo "$py"; return; fi
+  done
+  echo python3
+}
 fc_step() {
   local name=$1 want=$2 log=$3 rc=0 t0=$SECONDS
   shift 3

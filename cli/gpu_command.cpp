@@ -30,6 +30,8 @@ struct GpuCliOptions {
   int timeout_s = 60;  // bound on every MPI wait
   gpu::SmokeOptions smoke;
   gpu::BenchOptions bench;
+  gpu::WaitProfileOptions profile;
+  bool wait_profile = false;  // gpu bench --wait-profile
   gpu::CheckOptions check;
   std::string kernel = "ours";  // ours or flashinfer
   std::string mutant = "none";
@@ -130,9 +132,9 @@ int run_kill_table_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
 gpu::KernelChoice kernel_choice(const std::string& name) {
   if (name == "ours") return gpu::KernelChoice{};
   if (!adapters::flashinfer_available())
-    throw UsageError("--kernel flashinfer: this build has no FlashInfer adapter: " +
+    throw UsageError("--kernel " + name + ": this build has no FlashInfer adapter: " +
                      adapters::flashinfer_unavailable_reason());
-  return adapters::flashinfer_choice();
+  return name == "flashinfer-legacy" ? adapters::flashinfer_legacy_choice() : adapters::flashinfer_choice();
 }
 
 // A mutant the chosen adapter has no instance of is refused before MPI starts (our kernels'
@@ -149,9 +151,9 @@ void check_adapter_mutant(const std::string& kernel, protocol::Mutant mutant) {
 
 void add_kernel_option(CLI::App* cmd, GpuCliOptions& o) {
   cmd->add_option("--kernel", o.kernel,
-                  "The kernel under test: ours (fusioncheck's kernels) or flashinfer (FlashInfer's allreduce fusion, "
-                  "adapters/flashinfer)")
-      ->check(CLI::IsMember({"ours", "flashinfer"}));
+                  "The kernel under test: ours (fusioncheck's kernels), flashinfer (FlashInfer's allreduce fusion, "
+                  "adapters/flashinfer) or flashinfer-legacy (FlashInfer's older Lamport kernel, trtllm_allreduce.cuh)")
+      ->check(CLI::IsMember({"ours", "flashinfer", "flashinfer-legacy"}));
 }
 
 // Output and input paths, checked before any rank starts work.
@@ -206,14 +208,52 @@ void add_smoke(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
   });
 }
 
+// --wait-profile: one configuration, our one-shot kernel alone.
+void run_wait_profile_mode(const CLI::App& bench, std::shared_ptr<GpuCliOptions> o, int& exit_code) {
+  refuse_options(bench, {"--compare", "--graph-calls", "--repeats", "--no-eager", "--iters", "--warmup",
+                         "--allreduce", "--cluster", "--no-pdl"},
+                 "with --wait-profile", "it profiles the one-shot kernel at one configuration");
+  if (o->bench.tokens.size() != 1 && bench.count("--tokens") > 0)
+    throw UsageError("--wait-profile profiles one configuration: give one --tokens value");
+  if (o->bench.hidden.size() != 1 && bench.count("--hidden") > 0)
+    throw UsageError("--wait-profile profiles one configuration: give one --hidden value");
+  if (bench.count("--delay-us") > 0 && bench.count("--delay-rank") == 0)
+    throw UsageError("--delay-us needs --delay-rank (which rank starts late)");
+  if (bench.count("--delay-rank") > 0 && bench.count("--delay-us") == 0)
+    throw UsageError("--delay-rank needs --delay-us (how late)");
+  if (bench.count("--tokens") > 0) o->profile.tokens = o->bench.tokens[0];
+  if (bench.count("--hidden") > 0) o->profile.hidden = o->bench.hidden[0];
+  o->profile.json_out = o->bench.json_out;
+  exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
+    gpu::run_wait_profile(c, o->profile);
+    return kExitClean;
+  });
+}
+
 void add_bench(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) {
-  auto* bench = gpu->add_subcommand("bench", "Latency: one-shot vs two-shot vs unfused, side by side");
+  auto* bench = gpu->add_subcommand(
+      "bench", "Latency: one-shot, two-shot, automatic choice and unfused, side by side (graph-timed and eager); "
+               "or, with --wait-profile, where one configuration's time goes");
   bench->add_option("--tokens", o->bench.tokens, "Token counts")->check(integer_in<int>(1, gpu::CaseLimits::kMaxTokens));
   bench->add_option("--hidden", o->bench.hidden, "Hidden sizes (multiples of 16)")
       ->check(integer_in<int>(16, gpu::CaseLimits::kMaxHidden));
   bench->add_option("--warmup", o->bench.warmup, "Untimed calls before each point")->check(integer_in<int>(0, 100000));
-  bench->add_option("--iters", o->bench.iters, "Timed calls per point; the median is reported")
+  bench->add_option("--iters", o->bench.iters, "Eager: timed calls per point; the median is reported")
       ->check(integer_in<int>(100, 100000));
+  bench->add_option("--graph-calls", o->bench.graph_calls, "Graph: calls captured in one CUDA graph")
+      ->check(integer_in<int>(1, 10000));
+  bench->add_option("--repeats", o->bench.repeats, "Graph: timed launches per point (median, p10, p90)")
+      ->check(integer_in<int>(5, 10000));
+  bench->add_flag_callback("--no-eager", [o] { o->bench.eager = false; }, "Skip the eager column");
+  bench->add_flag("--wait-profile", o->wait_profile,
+                  "Profile one configuration (one --tokens, one --hidden; default 1 x 4096): per rank, block "
+                  "and peer, time polling vs working (bf16 one-shot, 2 or 4 ranks)");
+  bench->add_option("--delay-rank", o->profile.delay_rank, "--wait-profile: this rank starts every call late")
+      ->check(integer_in<int>(0, 15));
+  bench->add_option("--delay-us", o->profile.delay_us, "--wait-profile: how late, in microseconds")
+      ->check(integer_in<int>(1, 1000000));
+  bench->add_option("--profile-calls", o->profile.calls, "--wait-profile: calls averaged")
+      ->check(integer_in<int>(1, 100000));
   static const std::map<std::string, gpu::BaselineAllreduce> allreduce{
       {"auto", gpu::BaselineAllreduce::automatic}, {"nccl", gpu::BaselineAllreduce::nccl},
       {"ours", gpu::BaselineAllreduce::ours}};
@@ -236,8 +276,11 @@ void add_bench(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
   bench->add_option("--json", o->bench.json_out, "Write the table (rank 0)");
   bench->add_option("--compare", o->kernel, "Time another kernel beside ours in the same run: flashinfer")
       ->check(CLI::IsMember({"flashinfer"}));
-  bench->callback([o, &exit_code] {
+  bench->callback([o, bench, &exit_code] {
     check_paths(*o);
+    if (o->wait_profile) return run_wait_profile_mode(*bench, o, exit_code);
+    refuse_options(*bench, {"--delay-rank", "--delay-us", "--profile-calls"}, "without --wait-profile",
+                   "they set up the profile");
     if (o->kernel != "ours") o->bench.compare = kernel_choice(o->kernel);
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
       gpu::run_bench(c, o->bench);

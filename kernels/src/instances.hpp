@@ -31,6 +31,7 @@ struct OneShotEntry {
   cudaError_t (*launch)(const device::OneShotArgs&, const LaunchShape&, cudaStream_t);
   int (*max_cluster_size)(int threads);
   cudaError_t (*preload)();  // loads the kernel into the current context (see preload_kernels)
+  int (*blocks_per_sm)(int threads);  // resident blocks of this size per SM (occupancy)
 };
 
 struct TwoShotEntry {
@@ -49,6 +50,7 @@ std::span<const OneShotEntry> oneshot_entries_wait_profile();  // kProfile = tru
 
 // Loads the unfused residual + RMSNorm kernels (unfused.cu) into the current context.
 cudaError_t preload_unfused_kernels();
+cudaError_t preload_spin_kernel();  // automatic.cu
 
 // Plans (grid, cluster) and enqueues one one-shot call of a given instance (oneshot.cu).
 LaunchInfo launch_oneshot_entry(const OneShotEntry& entry, const FusedParams& params, Workspace& workspace,

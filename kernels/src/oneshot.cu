@@ -27,11 +27,31 @@ int current_device() {
   return d;
 }
 
-int sm_count() {
-  int n = 0;
-  FC_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, current_device()));
-  return n;
+// Device attributes read once per device: the launch path runs for every call (gpu bench
+// times it eagerly) and needs no query there.
+struct DeviceFacts {
+  int sm_count = 0;
+  bool clusters = false;
+};
+
+const DeviceFacts& device_facts(int device) {
+  static std::mutex mutex;
+  static std::map<int, DeviceFacts> cache;
+  std::lock_guard lock(mutex);
+  auto it = cache.find(device);
+  if (it != cache.end()) return it->second;
+  DeviceFacts f;
+  FC_CUDA_CHECK(cudaDeviceGetAttribute(&f.sm_count, cudaDevAttrMultiProcessorCount, device));
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    v = 0;
+  }
+  f.clusters = v != 0;
+  return cache.emplace(device, f).first->second;
 }
+
+int sm_count() { return device_facts(current_device()).sm_count; }
 
 // cudaOccupancyMaxPotentialClusterSize, cached per (kernel, block size).
 int max_cluster_size(const detail::OneShotEntry& e, int threads) {
@@ -46,18 +66,24 @@ int max_cluster_size(const detail::OneShotEntry& e, int threads) {
   return size;
 }
 
+// Resident blocks per SM of one instance at a block size, cached like the cluster size.
+int blocks_per_sm(const detail::OneShotEntry& e, int threads) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int> cache;
+  const auto key = std::make_tuple(static_cast<const void*>(&e), threads, current_device());
+  std::lock_guard lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const int blocks = e.blocks_per_sm(threads);
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
 int round_up_warp(int n) { return std::max(32, (n + 31) / 32 * 32); }
 
 }  // namespace
 
-bool device_supports_clusters() {
-  int v = 0;
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, current_device()) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return v != 0;
-}
+bool device_supports_clusters() { return device_facts(current_device()).clusters; }
 
 std::vector<protocol::Mutant> oneshot_mutants_compiled() {
   std::vector<protocol::Mutant> out;
@@ -89,8 +115,13 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   // the room a late peer's blocks need (found at 4 and 8 ranks under MPS: every rank
   // waiting for rank 0). Up to two kernels per rank may then be resident: half the share.
   const int pdl_kernels = ws.ranks_on_device() > 1 && (p.use_pdl || p.trigger == Trigger::early) ? 2 : 1;
-  const int max_blocks =
-      p.max_blocks > 0 ? p.max_blocks : std::max(1, sm_count() / (ws.ranks_on_device() * pdl_kernels));
+  // With the GPU to itself a rank may fill every SM with as many blocks as fit (up to 4):
+  // large calls are bound by how many vectors are in flight, not by arithmetic. Ranks that
+  // share a GPU keep one block per SM of their share.
+  const int threads_no_cluster = round_up_warp(std::min(1024, vrow));
+  const int per_sm = ws.ranks_on_device() == 1 ? std::min(4, blocks_per_sm(*entry, threads_no_cluster)) : 1;
+  const int sm_share = std::max(1, sm_count() / (ws.ranks_on_device() * pdl_kernels));
+  const int max_blocks = p.max_blocks > 0 ? p.max_blocks : sm_share * per_sm;
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed
   // shared memory. Chosen where the device and the occupancy query allow it.
@@ -103,8 +134,13 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
       cluster = c;
       break;
     }
-    // automatic: only when rows are few, so that splitting a row adds parallelism.
-    if (p.cluster == ClusterMode::automatic && p.tokens * cluster > max_blocks) cluster = 1;
+    // automatic: only for long rows (a block of 1024 threads or more per row) and few of
+    // them (the split rows fit one block per SM of the share), where splitting a row adds
+    // parallelism. Elsewhere the cluster's synchronisation costs more than it saves.
+    // Graph-timed on two H200s (docs/bench.md): hidden 4096, 1 token: 5.66 us with the
+    // cluster, 5.08 without; hidden 8192: 5.84 vs 6.35 at 1 token, 6.94 vs 7.12 at 16, but
+    // 14.6 vs 8.8 at 64 (64 x 8 blocks > 132 SMs).
+    if (p.cluster == ClusterMode::automatic && (vrow < 1024 || p.tokens * cluster > sm_share)) cluster = 1;
   }
   if (p.cluster == ClusterMode::force_cluster && cluster == 1)
     throw InvalidLaunch("cluster path forced but not available: device cluster launch=" +
@@ -180,6 +216,7 @@ void preload_kernels() {
     for (const auto& e : entries) load(e.preload, "one-shot");
   for (const auto& e : detail::twoshot_entries()) load(e.preload, "two-shot");
   load(&detail::preload_unfused_kernels, "unfused residual+RMSNorm");
+  load(&detail::preload_spin_kernel, "spin");
   load([] {
     cudaFuncAttributes attributes{};
     return cudaFuncGetAttributes(&attributes, fc_pdl_consumer_kernel);

@@ -142,12 +142,16 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   const L* mine = lamport(data_b, a.rank);
   auto sum_vector = [&](int t, int v, float (&ar)[K]) {
     const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
+    // All N loads are issued before any is tested, so their latencies overlap; then each
+    // slot still holding a sentinel is polled until its push lands.
     uint4 vals[N];
+#pragma unroll
+    for (int r = 0; r < N; ++r) vals[r] = load_volatile16(mine + r * a.size + idx);
 #pragma unroll
     for (int r = 0; r < N; ++r) {
       const L* p = mine + r * a.size + idx;
       const long long p0 = kProfile ? clock64() : 0;
-      uint4 x = load_volatile16(p);
+      uint4 x = vals[r];
       while (vector_has_sentinel<L, M>(x)) {
         if (deadline.expired()) {
           write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
@@ -201,20 +205,28 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
     }
   }
   if constexpr (kProfile) {
-  for (int r = 0; r < N; ++r) atomicAdd(&s_poll[r], my_poll[r]);
-  __syncthreads();
-  if (threadIdx.x == 0 && a.ws.wait_profile != nullptr) {
-    WaitProfileEntry& w = a.ws.wait_profile[blockIdx.x];
-    unsigned long long total = 0;
-    for (int r = 0; r < protocol::kMaxRanks; ++r) {
-      const unsigned long long avg = r < N ? s_poll[r] / blockDim.x : 0ull;
-      w.poll_cycles_by_peer[r] = avg;
-      total += avg;
+    // The clock is read before the profile's own bookkeeping; the per-thread sums meet one
+    // warp at a time (one shared atomic per warp, not per thread, which would take longer
+    // than the call it measures).
+    const unsigned long long end = clock64();
+    for (int r = 0; r < N; ++r) {
+      unsigned long long v = my_poll[r];
+      for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if ((threadIdx.x & 31) == 0) atomicAdd(&s_poll[r], v);
     }
-    const unsigned long long elapsed = clock64() - deadline.start;
-    w.poll_cycles = total;
-    w.work_cycles = elapsed > total ? elapsed - total : 0ull;
-  }
+    __syncthreads();
+    if (threadIdx.x == 0 && a.ws.wait_profile != nullptr) {
+      WaitProfileEntry& w = a.ws.wait_profile[blockIdx.x];
+      unsigned long long total = 0;
+      for (int r = 0; r < protocol::kMaxRanks; ++r) {
+        const unsigned long long avg = r < N ? s_poll[r] / blockDim.x : 0ull;
+        w.poll_cycles_by_peer[r] = avg;
+        total += avg;
+      }
+      const unsigned long long elapsed = end - deadline.start;
+      w.poll_cycles = total;
+      w.work_cycles = elapsed > total ? elapsed - total : 0ull;
+    }
   }
   if (!a.trigger_early) {  // step 8, at the end: every thread's outputs (and step 7) are done
     __threadfence();
@@ -264,6 +276,17 @@ int max_cluster_size_instance(int threads) {
   return size;
 }
 
+template <int N, typename T, typename L, Mutant M, bool kProfile>
+int blocks_per_sm_instance(int threads) {
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>, threads, 0) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  return blocks > 0 ? blocks : 1;
+}
+
 // cudaFuncGetAttributes needs the kernel's function in the current context, so it loads
 // the kernel now, while nothing of ours runs, rather than at a launch (see preload_kernels).
 template <int N, typename T, typename L, Mutant M, bool kProfile>
@@ -276,7 +299,8 @@ template <int N, typename T, typename L, Mutant M, bool kProfile = false>
 constexpr detail::OneShotEntry oneshot_entry(DType dtype) {
   return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, &launch_oneshot_instance<N, T, L, M, kProfile>,
                               &max_cluster_size_instance<N, T, L, M, kProfile>,
-                              &preload_oneshot_instance<N, T, L, M, kProfile>};
+                              &preload_oneshot_instance<N, T, L, M, kProfile>,
+                              &blocks_per_sm_instance<N, T, L, M, kProfile>};
 }
 
 }  // namespace fusioncheck::kernels::device

@@ -22,8 +22,12 @@ namespace {
 namespace k = kernels;
 
 // other_*: the same calls through another kernel under test (BenchOptions::compare).
-enum class Variant { oneshot, twoshot, unfused, other_oneshot, other_twoshot };
-constexpr const char* kVariantName[] = {"one-shot", "two-shot", "unfused", "other one-shot", "other two-shot"};
+enum class Variant { oneshot, twoshot, automatic, unfused, other_oneshot, other_twoshot };
+constexpr const char* kVariantName[] = {"one-shot", "two-shot", "auto", "unfused", "other one-shot",
+                                        "other two-shot"};
+
+// Graphs wait behind this spin so that the host's launch of the graph is off the timed path.
+constexpr std::uint64_t kSpinNs = 50'000;
 
 struct EventPair {
   cudaEvent_t start{}, stop{};
@@ -37,13 +41,33 @@ struct EventPair {
   }
   EventPair(const EventPair&) = delete;
   EventPair& operator=(const EventPair&) = delete;
+  double elapsed_us() const {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    return ms * 1000.0;
+  }
 };
+
+// Nearest-rank percentile of a non-empty sample (p in [0, 100]).
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+// An instantiated CUDA graph of one variant's calls.
+struct CallGraph {
+  cudaGraphExec_t exec = nullptr;
+  ~CallGraph() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+  }
+};
 
 }  // namespace
 
@@ -69,27 +93,37 @@ class BenchRunner {
 
   std::string allreduce_kind() const { return nccl_ ? "ncclAllReduce" : "one-shot allreduce-only"; }
 
-  nlohmann::json run() {
+  std::vector<std::string> columns() const {
+    std::vector<std::string> out;
+    for (Variant v : variants_) out.push_back(column(v));
+    return out;
+  }
+
+  void prepare() {
     const int max_tokens = *std::max_element(options_.tokens.begin(), options_.tokens.end());
     const int max_hidden = *std::max_element(options_.hidden.begin(), options_.hidden.end());
-    const std::size_t max_elems = static_cast<std::size_t>(max_tokens) * max_hidden;
+    max_elems_ = static_cast<std::size_t>(max_tokens) * max_hidden;
     k::WorkspaceConfig wc;
     wc.ranks = comm_.size();
-    wc.comm_size = (static_cast<std::uint64_t>(comm_.size()) * max_elems * 2 + 255) / 256 * 256;
+    wc.comm_size = (static_cast<std::uint64_t>(comm_.size()) * max_elems_ * 2 + 255) / 256 * 256;
     workspace_ = std::make_unique<k::Workspace>(k::Workspace::create_ipc(bootstrap_, wc));
     // NCCL refuses two ranks on one GPU: then the unfused path's allreduce is our one-shot
     // kernel in its allreduce-only pattern, so fusion's gain is still measured.
     if (baseline_uses_nccl(options_.allreduce, placement_.ranks_share_gpu, k::NcclAllReduce::available()))
       nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
-    std::vector<Variant> variants{Variant::oneshot, Variant::twoshot, Variant::unfused};
+    variants_ = {Variant::oneshot, Variant::twoshot, Variant::automatic, Variant::unfused};
     if (options_.compare) {
       other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
-      other_->prepare(max_elems, false);
-      variants.push_back(Variant::other_oneshot);
-      variants.push_back(Variant::other_twoshot);
+      other_->prepare(max_elems_, false);
+      variants_.push_back(Variant::other_oneshot);
+      variants_.push_back(Variant::other_twoshot);
     }
-    DeviceBuffer input(max_elems * 2), residual(max_elems * 2), gamma(max_hidden * 2),
-        residual_out(max_elems * 2), norm_out(max_elems * 2), allreduced(max_elems * 2);
+  }
+
+  nlohmann::json run() {
+    const int max_hidden = *std::max_element(options_.hidden.begin(), options_.hidden.end());
+    DeviceBuffer input(max_elems_ * 2), residual(max_elems_ * 2), gamma(max_hidden * 2),
+        residual_out(max_elems_ * 2), norm_out(max_elems_ * 2), allreduced(max_elems_ * 2);
     for (DeviceBuffer* b : {&input, &residual, &gamma})  // small finite values: content does not change timing
       b->fill(0x3c, stream_, b->bytes());
     cuda_check(cudaStreamSynchronize(stream_), "input fill");
@@ -110,14 +144,19 @@ class BenchRunner {
         p.gamma = gamma.get();
         p.residual_out = residual_out.get();
         p.norm_out = norm_out.get();
-        nlohmann::json row{{"tokens", tokens}, {"hidden", hidden}};
-        for (Variant v : variants) {
+        nlohmann::json row{{"tokens", tokens}, {"hidden", hidden}, {"graph", nlohmann::json::object()},
+                           {"eager", nlohmann::json::object()}, {"blocks", nlohmann::json::object()}};
+        for (Variant v : variants_) {
           const std::string name = column(v);
           try {
-            row[name] = time_variant(v, p, allreduced.get());
-            if (v == Variant::oneshot || v == Variant::twoshot) row[name + " blocks"] = last_grid_;
+            warm_up(v, p, allreduced.get());
+            if (v == Variant::oneshot || v == Variant::twoshot) row["blocks"][name] = last_.grid;
+            if (v == Variant::automatic) row["auto picks"] = last_.twoshot ? "two-shot" : "one-shot";
+            row["eager"][name] = options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
+            row["graph"][name] = time_graph(v, p, allreduced.get());
           } catch (const k::InvalidLaunch& e) {  // same decision on every rank
-            row[name] = nullptr;
+            row["graph"][name] = nullptr;
+            row["eager"][name] = nullptr;
             if (comm_.rank() == 0) fmt::print("  {} refused: {}\n", name, e.what());
           }
         }
@@ -150,24 +189,39 @@ class BenchRunner {
     switch (v) {
       case Variant::other_oneshot: other_->launch(p, false, stream_); break;
       case Variant::other_twoshot: other_->launch(p, true, stream_); break;
-      case Variant::oneshot: last_grid_ = k::launch_oneshot(p, *workspace_, stream_).grid; break;
-      case Variant::twoshot: last_grid_ = k::launch_twoshot(p, *workspace_, stream_).grid; break;
+      case Variant::oneshot: last_ = k::launch_oneshot(p, *workspace_, stream_); break;
+      case Variant::twoshot: last_ = k::launch_twoshot(p, *workspace_, stream_); break;
+      case Variant::automatic: last_ = k::launch_automatic(p, *workspace_, stream_); break;
       case Variant::unfused:
         k::launch_unfused_baseline(p, *workspace_, allreduced, stream_, nccl_.get());
         break;
     }
   }
 
-  // Median over iters back-to-back calls (events between calls, one sync at the end), then
-  // the slowest rank's median: a collective is as fast as its slowest rank.
-  double time_variant(Variant v, const k::FusedParams& p, void* allreduced) {
+  // The first launch refuses what the kernel cannot run (InvalidLaunch), before any timing.
+  void warm_up(Variant v, const k::FusedParams& p, void* allreduced) {
     // Phases for the rank watchdog: a full launch queue blocks inside the launch call.
-    for (int i = 0; i < options_.warmup; ++i) {
+    for (int i = 0; i < std::max(1, options_.warmup); ++i) {
       mpi::set_phase("bench: enqueueing warm-up calls");
       launch(v, p, allreduced);
     }
     mpi::set_phase("bench: waiting for the warm-up calls");
     wait_all(v);
+  }
+
+  // A collective is as fast as its slowest rank: per sample, the largest of the ranks' values.
+  std::vector<double> slowest_rank(const std::vector<double>& mine) {
+    std::vector<double> all(mine.size() * static_cast<std::size_t>(comm_.size()));
+    comm_.all_gather(mine.data(), all.data(), mine.size() * sizeof(double), "bench times");
+    std::vector<double> out(mine);
+    for (int r = 0; r < comm_.size(); ++r)
+      for (std::size_t i = 0; i < mine.size(); ++i) out[i] = std::max(out[i], all[r * mine.size() + i]);
+    return out;
+  }
+
+  // Eager: an event pair around each of `iters` back-to-back calls launched from the host, one
+  // sync at the end; the slowest rank's median.
+  double time_eager(Variant v, const k::FusedParams& p, void* allreduced) {
     comm_.barrier("bench start");
     std::vector<EventPair> events(static_cast<std::size_t>(options_.iters));
     for (auto& e : events) {
@@ -179,37 +233,83 @@ class BenchRunner {
     mpi::set_phase("bench: waiting for the timed calls");
     wait_all(v);
     std::vector<double> us;
-    for (auto& e : events) {
-      float ms = 0;
-      cuda_check(cudaEventElapsedTime(&ms, e.start, e.stop), "cudaEventElapsedTime");
-      us.push_back(ms * 1000.0);
+    for (auto& e : events) us.push_back(e.elapsed_us());
+    return slowest_rank({median(us)})[0];
+  }
+
+  // Graph: graph_calls calls captured in one CUDA graph; each repeat releases the ranks
+  // together (barrier), queues the graph behind a spin kernel, and times it with one event
+  // pair: per call = graph time / calls. Median and p10/p90 over repeats of the slowest rank.
+  nlohmann::json time_graph(Variant v, const k::FusedParams& p, void* allreduced) {
+    CallGraph graph;
+    mpi::set_phase("bench: capturing a graph");
+    cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    cudaGraph_t captured = nullptr;
+    try {
+      for (int i = 0; i < options_.graph_calls; ++i) launch(v, p, allreduced);
+    } catch (...) {
+      (void)cudaStreamEndCapture(stream_, &captured);
+      if (captured != nullptr) cudaGraphDestroy(captured);
+      throw;
     }
-    const auto mine = static_cast<long long>(median(us) * 1000.0);  // ns
-    const auto all = comm_.all_gather_value(mine, "bench medians");
-    return static_cast<double>(*std::max_element(all.begin(), all.end())) / 1000.0;
+    cuda_check(cudaStreamEndCapture(stream_, &captured), "cudaStreamEndCapture");
+    const cudaError_t made = cudaGraphInstantiate(&graph.exec, captured, 0);
+    cudaGraphDestroy(captured);
+    cuda_check(made, "cudaGraphInstantiate");
+    cuda_check(cudaGraphLaunch(graph.exec, stream_), "cudaGraphLaunch");  // uploads it; untimed
+    mpi::set_phase("bench: waiting for the first graph");
+    wait_all(v);
+    EventPair events;
+    std::vector<double> per_call;
+    for (int i = 0; i < options_.repeats; ++i) {
+      comm_.barrier("bench graph start");
+      mpi::set_phase("bench: launching a graph");
+      k::launch_spin(kSpinNs, stream_);
+      cuda_check(cudaEventRecord(events.start, stream_), "cudaEventRecord");
+      cuda_check(cudaGraphLaunch(graph.exec, stream_), "cudaGraphLaunch");
+      cuda_check(cudaEventRecord(events.stop, stream_), "cudaEventRecord");
+      mpi::set_phase("bench: waiting for a graph");
+      wait_all(v);
+      per_call.push_back(events.elapsed_us() / options_.graph_calls);
+    }
+    const std::vector<double> slowest = slowest_rank(per_call);
+    return nlohmann::json{{"median", median(slowest)}, {"p10", percentile(slowest, 10)},
+                          {"p90", percentile(slowest, 90)}};
   }
 
   void print_row(const nlohmann::json& row) const {
-    auto us = [&](const char* key) { return row[key].is_null() ? -1.0 : row[key].get<double>(); };
-    const double one = us("one-shot"), two = us("two-shot"), unf = us("unfused");
-    std::string other;
-    if (options_.compare) {
-      const double o1 = us(column(Variant::other_oneshot).c_str()), o2 = us(column(Variant::other_twoshot).c_str());
-      other = fmt::format(" {:>11.2f} {:>11.2f} {:>13.2f}x", o1, o2, o1 / one);
-    }
-    fmt::print("{:>7} {:>7} {:>11.2f} {:>11.2f} {:>11.2f} {:>14.2f}x {:>12.2f}x{}\n", row["tokens"].get<int>(),
-               row["hidden"].get<int>(), one, two, unf, unf / one, two / one, other);
+    auto us = [&](const std::string& key) {
+      const auto& g = row["graph"][key];
+      return g.is_null() ? -1.0 : g["median"].get<double>();
+    };
+    std::string line = fmt::format("{:>7} {:>7}", row["tokens"].get<int>(), row["hidden"].get<int>());
+    for (Variant v : variants_) line += fmt::format(" {:>13.2f}", us(column(v)));
+    line += fmt::format(" {:>9.2f}x", us("unfused") / us("auto"));
+    const auto& eager = row["eager"]["one-shot"];
+    line += fmt::format(" {:>9.2f}", eager.is_null() ? -1.0 : eager.get<double>());
+    fmt::print("{}\n", line);
   }
 
+ public:
+  void print_header() const {
+    std::string line = fmt::format("{:>7} {:>7}", "tokens", "hidden");
+    for (Variant v : variants_) line += fmt::format(" {:>13}", column(v));
+    line += fmt::format(" {:>10} {:>9}", "unf/auto", "eager 1s");
+    fmt::print("{}\n", line);
+  }
+
+ private:
   mpi::MpiComm& comm_;
   const BenchOptions& options_;
   GpuPlacement placement_;
   MpiBootstrap bootstrap_;
   cudaStream_t stream_{};
+  std::size_t max_elems_ = 0;
+  std::vector<Variant> variants_;
   std::unique_ptr<k::Workspace> workspace_;
   std::unique_ptr<k::NcclAllReduce> nccl_;
   std::unique_ptr<KernelUnderTest> other_;
-  int last_grid_ = 0;  // blocks per rank of the last fused launch
+  k::LaunchInfo last_;  // of the last fused launch of ours
 };
 
 // The grids behind the table: where ranks share a GPU with PDL the fused kernels take half
@@ -217,8 +317,8 @@ class BenchRunner {
 std::string grid_note(const nlohmann::json& rows) {
   int oneshot = 0, twoshot = 0;
   for (const auto& row : rows) {
-    if (row.contains("one-shot blocks")) oneshot = std::max(oneshot, row["one-shot blocks"].get<int>());
-    if (row.contains("two-shot blocks")) twoshot = std::max(twoshot, row["two-shot blocks"].get<int>());
+    if (row["blocks"].contains("one-shot")) oneshot = std::max(oneshot, row["blocks"]["one-shot"].get<int>());
+    if (row["blocks"].contains("two-shot")) twoshot = std::max(twoshot, row["blocks"]["two-shot"].get<int>());
   }
   return fmt::format("largest grid per rank: one-shot {} blocks, two-shot {}", oneshot, twoshot);
 }
@@ -230,31 +330,40 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
     throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks",
                                       comm.size()));
   if (options.iters < 100) throw BadInput("--iters must be at least 100 (a median of >= 100 calls)");
+  if (options.graph_calls < 1 || options.repeats < 5)
+    throw BadInput("--graph-calls must be >= 1 and --repeats >= 5 (a median and p10/p90 over repeats)");
   const GpuPlacement placement = place_rank_on_gpu(comm, options.compare && options.compare->share_sms);
   // Before any workspace exists: every rank on a node sees the same placement and refuses alike.
   (void)baseline_uses_nccl(options.allreduce, placement.ranks_share_gpu, k::NcclAllReduce::available());
   BenchRunner runner(comm, options, placement);
+  runner.prepare();
+  const std::string method = fmt::format(
+      "per call from a CUDA graph of {} calls queued behind a spin kernel, ranks released together; "
+      "median of {} graph launches, slowest rank (p10/p90 in the JSON); eager 1s: one-shot launched "
+      "from the host, event pair per call, median of {}",
+      options.graph_calls, options.repeats, options.iters) +
+      (k::polls_bounded() ? "" : "; BENCHMARK-ONLY BUILD: our kernels' polls have no time bound");
   if (comm.rank() == 0) {
     fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));
-    fmt::print("bf16, residual + RMSNorm; median of {} calls after {} warm-up, slowest rank; "
-               "latency in microseconds; PDL {}, one-shot RMSNorm path {}\n",
-               options.iters, options.warmup, options.use_pdl ? "on" : "off",
+    fmt::print("bf16, residual + RMSNorm; latency in microseconds; PDL {}, one-shot RMSNorm path {}\n{}\n",
+               options.use_pdl ? "on" : "off",
                options.cluster == k::ClusterMode::automatic       ? "auto"
                : options.cluster == k::ClusterMode::force_cluster ? "cluster"
-                                                                  : "no-cluster");
-    const std::string other =
-        options.compare ? fmt::format(" {:>11} {:>11} {:>14}", options.compare->name + " 1s",
-                                      options.compare->name + " 2s", "other/1shot")
-                        : std::string();
-    fmt::print("{:>7} {:>7} {:>11} {:>11} {:>11} {:>15} {:>13}{}\n", "tokens", "hidden", "one-shot", "two-shot",
-               "unfused", "unfused/1shot", "2shot/1shot", other);
+                                                                  : "no-cluster",
+               method);
+    runner.print_header();
   }
   const nlohmann::json rows = runner.run();
   if (comm.rank() == 0) {
     fmt::print("unfused = {} + separate residual+RMSNorm kernel; {}\n", runner.allreduce_kind(), grid_note(rows));
     if (!options.json_out.empty())
       write_file(options.json_out, nlohmann::json{{"setup", describe(placement, comm.size())},
+                                                  {"ranks", comm.size()},
+                                                  {"method", method},
+                                                  {"pdl", options.use_pdl},
+                                                  {"polls_bounded", k::polls_bounded()},
                                                   {"unfused_allreduce", runner.allreduce_kind()},
+                                                  {"columns", runner.columns()},
                                                   {"rows", rows}}
                                            .dump(1) +
                                        "\n");

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "fusioncheck/gpu/errors.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -56,6 +57,7 @@ nlohmann::json to_json(const GpuCase& c) {
           {"mode", kModeNames[static_cast<int>(c.mode)]},
           {"delay_seed", c.delay_seed},
           {"delay_max_ns", c.delay_max_ns},
+          {"neg_zero_inputs", c.neg_zero_inputs},
           {"calls", calls}};
 }
 
@@ -74,6 +76,7 @@ GpuCase case_from_json(const nlohmann::json& j) {
     c.mode = static_cast<IssueMode>(index_of(kModeNames, j.at("mode").get<std::string>(), "mode"));
     c.delay_seed = j.value("delay_seed", 0u);  // absent in files written before delays existed
     c.delay_max_ns = j.value("delay_max_ns", 0u);
+    c.neg_zero_inputs = j.value("neg_zero_inputs", true);  // absent in files written before it existed
     for (const auto& call : j.at("calls")) {
       CallSpec s;
       s.twoshot = call.at("twoshot").get<bool>();
@@ -108,6 +111,40 @@ std::string case_problem(const GpuCase& c) {
       return "the unfused baseline has an epilogue (not pattern allreduce) and no two-shot form";
     if (call.pdl_consumer && (!call.use_pdl || call.trigger != k::Trigger::at_end))
       return "pdl_consumer needs pdl on and trigger at_end";
+  }
+  return "";
+}
+
+bool KernelTraits::runs_hidden(int hidden) const {
+  return hidden_sizes.empty() ? hidden >= 16 && hidden % 16 == 0
+                              : std::find(hidden_sizes.begin(), hidden_sizes.end(), hidden) != hidden_sizes.end();
+}
+
+bool KernelTraits::runs_pattern(k::Pattern pattern) const {
+  return patterns.empty() || std::find(patterns.begin(), patterns.end(), pattern) != patterns.end();
+}
+
+std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
+  if (!t.runs_hidden(c.hidden)) return fmt::format("hidden={} is not one the kernel runs", c.hidden);
+  if (c.fp32_lamport && !t.fp32_lamport) return "fp32 Lamport elements";
+  if (c.fp32_accumulation && !t.fp32_accumulation) return "fp32 accumulation";
+  if (c.weight_bias != 0.0f && !t.weight_bias) return fmt::format("weight_bias={}", c.weight_bias);
+  if (c.mode == IssueMode::graph_replay && !t.graph_replay) return "graph replay";
+  if (c.neg_zero_inputs && !t.neg_zero_inputs) return "inputs with -0";
+  for (const CallSpec& call : c.calls) {
+    const std::string what = describe(call);
+    if (t.max_tokens > 0 && call.tokens > t.max_tokens)
+      return fmt::format("{}: more than {} tokens", what, t.max_tokens);
+    if (!t.runs_pattern(call.pattern)) return what + ": pattern";
+    if (call.twoshot && !t.twoshot) return what + ": two-shot";
+    if (call.twoshot && t.twoshot_more_tokens_than_ranks && call.tokens <= c.ranks)
+      return what + ": two-shot with tokens <= ranks";
+    if (call.unfused && !t.unfused) return what + ": unfused baseline";
+    if (call.cluster != k::ClusterMode::automatic && !t.forced_cluster) return what + ": forced cluster path";
+    if (call.trigger == k::Trigger::early && !t.early_trigger) return what + ": early trigger";
+    if (call.pdl_consumer && !t.outputs_visible_at_trigger) return what + ": PDL consumer before the wait";
+    if (c.mode != IssueMode::checked_each_call && !t.shape_changes_without_sync && call.tokens != c.calls[0].tokens)
+      return what + ": a shape change without a host sync";
   }
   return "";
 }
@@ -151,11 +188,12 @@ std::string describe(const CallSpec& call) {
 }
 
 std::string describe(const GpuCase& c) {
-  return fmt::format("seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}", c.seed,
+  return fmt::format("seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}{}", c.seed,
                      c.ranks, c.hidden, dtype_text(c.dtype),
                      c.fp32_lamport ? "fp32" : "16b", c.fp32_accumulation ? "fp32" : "per-step",
                      c.weight_bias, kModeNames[static_cast<int>(c.mode)], c.calls.size(),
-                     c.delay_seed ? fmt::format(" delays={}:{}ns", c.delay_seed, c.delay_max_ns) : "");
+                     c.delay_seed ? fmt::format(" delays={}:{}ns", c.delay_seed, c.delay_max_ns) : "",
+                     c.neg_zero_inputs ? "" : " no-neg-zero");
 }
 
 std::string describe_block(const GpuCase& c, const std::string& in) {
@@ -169,6 +207,7 @@ std::string describe_block(const GpuCase& c, const std::string& in) {
   line("issue mode", kModeNames[static_cast<int>(c.mode)]);
   line("delays", c.delay_seed ? fmt::format("seed {}, up to {} ns per pause", c.delay_seed, c.delay_max_ns) : "none");
   line("input seed", std::to_string(c.seed));
+  line("-0 in inputs", c.neg_zero_inputs ? "yes" : "no (the kernel's precondition)");
   out += fmt::format("{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{}\n", in, c.calls.size(), in, "#",
                      "tokens", "pattern", "kernel", "values", "PDL", "trigger", "cluster", "PDL consumer");
   for (std::size_t i = 0; i < c.calls.size(); ++i) {

@@ -75,32 +75,50 @@ GpuCase load_replay(const std::string& path, int ranks, const std::string& kerne
   return c;
 }
 
+}  // namespace
+
 // Cases: small shapes most of the time (throughput), occasionally the large ones; every
-// option that selects different code is drawn. One generated value, so that RapidCheck
-// shrinks and prints the case as a whole (showValue in gpu_case.hpp).
-GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, bool nvfp4_supported,
-                  const KernelTraits& traits) {
+// option that selects different code is drawn, within the kernel's traits (outside_traits
+// finds nothing in a drawn case). One generated value, so that RapidCheck shrinks and prints
+// the case as a whole (showValue in gpu_case.hpp). For the default traits the draws are
+// those of the suite before traits narrowed them (a seed replays the same cases).
+GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   GpuCase c;
   c.seed = *rc::gen::arbitrary<std::uint32_t>();
-  c.ranks = ranks;
+  c.ranks = o.ranks;
   const int hidden_units = o.limits.max_hidden / 16;
-  c.hidden = 16 * *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
-                                                 {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
-                                                 {1, rc::gen::inRange(1, hidden_units + 1)}});
+  if (traits.hidden_sizes.empty()) {
+    c.hidden = 16 * *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
+                                                   {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
+                                                   {1, rc::gen::inRange(1, hidden_units + 1)}});
+  } else {  // the kernel's own list, within --max-hidden (shrinks towards the smallest)
+    std::vector<int> sizes;
+    for (int h : traits.hidden_sizes)
+      if (h <= o.limits.max_hidden) sizes.push_back(h);
+    c.hidden = *rc::gen::elementOf(sizes);
+  }
   c.dtype = *rc::gen::element(k::DType::bf16, k::DType::f16);
   c.fp32_lamport = traits.fp32_lamport && *rc::gen::element(false, true);
-  c.fp32_accumulation = *rc::gen::element(true, false);
-  c.weight_bias = *rc::gen::element(0.0f, 1.0f);
-  c.mode = *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back, IssueMode::graph_replay);
-  if (mutant != protocol::Mutant::none) {
+  c.fp32_accumulation = *rc::gen::element(true, false) && traits.fp32_accumulation;
+  c.weight_bias = traits.weight_bias ? *rc::gen::element(0.0f, 1.0f) : 0.0f;
+  c.mode = traits.graph_replay
+               ? *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back, IssueMode::graph_replay)
+               : *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back);
+  c.neg_zero_inputs = traits.neg_zero_inputs;
+  if (o.mutant != protocol::Mutant::none) {
     c.dtype = k::DType::bf16;  // mutant instances are compiled for bf16 (kernels/README.md)
-    c.fp32_lamport = mutant == protocol::Mutant::sentinel_width;
+    c.fp32_lamport = o.mutant == protocol::Mutant::sentinel_width;
   }
   if (o.delays && *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {
     c.delay_seed = *rc::gen::inRange<std::uint32_t>(1, 1u << 30);
     c.delay_max_ns = *rc::gen::element(2'000u, 20'000u, 200'000u);
   }
-  const int max_tokens_here = o.limits.max_tokens_for(c.hidden);
+  int max_tokens_here = o.limits.max_tokens_for(c.hidden);
+  if (traits.max_tokens > 0) max_tokens_here = std::min(max_tokens_here, traits.max_tokens);
+  std::vector<k::Pattern> patterns;
+  for (k::Pattern p : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
+                       k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
+    if (traits.runs_pattern(p) && (p != k::Pattern::nvfp4 || o.nvfp4_supported)) patterns.push_back(p);
   int ncalls = *rc::gen::inRange(1, o.limits.max_calls + 1);
   // What provokes a two-shot race (a flag seen before the data it guards, a region reused by
   // the next call): two-shot calls only, as many as the case may hold, issued without a host
@@ -114,11 +132,7 @@ GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, boo
     CallSpec call;
     call.twoshot = traits.twoshot && !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
     call.twoshot = call.twoshot || race_twoshot;
-    call.pattern = nvfp4_supported
-                       ? *rc::gen::element(k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
-                                           k::Pattern::fp8_dynamic, k::Pattern::nvfp4)
-                       : *rc::gen::element(k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
-                                           k::Pattern::fp8_dynamic);
+    call.pattern = *rc::gen::elementOf(patterns);
     call.tokens = race_twoshot
                       ? *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
                                                       {2, rc::gen::inRange(1, max_tokens_here + 1)}})
@@ -126,12 +140,16 @@ GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, boo
                                                       {3, rc::gen::inRange(1, std::min(128, max_tokens_here) + 1)},
                                                       {1, rc::gen::inRange(1, max_tokens_here + 1)}});
     if (call.twoshot && traits.twoshot_more_tokens_than_ranks) {  // else the kernel refuses it
-      if (max_tokens_here > ranks) call.tokens = std::max(call.tokens, ranks + 1);
+      if (max_tokens_here > o.ranks) call.tokens = std::max(call.tokens, o.ranks + 1);
       else call.twoshot = false;
     }
+    // One shape per sequence issued without a host sync, where the kernel needs it.
+    if (i > 0 && !traits.shape_changes_without_sync && c.mode != IssueMode::checked_each_call)
+      call.tokens = c.calls[0].tokens;
     call.exact_values = *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
     call.use_pdl = *rc::gen::element(true, false);
-    call.trigger = *rc::gen::element(k::Trigger::at_end, k::Trigger::early);
+    call.trigger = traits.early_trigger ? *rc::gen::element(k::Trigger::at_end, k::Trigger::early)
+                                        : k::Trigger::at_end;
     call.cluster = traits.forced_cluster ? *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
                                                              k::ClusterMode::force_no_cluster)
                                          : k::ClusterMode::automatic;
@@ -142,6 +160,8 @@ GpuCase draw_case(const CheckOptions& o, int ranks, protocol::Mutant mutant, boo
   }
   return c;
 }
+
+namespace {
 
 void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v, const std::string& kernel,
                   protocol::Mutant mutant, const std::string& command) {
@@ -173,6 +193,19 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
                                ids.empty() ? std::string("none") : fmt::format("{}", fmt::join(ids, ", "))));
   }
   const KernelTraits traits = kernel.traits();
+  DrawSettings draw;
+  draw.ranks = comm.size();
+  draw.limits = o.limits;
+  draw.mutant = mutant;
+  draw.nvfp4_supported = placement.compute_capability >= 100;  // NVFP4 is refused below sm_100
+  draw.delays = o.delays;
+  draw.twoshot_percent = o.twoshot_percent;
+  draw.focus_twoshot = o.focus_twoshot;
+  if (!traits.hidden_sizes.empty() && *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end()) >
+                                          o.limits.max_hidden)
+    throw BadInput(fmt::format("--max-hidden {}: {} runs no hidden size that small (the smallest is {})",
+                               o.limits.max_hidden, kernel.name(),
+                               *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end())));
   CaseRunner runner(comm, kernel, o.limits);
   CheckResult result;
   result.mutant = mutant;
@@ -228,9 +261,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
     std::exception_ptr run_error;
     const bool passed = rc::check(fmt::format("{} on {} ranks", kernel.name(), comm.size()), [&] {
       if (run_error) RC_DISCARD("the run already failed");
-      // NVFP4 is refused below sm_100 (the smoke run shows that refusal); not drawn there.
-      const GpuCase c = *rc::gen::exec(
-          [&] { return draw_case(o, comm.size(), mutant, placement.compute_capability >= 100, traits); });
+      const GpuCase c = *rc::gen::exec([&] { return draw_case(draw, traits); });
       CaseVerdict v;
       try {
         send_case(comm, &c);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <stdexcept>
 
 #include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/gpu/errors.hpp"
@@ -15,17 +16,34 @@ namespace {
 
 namespace k = kernels;
 
-// A case's knobs that cycle with its number `knob`: seed, hidden, weight_bias, issue mode.
-GpuCase cycled_case(const SmokeOptions& options, int ranks, int knob, k::DType dtype, bool fp32_acc) {
+// A case's knobs that cycle with its number `knob`: seed, hidden, weight_bias, issue mode
+// (hidden sizes the kernel runs only: run_smoke refuses a list without any).
+GpuCase cycled_case(const SmokeOptions& options, int ranks, int knob, k::DType dtype, bool fp32_acc,
+                    const KernelTraits& traits) {
+  std::vector<int> hidden;
+  for (int h : options.hidden)
+    if (traits.runs_hidden(h)) hidden.push_back(h);
   GpuCase c;
   c.seed = options.seed + static_cast<std::uint64_t>(knob);
   c.ranks = ranks;
-  c.hidden = options.hidden[static_cast<std::size_t>(knob) % options.hidden.size()];
+  c.hidden = hidden[static_cast<std::size_t>(knob) % hidden.size()];
   c.dtype = dtype;
   c.fp32_accumulation = fp32_acc;
-  c.weight_bias = knob % 2 ? 1.0f : 0.0f;
+  c.weight_bias = knob % 2 && traits.weight_bias ? 1.0f : 0.0f;
   c.mode = static_cast<IssueMode>(knob % 3);
+  if (c.mode == IssueMode::graph_replay && !traits.graph_replay) c.mode = IssueMode::back_to_back;
+  c.neg_zero_inputs = traits.neg_zero_inputs;
   return c;
+}
+
+// The call within what the kernel runs: tokens, trigger, cluster path, the PDL consumer.
+void fit_call(CallSpec& call, const GpuCase& c, const KernelTraits& traits) {
+  if (traits.max_tokens > 0) call.tokens = std::min(call.tokens, traits.max_tokens);
+  if (!c.calls.empty() && !traits.shape_changes_without_sync && c.mode != IssueMode::checked_each_call)
+    call.tokens = c.calls[0].tokens;
+  if (!traits.early_trigger) call.trigger = k::Trigger::at_end;
+  if (!traits.forced_cluster) call.cluster = k::ClusterMode::automatic;
+  call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end && traits.outputs_visible_at_trigger;
 }
 
 // A call's knobs that cycle with (case knob + position): tokens, PDL, trigger, cluster path.
@@ -55,7 +73,8 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
                            k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
         for (auto dtype : {k::DType::bf16, k::DType::f16})
           for (bool fp32_acc : {true, false}) {
-            GpuCase c = cycled_case(options, ranks, knob, dtype, fp32_acc);
+            if (!traits.runs_pattern(pattern) || (fp32_acc && !traits.fp32_accumulation)) continue;
+            GpuCase c = cycled_case(options, ranks, knob, dtype, fp32_acc, traits);
             c.fp32_lamport = fp32_lamport;
             if (knob % 4 == 1) {  // seeded injected delays in every fourth case
               c.delay_seed = static_cast<std::uint32_t>(knob) + 1;
@@ -64,8 +83,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
             for (int i = 0; i < options.calls_per_case; ++i) {
               CallSpec call = cycled_call(options, knob + i, pattern);
               call.twoshot = twoshot;
-              if (!traits.forced_cluster) call.cluster = k::ClusterMode::automatic;
-              call.pdl_consumer = call.pdl_consumer && traits.outputs_visible_at_trigger;
+              fit_call(call, c, traits);
               if (twoshot && traits.twoshot_more_tokens_than_ranks) call.tokens = std::max(call.tokens, ranks + 1);
               c.calls.push_back(call);
             }
@@ -78,7 +96,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
   for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static, k::Pattern::fp8_dynamic,
                        k::Pattern::nvfp4})
     for (auto dtype : {k::DType::bf16, k::DType::f16}) {
-      GpuCase c = cycled_case(options, ranks, knob, dtype, knob % 2 == 0);
+      GpuCase c = cycled_case(options, ranks, knob, dtype, knob % 2 == 0 && traits.fp32_accumulation, traits);
       for (int i = 0; i < options.calls_per_case; ++i) {
         CallSpec call = cycled_call(options, knob + i, pattern);
         call.unfused = true;
@@ -107,6 +125,9 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
   MpiBootstrap bootstrap(comm);
   const std::unique_ptr<KernelUnderTest> made = options.kernel.make(bootstrap, protocol::Mutant::none);
   KernelUnderTest& kernel = *made;
+  const KernelTraits traits = kernel.traits();
+  if (std::none_of(options.hidden.begin(), options.hidden.end(), [&](int h) { return traits.runs_hidden(h); }))
+    throw BadInput(fmt::format("--hidden: {} runs none of these hidden sizes", kernel.name()));
   if (comm.rank() == 0) fmt::print("fusioncheck gpu smoke: {}; {}\n", kernel.name(), describe(placement, comm.size()));
   CaseLimits limits;
   limits.max_tokens = *std::max_element(options.tokens.begin(), options.tokens.end());
@@ -117,7 +138,10 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
   CaseRunner runner(comm, kernel, limits);
   nlohmann::json results = nlohmann::json::array();
   int refused = 0, failed = 0, passed = 0;
-  const auto cases = smoke_cases(options, comm.size(), kernel.traits());
+  const auto cases = smoke_cases(options, comm.size(), traits);
+  for (const GpuCase& c : cases)  // a case outside the traits is a bug of smoke_cases, not of the kernel
+    if (const std::string why = outside_traits(c, traits); !why.empty())
+      throw std::logic_error("gpu smoke drew a case " + kernel.name() + " does not run: " + why);
   for (const GpuCase& c : cases) {
     if (comm.rank() == 0 && (passed + failed + refused) % 20 == 0)
       fmt::print("  ... case {}/{}\n", passed + failed + refused + 1, cases.size()), std::fflush(stdout);

@@ -1,9 +1,16 @@
-// The FlashInfer adapter's host side, without a GPU: what this build has, and what it refuses.
+// The FlashInfer adapters' host side, without a GPU: what this build has, what they refuse,
+// and the cases the suite draws for FlashInfer's older Lamport kernel.
 #include <gtest/gtest.h>
+#include <rapidcheck.h>
 
 #include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/reference/generators.hpp"
 
 namespace {
 
@@ -37,6 +44,142 @@ TEST(FlashInferAdapter, AMutantWithoutPatchIsRefused) {
     ADD_FAILURE() << "no refusal";
   } catch (const fusioncheck::kernels::InvalidLaunch& e) {
     EXPECT_NE(std::string(e.what()).find("two-buffers"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+// --- FlashInfer's older Lamport kernel (trtllm_allreduce.cuh): its host-side rules.
+namespace {
+
+namespace fk = fusioncheck::kernels;
+
+// The launcher's grid covers a row exactly for these sizes (docs/flashinfer.md); the others
+// near them are refused (their threads would miss elements or run past the row).
+TEST(FlashInferLegacy, HiddenSizesAreThoseItsGridCoversExactly) {
+  for (int h : {256, 512, 1024, 2048, 2560, 3584, 3840, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384})
+    EXPECT_TRUE(fa::flashinfer_legacy_runs_hidden(h)) << h;
+  for (int h : {16, 128, 255, 896, 2880, 4352, 4608, 4864, 5376, 9216, 11264, 13312})
+    EXPECT_FALSE(fa::flashinfer_legacy_runs_hidden(h)) << h;
+  const auto t = fa::flashinfer_legacy_traits();
+  EXPECT_EQ(t.hidden_sizes.front(), 256);
+  EXPECT_EQ(t.max_tokens, 16);
+  for (int h : t.hidden_sizes) EXPECT_TRUE(fa::flashinfer_legacy_runs_hidden(h)) << h;
+  EXPECT_EQ(fa::flashinfer_legacy_choice().name, "flashinfer-legacy");
+}
+
+fk::FusedParams runnable() {
+  fk::FusedParams p;
+  p.ranks = 4;
+  p.tokens = 16;
+  p.hidden = 4096;
+  p.fp32_accumulation = false;
+  return p;
+}
+
+// Every refusal names what the kernel cannot do, in one line; a runnable call has none.
+TEST(FlashInferLegacy, RefusesWhatItCannotRunWithTheReason) {
+  EXPECT_EQ(fa::flashinfer_legacy_refusal(runnable(), false, 9), "");
+  struct Edit {
+    const char* expect;
+    void (*edit)(fk::FusedParams&);
+  };
+  const Edit edits[] = {
+      {"at most 16 tokens", [](fk::FusedParams& p) { p.tokens = 17; }},
+      {"hidden=4352 is not covered", [](fk::FusedParams& p) { p.hidden = 4352; }},
+      {"residual + RMSNorm only, not pattern allreduce", [](fk::FusedParams& p) { p.pattern = fk::Pattern::allreduce; }},
+      {"residual + RMSNorm only, not pattern fp8_static",
+       [](fk::FusedParams& p) { p.pattern = fk::Pattern::fp8_static; }},
+      {"inputs are bf16 or f16", [](fk::FusedParams& p) { p.dtype = fk::DType::f32; }},
+      {"16-bit Lamport elements only", [](fk::FusedParams& p) { p.fp32_lamport = true; }},
+      {"no fp32 accumulation", [](fk::FusedParams& p) { p.fp32_accumulation = true; }},
+      {"weight_bias 0 only", [](fk::FusedParams& p) { p.weight_bias = 1.0f; }},
+      {"at its end only", [](fk::FusedParams& p) { p.trigger = fk::Trigger::early; }},
+      {"no forced cluster path", [](fk::FusedParams& p) { p.cluster = fk::ClusterMode::force_cluster; }},
+      {"2, 4 or 8 ranks, not 16", [](fk::FusedParams& p) { p.ranks = 16; }},
+  };
+  for (const Edit& e : edits) {
+    fk::FusedParams p = runnable();
+    e.edit(p);
+    const std::string why = fa::flashinfer_legacy_refusal(p, false, 9);
+    EXPECT_NE(why.find(e.expect), std::string::npos) << e.expect << " | got: " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+  EXPECT_NE(fa::flashinfer_legacy_refusal(runnable(), true, 9).find("one-shot only"), std::string::npos);
+  EXPECT_NE(fa::flashinfer_legacy_refusal(runnable(), false, 8).find("sm_90 or newer"), std::string::npos);
+}
+
+TEST(FlashInferLegacy, HasNoMutants) {
+  UnusedBootstrap bootstrap;
+  EXPECT_THROW((void)fa::make_flashinfer_legacy(bootstrap, Mutant::float_sentinel),
+               fusioncheck::kernels::InvalidLaunch);
+}
+
+}  // namespace
+
+// --- The suite's cases for it: drawn inside its traits, and the -0 case that shows the hang.
+
+namespace {
+
+namespace fg = fusioncheck::gpu;
+
+// Whether every drawn case is inside `inside` and every call passes the kernel's own launch
+// check (the parameters as the case runner fills them).
+bool every_case_inside(const fg::KernelTraits& drawn_with, int ranks) {
+  fg::DrawSettings s;
+  s.ranks = ranks;
+  s.nvfp4_supported = true;
+  const fg::KernelTraits legacy = fa::flashinfer_legacy_traits();
+  return rc::check("cases drawn for " + std::to_string(ranks) + " ranks", [&] {
+    const fg::GpuCase c = fg::draw_case(s, drawn_with);
+    RC_ASSERT(fg::outside_traits(c, legacy) == "");
+    for (const fg::CallSpec& call : c.calls) {
+      fk::FusedParams p;
+      p.ranks = c.ranks;
+      p.tokens = call.tokens;
+      p.hidden = c.hidden;
+      p.dtype = c.dtype;
+      p.fp32_lamport = c.fp32_lamport;
+      p.fp32_accumulation = c.fp32_accumulation;
+      p.pattern = call.pattern;
+      p.weight_bias = c.weight_bias;
+      p.trigger = call.trigger;
+      p.cluster = call.cluster;
+      RC_ASSERT(fa::flashinfer_legacy_refusal(p, call.twoshot, 9) == "");
+    }
+  });
+}
+
+TEST(FlashInferLegacy, GeneratedCasesStayInsideItsTraits) {
+  for (int ranks : {2, 4, 8}) EXPECT_TRUE(every_case_inside(fa::flashinfer_legacy_traits(), ranks)) << ranks;
+}
+
+// The control: cases drawn for a kernel that runs everything fall outside (the check can fail).
+TEST(FlashInferLegacy, CasesDrawnWithoutItsTraitsFallOutside) {
+  EXPECT_FALSE(every_case_inside(fg::KernelTraits{}, 2));
+}
+
+// The replay file that demonstrates the hang on -0 inputs: it loads, it is outside the traits
+// only by its -0 inputs, and its inputs do hold -0 (each rank's -0 is pushed as "not yet
+// written" to its peer, which spins until the adapter's bound releases it).
+TEST(FlashInferLegacy, NegZeroCaseFeedsNegZeroAndNothingElseOutside) {
+  std::ifstream in(FUSIONCHECK_LEGACY_NEG_ZERO_CASE);
+  ASSERT_TRUE(in) << FUSIONCHECK_LEGACY_NEG_ZERO_CASE;
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("kernel"), "flashinfer-legacy");
+  const fg::GpuCase c = fg::case_from_json(j.at("case"));
+  EXPECT_EQ(fg::outside_traits(c, fa::flashinfer_legacy_traits()), "inputs with -0");
+  fusioncheck::reference::FusedConfig rc;
+  rc.ranks = c.ranks;
+  rc.tokens = c.calls[0].tokens;
+  rc.hidden = c.hidden;
+  rc.dtype = c.dtype;
+  const auto inputs = fusioncheck::reference::make_exact_inputs(rc, c.seed, 0, c.neg_zero_inputs);
+  for (int r = 0; r < c.ranks; ++r) {
+    const auto& t = inputs.rank_inputs[static_cast<std::size_t>(r)];
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < t.size(); ++i) count += t.bits_at(i) == 0x8000u;
+    EXPECT_GT(count, 0u) << "rank " << r << " pushes no -0";
   }
 }
 

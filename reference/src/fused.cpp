@@ -125,8 +125,11 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
       q.nvfp4 ? nvfp4_scale_storage(q.nvfp4_layout, tokens, hidden / kNvfp4BlockSize) : 0, 0);
   const bool any_quant = q.fp8_static || q.fp8_dynamic || q.nvfp4;
 
+  // In summation order: rank sum_from, sum_from + 1, ... (mod N); rank order by default.
   std::vector<const Bits*> rank_data;
-  for (const Tensor& t : in.rank_inputs) rank_data.push_back(t.view<T>().data());
+  const std::size_t n_ranks = in.rank_inputs.size();
+  for (std::size_t k = 0; k < n_ranks; ++k)
+    rank_data.push_back(in.rank_inputs[(static_cast<std::size_t>(c.sum_from) + k) % n_ranks].view<T>().data());
   const Bits* residual = in.residual_in.view<T>().data();
   Bits* allreduce = out.allreduce.view<T>().data();
   Bits* residual_out = out.residual_out.view<T>().data();
@@ -214,6 +217,7 @@ void validate(const FusedConfig& c, const FusedInputs& in) {
           "tokens * hidden must be <= 2^31");
   require(std::isfinite(c.eps) && c.eps >= 0.0f, "eps must be finite and >= 0");
   require(std::isfinite(c.weight_bias), "weight_bias must be finite");
+  require(c.sum_from >= 0 && c.sum_from < c.ranks, "sum_from must be a rank in [0, ranks)");
   if (c.quant.fp8_static)
     require(std::isfinite(c.quant.fp8_inv_scale) && c.quant.fp8_inv_scale > 0.0f,
             "fp8_inv_scale must be finite and > 0");

@@ -169,7 +169,8 @@ Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, in
     const auto i = static_cast<std::uint64_t>(k);
     const std::uint64_t h = draws.at(i, kSpecial);
     if (static_cast<int>(h % 256) < spec.specials_per_256) {
-      out.set_value(i, special_value(dtype, h >> 8, spec.with_inf_nan));
+      const float v = special_value(dtype, h >> 8, spec.with_inf_nan);
+      out.set_value(i, !spec.with_neg_zero && v == 0.0f ? 0.0f : v);  // -0 == 0: maps it to +0
       continue;
     }
     // Moderate values in [-4, 4) with 24 random bits: most are not exact in T, so the

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fusioncheck::adapters::fi {
 
@@ -39,4 +40,31 @@ struct FiCall {
 // in `message` (at most `message_size` bytes, NUL-terminated).
 using LaunchFn = cudaError_t (*)(const FiCall& call, char* message, std::size_t message_size);
 
+// One call of the older Lamport kernel (flashinfer/comm/trtllm_allreduce.cuh,
+// lamport_style_one_shot_all_reduce_norm_kernel): residual + RMSNorm with gamma, no bias.
+struct LegacyCall {
+  int nranks = 2;
+  int rank = 0;
+  int tokens = 1;
+  int hidden = 256;
+  bool bf16 = true;  // else fp16
+  // lamport[b][r]: rank r's Lamport buffer b (b = 0, 1, 2) as mapped in this process.
+  void* lamport[3][16] = {};
+  std::uint32_t flag = 0;  // the host-held barrier_flag, the same on every rank for a call
+  const void* input = nullptr;
+  const void* residual_in = nullptr;
+  const void* gamma = nullptr;
+  void* residual_out = nullptr;  // FlashInfer's intermediate_buffer
+  void* norm_out = nullptr;      // FlashInfer's local_output_buffer_ptr
+  float eps = 1e-6f;
+  bool pdl = true;
+  cudaStream_t stream = nullptr;
+};
+
 }  // namespace fusioncheck::adapters::fi
+
+// The legacy instance library's one export (fi_legacy_instance.cu): cudaErrorNotSupported
+// for a rank count it is not built for, cudaErrorInvalidValue with FlashInfer's message for
+// what its launcher refuses.
+extern "C" cudaError_t fc_fi_legacy_launch(const fusioncheck::adapters::fi::LegacyCall& call, char* message,
+                                           std::size_t message_size);

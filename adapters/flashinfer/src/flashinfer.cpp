@@ -5,6 +5,7 @@
 
 #if defined(FUSIONCHECK_HAVE_FLASHINFER)
 #include "flashinfer_kernels.hpp"
+#include "legacy_kernels.hpp"
 #endif
 
 namespace fusioncheck::adapters {
@@ -34,6 +35,13 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootst
   return std::make_unique<fi::FlashInferKernels>(bootstrap, *bf16, f16, patch);
 }
 
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap, protocol::Mutant mutant) {
+  if (mutant != protocol::Mutant::none)
+    throw kernels::InvalidLaunch("FlashInfer's older Lamport kernel has no patched copies (mutant " +
+                                 std::string(protocol::mutant_id(mutant)) + ")");
+  return std::make_unique<fi::FlashInferLegacyKernels>(bootstrap);
+}
+
 #else
 
 bool flashinfer_available() { return false; }
@@ -44,6 +52,9 @@ std::vector<protocol::Mutant> flashinfer_patches() { return {}; }
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap&, protocol::Mutant) {
   throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
 }
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap, protocol::Mutant mutant) {
+  return make_flashinfer(bootstrap, mutant);
+}
 
 #endif
 
@@ -52,6 +63,14 @@ gpu::KernelChoice flashinfer_choice() {
   choice.name = "flashinfer";
   choice.make = make_flashinfer;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
+  return choice;
+}
+
+gpu::KernelChoice flashinfer_legacy_choice() {
+  gpu::KernelChoice choice;
+  choice.name = "flashinfer-legacy";
+  choice.make = make_flashinfer_legacy;
+  choice.share_sms = true;  // every block of its grid (tokens x cluster) spins
   return choice;
 }
 

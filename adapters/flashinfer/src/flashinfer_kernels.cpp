@@ -11,12 +11,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cstring>
 #include <map>
-#include <thread>
 
-#include "fi_device.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/validate.hpp"
 
@@ -24,16 +21,11 @@ namespace fusioncheck::adapters::fi {
 namespace {
 
 namespace k = kernels;
-using Clock = std::chrono::steady_clock;
 
 constexpr int kBarrierRows = 256;        // FlashInfer's details::kBarrierFlagCount
 constexpr int kCtrlWords = 5;            // counter, two-shot flag, Lamport flag, comm_size, clear size
 constexpr std::uint64_t kGuardBytes = 256;
 constexpr std::uint64_t kMaxCommSize = 1ull << 30;  // clear_offset * comm_size is an int product
-// FlashInfer's polls have no bound: the host bounds each wait (as our kernels' ~1 s budget),
-// then releases the kernel.
-constexpr auto kWaitBudget = std::chrono::seconds(2);
-constexpr auto kReleaseBudget = std::chrono::seconds(10);
 
 // FlashInfer's AllReduceFusionPattern for ours (0.7.4: the quantised ones that write norm_out).
 int fi_pattern(k::Pattern p) {
@@ -48,15 +40,6 @@ int fi_pattern(k::Pattern p) {
 }
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
-
-// FLASHINFER_CHECK's text is "Error in function 'f' at /path/file.cuh:123: what"; the path
-// (which differs from machine to machine) is dropped, so that refusals group by their reason.
-std::string check_text(const std::string& message) {
-  const auto at = message.find("' at ");
-  const auto line = message.find(": ", at == std::string::npos ? 0 : at);
-  if (at == std::string::npos || line == std::string::npos) return message;
-  return message.substr(0, at + 1) + ": " + message.substr(line + 2);
-}
 
 }  // namespace
 
@@ -119,6 +102,14 @@ FiWorkspace::~FiWorkspace() {
 }
 
 std::uint8_t* FiWorkspace::lamport() const { return static_cast<std::uint8_t*>(shared_) + lamport_offset_; }
+std::uint8_t* FiWorkspace::peer_lamport(int r) const { return peers_->of(r) + lamport_offset_; }
+
+void FiWorkspace::fill_lamport_sentinel() {
+  FC_CUDA_CHECK(cudaDeviceSynchronize());  // nothing of ours still writes them
+  const std::vector<std::uint16_t> host(3 * comm_size_ / 2, protocol::kNegZero16);
+  FC_CUDA_CHECK(cudaMemcpy(lamport(), host.data(), 3 * comm_size_, cudaMemcpyHostToDevice));
+  FC_CUDA_CHECK(cudaDeviceSynchronize());
+}
 std::uint8_t* FiWorkspace::barrier_flags() const { return static_cast<std::uint8_t*>(shared_) + barrier_offset_; }
 
 k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
@@ -159,17 +150,10 @@ k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
 
 FlashInferKernels::FlashInferKernels(k::Bootstrap& bootstrap, const Instance& instance_bf16,
                                      const Instance* instance_f16, protocol::Mutant patch)
-    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {
-  FC_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
-}
+    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {}
 
 FlashInferKernels::~FlashInferKernels() {
   for (auto& [value, ptr] : scales_) (void)cudaFree(ptr);
-  for (const Pending& call : pending_)
-    if (call.done != nullptr) (void)cudaEventDestroy(call.done);
-  for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
-  if (release_staging_ != nullptr) (void)cudaFreeHost(release_staging_);
-  (void)cudaStreamDestroy(side_);
 }
 
 std::string FlashInferKernels::name() const {
@@ -207,9 +191,7 @@ void FlashInferKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamp
 
 float* FlashInferKernels::scale_on_device(float value, cudaStream_t stream) {
   if (auto it = scales_.find(value); it != scales_.end()) return it->second;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (stream != nullptr) FC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-  if (capturing != cudaStreamCaptureStatusNone)
+  if (HostBoundedWait::capturing(stream))
     throw k::InvalidLaunch("a new quantisation scale inside a CUDA graph capture (FlashInfer reads it from device "
                            "memory; the adapter places it there outside a capture)");
   float* ptr = nullptr;
@@ -276,13 +258,8 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   c.fp32_acc = p.fp32_accumulation;
   c.stream = stream;
 
-  // Seeded delays between launches: FlashInfer's kernels take none of their own. A paused
-  // rank's call starts later than its peers' (the next launch waits for the pause kernel).
   const std::uint32_t call_index = calls_++;
-  if (p.delay_seed != 0) {
-    const std::uint32_t ns = delay_for(p.delay_seed, p.rank, call_index, p.delay_max_ns);
-    if (ns > 0) launch_pause(ns, stream);
-  }
+  pause_before(p, call_index, stream);
   char message[512] = {};
   const cudaError_t e = instance->launch(c, message, sizeof(message));
   if (e == cudaErrorNotSupported)
@@ -290,127 +267,60 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
                            " with " + std::to_string(p.ranks) + " ranks");
   if (e == cudaErrorInvalidValue && message[0] != '\0') throw k::InvalidLaunch("FlashInfer: " + check_text(message));
   k::cuda_check(e, "FlashInfer allreduce_fusion launch");
-  Pending call{nullptr, twoshot, elems, p.hidden, call_index};
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  FC_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-  if (capturing == cudaStreamCaptureStatusNone) {
-    if (spare_events_.empty()) {
-      cudaEvent_t event = nullptr;
-      FC_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-      spare_events_.push_back(event);
-    }
-    call.done = spare_events_.back();
-    spare_events_.pop_back();
-    FC_CUDA_CHECK(cudaEventRecord(call.done, stream));
-  }
-  pending_.push_back(call);
-}
-
-// The first enqueued call whose event has not completed; in a graph (no events) the last one
-// enqueued, the best guess.
-FlashInferKernels::Pending FlashInferKernels::stuck_call() {
-  for (const Pending& call : pending_)
-    if (call.done != nullptr && cudaEventQuery(call.done) == cudaErrorNotReady) return call;
-  return pending_.empty() ? Pending{} : pending_.back();
-}
-
-bool FlashInferKernels::finished_by(cudaStream_t stream, Clock::time_point deadline) {
-  for (;;) {
-    const cudaError_t e = cudaStreamQuery(stream);
-    if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady) k::cuda_check(e, "FlashInfer kernel");
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  PendingCall call;
+  call.twoshot = twoshot;
+  call.elems = elems;
+  call.hidden = p.hidden;
+  call.call_index = call_index;
+  waiter_.enqueued(call, stream);
 }
 
 void FlashInferKernels::wait(cudaStream_t stream) {
-  const auto start = Clock::now();
-  const auto done = [&] {
-    for (const Pending& call : pending_)
-      if (call.done != nullptr) spare_events_.push_back(call.done);
-    pending_.clear();
-  };
-  if (finished_by(stream, start + kWaitBudget)) return done();
-  record_hang(std::chrono::duration<double>(Clock::now() - start).count());
-  release_current_call();
-  if (finished_by(stream, Clock::now() + kReleaseBudget)) return done();
-  throw k::CudaError("FlashInfer kernel of rank " + std::to_string(current_->rank()) +
-                     " still running after its buffers were released: " + k::describe(hang_));
+  waiter_.wait(
+      stream, current_->rank(), [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
+      [this] { release_current_call(); });
 }
 
-// What the stuck kernel awaited, read from its buffers on a side stream (copies run beside
-// a running kernel): the first sentinel left in the call's slots, or the first barrier flag
-// that still holds the previous value.
-void FlashInferKernels::record_hang(double seconds) {
+// What the stuck kernel awaited, read from its buffers beside it: the first sentinel left in
+// the call's slots, or the first barrier flag that still holds the previous value.
+k::HangRecord FlashInferKernels::record_hang(const PendingCall& call, double seconds) {
   std::int32_t ctrl[kCtrlWords] = {};
-  k::cuda_check(cudaMemcpyAsync(ctrl, current_->ctrl(), sizeof(ctrl), cudaMemcpyDeviceToHost, side_), "hang: ctrl");
-  k::cuda_check(cudaStreamSynchronize(side_), "hang: ctrl");
-  const Pending call = stuck_call();
-  hang_ = k::HangRecord{};
-  hang_.valid = 1;
-  hang_.rank = static_cast<std::uint32_t>(current_->rank());
-  hang_.call_index = call.call_index;
-  hang_.counter = static_cast<std::uint32_t>(ctrl[0]);
-  int clock_khz = 0, device = 0;
-  (void)cudaGetDevice(&device);
-  (void)cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
-  hang_.cycles_waited = static_cast<std::uint64_t>(seconds * clock_khz * 1e3);
+  waiter_.read_back(ctrl, current_->ctrl(), sizeof(ctrl), "hang: ctrl");
+  k::HangRecord hang = hang_base(current_->rank(), call, seconds);
+  hang.counter = static_cast<std::uint32_t>(ctrl[0]);
   const int n = current_->ranks();
   if (!call.twoshot) {
-    hang_.what = k::HangSite::host_bound_lamport;
-    hang_.flag = static_cast<std::uint32_t>(ctrl[2]);
+    hang.what = k::HangSite::host_bound_lamport;
+    hang.flag = static_cast<std::uint32_t>(ctrl[2]);
     std::vector<std::uint16_t> data(static_cast<std::size_t>(n) * call.elems);
     const std::uint8_t* buffer = current_->lamport() + static_cast<std::uint64_t>(ctrl[2] % 3) * current_->comm_size();
-    k::cuda_check(cudaMemcpyAsync(data.data(), buffer, data.size() * 2, cudaMemcpyDeviceToHost, side_), "hang: data");
-    k::cuda_check(cudaStreamSynchronize(side_), "hang: data");
-    const auto it = std::find(data.begin(), data.end(), protocol::kNegZero16);
-    if (it != data.end()) {
-      const auto index = static_cast<std::uint64_t>(it - data.begin());
-      hang_.awaited_slot = static_cast<std::uint32_t>(index / call.elems);
-      hang_.token = static_cast<std::uint32_t>((index % call.elems) / static_cast<std::uint64_t>(call.hidden));
+    waiter_.read_back(data.data(), buffer, data.size() * 2, "hang: data");
+    if (const std::size_t index = first_sentinel(data); index < data.size()) {
+      hang.awaited_slot = static_cast<std::uint32_t>(index / call.elems);
+      hang.token = static_cast<std::uint32_t>((index % call.elems) / static_cast<std::uint64_t>(call.hidden));
     }
   } else {
-    hang_.what = k::HangSite::host_bound_twoshot;
-    hang_.flag = static_cast<std::uint32_t>(ctrl[1]);
+    hang.what = k::HangSite::host_bound_twoshot;
+    hang.flag = static_cast<std::uint32_t>(ctrl[1]);
     std::vector<std::int32_t> flags(static_cast<std::size_t>(kBarrierRows) * n);
-    k::cuda_check(cudaMemcpyAsync(flags.data(), current_->barrier_flags(), flags.size() * 4, cudaMemcpyDeviceToHost,
-                                  side_),
-                  "hang: barrier flags");
-    k::cuda_check(cudaStreamSynchronize(side_), "hang: barrier flags");
+    waiter_.read_back(flags.data(), current_->barrier_flags(), flags.size() * 4, "hang: barrier flags");
     const std::int32_t previous = ctrl[1];  // the flag the call started from
     const auto it = std::find(flags.begin(), flags.end(), previous);
     if (it != flags.end()) {
       const auto index = static_cast<std::uint32_t>(it - flags.begin());
-      hang_.block = index / static_cast<std::uint32_t>(n);
-      hang_.awaited_slot = index % static_cast<std::uint32_t>(n);
+      hang.block = index / static_cast<std::uint32_t>(n);
+      hang.awaited_slot = index % static_cast<std::uint32_t>(n);
     }
   }
+  return hang;
 }
 
 // Lets the stuck kernel finish: a value that is no sentinel (bf16 1.0, fp16 1.875) in every
 // element of this rank's Lamport buffers, and a flag value (3) that no barrier waits for. The
-// copies use the copy engine, not an SM, so they run while the kernel holds the SMs. The
 // workspace is not trusted afterwards (the runner resets it).
 void FlashInferKernels::release_current_call() {
-  release_with(current_->lamport(), 3 * current_->comm_size(), 0x3F80u, 2);
-  release_with(current_->barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * current_->ranks() * 4, 3u, 4);
-  k::cuda_check(cudaStreamSynchronize(side_), "release");
-}
-
-void FlashInferKernels::release_with(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width) {
-  constexpr std::uint64_t kChunk = 1u << 20;
-  if (release_staging_ == nullptr) {
-    k::cuda_check(cudaMallocHost(reinterpret_cast<void**>(&release_staging_), kChunk), "release staging");
-  }
-  for (std::uint64_t i = 0; i < kChunk; i += static_cast<std::uint64_t>(width))
-    std::memcpy(release_staging_ + i, &value, static_cast<std::size_t>(width));
-  for (std::uint64_t off = 0; off < bytes; off += kChunk) {
-    k::cuda_check(cudaMemcpyAsync(dst + off, release_staging_, std::min(kChunk, bytes - off), cudaMemcpyHostToDevice,
-                                  side_),
-                  "release copy");
-    k::cuda_check(cudaStreamSynchronize(side_), "release copy");  // the staging buffer is rewritten next
-  }
+  waiter_.fill(current_->lamport(), 3 * current_->comm_size(), 0x3F80u, 2);
+  waiter_.fill(current_->barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * current_->ranks() * 4, 3u, 4);
 }
 
 void FlashInferKernels::reset() {

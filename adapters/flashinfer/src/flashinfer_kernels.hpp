@@ -1,7 +1,6 @@
 #pragma once
 // The adapter's classes (internal to adapters/flashinfer): FlashInfer's workspace as its
 // Python lays it out, and the KernelUnderTest that launches FlashInfer's kernels on it.
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "fi_instances.hpp"
+#include "host_wait.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 #include "fusioncheck/kernels/ipc.hpp"
@@ -31,6 +31,10 @@ class FiWorkspace {
   void** table() const { return table_; }
   void* ctrl() const { return static_cast<std::uint8_t*>(private_) + 8; }
   std::uint8_t* lamport() const;        // my 3 x comm_size bytes
+  std::uint8_t* peer_lamport(int r) const;  // rank r's 3 x comm_size bytes, mapped here
+  // Every element of my Lamport buffers -0 again (16-bit), then synchronises the device; the
+  // caller makes it collective (a barrier after it, all ranks idle).
+  void fill_lamport_sentinel();
   std::uint8_t* barrier_flags() const;  // my int[256][N]
   // The state for the invariant checks (synchronises the device first).
   kernels::ControlState read_state(kernels::LamportCopy copy) const;
@@ -39,7 +43,7 @@ class FiWorkspace {
   static constexpr std::uint64_t kPrivateBytes = 48;  // guard, ctrl[5] + pad, guard
   int ranks_ = 0, rank_ = 0;
   std::uint64_t comm_size_ = 0;
-  std::uint64_t lamport_offset_ = 0, barrier_offset_ = 0;
+  std::uint64_t lamport_offset_ = 0, barrier_offset_ = 0;  // in every rank's shared allocation
   std::uint64_t guard_offsets_[4] = {};
   void* shared_ = nullptr;
   void* private_ = nullptr;
@@ -69,17 +73,14 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy lamport) override { return current_->read_state(lamport); }
   void wait(cudaStream_t stream) override;
-  kernels::HangRecord hang_record() override { return hang_; }
-  void clear_hang_record() override { hang_ = kernels::HangRecord{}; }
+  kernels::HangRecord hang_record() override { return waiter_.hang(); }
+  void clear_hang_record() override { waiter_.clear_hang(); }
   void reset() override;
 
  private:
-  using Clock = std::chrono::steady_clock;
   float* scale_on_device(float value, cudaStream_t stream);
-  bool finished_by(cudaStream_t stream, Clock::time_point deadline);
-  void record_hang(double seconds);
+  kernels::HangRecord record_hang(const PendingCall& call, double seconds);
   void release_current_call();
-  void release_with(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
 
   kernels::Bootstrap& bootstrap_;
   const Instance& bf16_;
@@ -88,23 +89,9 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
   FiWorkspace* current_ = nullptr;
   std::map<float, float*> scales_;  // FP8 / NVFP4 scales in device memory
-  cudaStream_t side_ = nullptr;     // read-back and release while a kernel runs
-  std::uint8_t* release_staging_ = nullptr;
-  kernels::HangRecord hang_{};
+  HostBoundedWait waiter_{"FlashInfer kernel"};
   std::uint32_t calls_ = 0;
   int cc_major_ = 0;  // compute capability of this rank's GPU, read on the first launch
-  // The calls enqueued since the last wait, each with an event recorded behind it (none inside
-  // a graph capture), so that a hang names the call that is stuck.
-  struct Pending {
-    cudaEvent_t done = nullptr;
-    bool twoshot = false;
-    std::uint64_t elems = 0;
-    int hidden = 1;
-    std::uint32_t call_index = 0;
-  };
-  std::vector<Pending> pending_;
-  std::vector<cudaEvent_t> spare_events_;
-  Pending stuck_call();
 };
 
 }  // namespace fusioncheck::adapters::fi

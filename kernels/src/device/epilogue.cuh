@@ -157,32 +157,47 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
                                             int cluster_size, float* scratch,
                                             SumVector&& sum_vector) {
   const std::uint64_t row = static_cast<std::uint64_t>(t) * e.hidden;
+  const int first_v = v_begin + threadIdx.x;
+  // The thread's first vector stays in registers between the passes (at small sizes it is
+  // its only one), and its residual and gamma loads are issued before the waits (the poll,
+  // the row reduction) so that their latency hides behind them.
+  float first_x[K], first_g[K];
   float ss = 0.0f;
-  for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
+  for (int v = first_v; v < v_end; v += blockDim.x) {
     const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
+    float res[K];
+    if (e.pattern != Pattern::allreduce) load_row_vector<T, K>(e.residual_in, idx, res);
     float ar[K];
     sum_vector(t, v, ar);
     if (e.allreduce_out != nullptr) store_row_vector<T, K>(e.allreduce_out, idx, ar);
     if (e.pattern == Pattern::allreduce) continue;
-    float res[K];
-    load_row_vector<T, K>(e.residual_in, idx, res);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       res[k] = round_to<T>(ar[k] + res[k]);
       ss += res[k] * res[k];
     }
     store_row_vector<T, K>(e.residual_out, idx, res);
+    if (v == first_v) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) first_x[k] = res[k];
+    }
   }
   if (e.pattern == Pattern::allreduce) return;
 
+  if (first_v < v_end) load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(first_v) * K, first_g);
   ss = row_reduce<false>(ss, scratch, cluster_size);
   const float r = rsqrtf(ss / static_cast<float>(e.hidden) + e.eps);
   float amax = 0.0f;
-  for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
+  for (int v = first_v; v < v_end; v += blockDim.x) {
     const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
     float x[K], g[K];
-    load_row_vector<T, K>(e.residual_out, idx, x);  // written by this thread in pass 1
-    load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(v) * K, g);
+    if (v == first_v) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) x[k] = first_x[k], g[k] = first_g[k];
+    } else {
+      load_row_vector<T, K>(e.residual_out, idx, x);  // written by this thread in pass 1
+      load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(v) * K, g);
+    }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       x[k] = round_to<T>((x[k] * r) * (e.weight_bias + g[k]));

@@ -18,6 +18,7 @@ struct LaunchInfo {
   int threads = 0;
   int cluster_size = 1;  // > 1: the RMSNorm reduction went through a thread-block cluster
   std::uint32_t call_index = 0;
+  bool twoshot = false;  // launch_automatic: which kernel it chose
 };
 
 // One-shot Lamport kernel. mutant != none selects a negative-control instance (only for
@@ -28,6 +29,18 @@ LaunchInfo launch_oneshot(const FusedParams& params, Workspace& workspace, cudaS
 // Two-shot: reduce-scatter, release/acquire flag barrier, all-gather, same epilogue.
 LaunchInfo launch_twoshot(const FusedParams& params, Workspace& workspace, cudaStream_t stream,
                           protocol::Mutant mutant = protocol::Mutant::none);
+
+// The automatic choice: one-shot below a per-rank-count size, two-shot from it
+// (twoshot_preferred). The sizes come from gpu bench's crossover (docs/bench.md).
+bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank);
+LaunchInfo launch_automatic(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
+
+// False in the benchmark-only build whose polls have no time bound (FUSIONCHECK_BENCH_UNBOUNDED_POLLS).
+bool polls_bounded();
+
+// Keeps `stream` busy for `ns` nanoseconds (one thread watching the global timer): work queued
+// behind it then starts without the host's launch latency on its path (gpu bench's graphs).
+void launch_spin(std::uint64_t ns, cudaStream_t stream);
 
 // The same call through the wait-profile instance (bf16, 2 or 4 ranks): every block records
 // its poll and work cycles and the peers it waited on; read with Workspace::wait_profile().

@@ -50,6 +50,9 @@ struct GpuCase {
   IssueMode mode = IssueMode::checked_each_call;
   std::uint32_t delay_seed = 0;    // seeded injected delays in the kernels; 0 = none
   std::uint32_t delay_max_ns = 0;
+  // Rank inputs may hold -0 (exact and random values alike); false for a kernel whose
+  // precondition excludes it (KernelTraits::neg_zero_inputs).
+  bool neg_zero_inputs = true;
   std::vector<CallSpec> calls;
 };
 
@@ -64,6 +67,11 @@ std::string describe_block(const GpuCase& c, const std::string& indent = "  ");
 void showValue(const GpuCase& c, std::ostream& os);
 // Why a case cannot run as written (a replay file edited by hand, say); "" if it can.
 std::string case_problem(const GpuCase& c);
+// Why a case is outside what a kernel supports (KernelTraits), naming the first reason;
+// "" if it is inside. Generated and smoke cases are inside; a replay file may be outside on
+// purpose (e.g. -0 inputs for a kernel that hangs on them).
+struct KernelTraits;
+std::string outside_traits(const GpuCase& c, const KernelTraits& traits);
 inline constexpr int kMaxCallsPerCase = 16;
 // The quantisation scales of every case (powers of two, or exact in e4m3: a kernel that
 // takes the reciprocal gets the same value).
@@ -88,6 +96,21 @@ struct CaseLimits {
   // Why the case does not fit these limits (calls, shapes); "" if it fits.
   std::string does_not_fit(const GpuCase& c) const;
 };
+
+// What `gpu check` draws cases from, beside the kernel's traits.
+struct DrawSettings {
+  int ranks = 2;
+  CaseLimits limits;
+  protocol::Mutant mutant = protocol::Mutant::none;
+  bool nvfp4_supported = false;  // sm_100 or newer
+  bool delays = true;
+  int twoshot_percent = 25;
+  bool focus_twoshot = false;
+};
+// One case, inside the traits (gpu_check.cpp). RapidCheck generators: call it inside a
+// property (or rc::gen::exec), so that the case shrinks as a whole. `traits.hidden_sizes`
+// must hold a size within limits.max_hidden when it is not empty (checked by run_check).
+GpuCase draw_case(const DrawSettings& settings, const KernelTraits& traits);
 
 // The run configuration every rank must agree on before the first case, as named fields:
 // a mismatch names the fields that differ.

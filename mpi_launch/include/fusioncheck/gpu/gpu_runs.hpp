@@ -3,8 +3,12 @@
 //   smoke: every kernel x pattern x dtype x option the device can run, exact inputs,
 //          checked against the Eigen reference, the Lamport invariants after every call
 //          (gathered to rank 0), cross-rank bitwise agreement, NaN canaries on outputs.
-//   bench: latency of one-shot vs two-shot vs the unfused baseline (CUDA events, median
-//          of per-call times after warm-up; the slowest rank's median is reported).
+//   bench: latency of one-shot, two-shot, the automatic choice, the unfused baseline and
+//          optionally another kernel, side by side: per call from CUDA graphs of many calls
+//          queued behind a spin kernel (median and p10/p90 over repeats, slowest rank), and
+//          eagerly (an event pair per call, median; the slowest rank's median).
+//   wait profile: for one configuration, per rank, block and peer, the time the one-shot
+//          kernel spent polling versus working.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -39,12 +43,25 @@ struct BenchOptions {
   std::vector<int> tokens{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
   std::vector<int> hidden{4096, 8192};
   int warmup = 20;
-  int iters = 100;
+  int iters = 100;        // eager: timed calls per point
+  int graph_calls = 100;  // graph: calls captured in one CUDA graph
+  int repeats = 20;       // graph: launches of it per point (median, p10, p90 over them)
+  bool eager = true;      // also time eagerly
   BaselineAllreduce allreduce = BaselineAllreduce::automatic;
   kernels::ClusterMode cluster = kernels::ClusterMode::automatic;  // the one-shot RMSNorm path
   bool use_pdl = true;                                               // the fused kernels' launches
   std::optional<KernelChoice> compare;  // another kernel under test, timed beside ours (same calls)
   std::string json_out;
+};
+
+// One configuration through the one-shot wait-profile instance (bf16, 2 or 4 ranks).
+struct WaitProfileOptions {
+  int tokens = 1;
+  int hidden = 4096;
+  int calls = 20;        // profiled calls, summed
+  int delay_rank = -1;   // this rank starts each call delay_us late (-1: none)
+  int delay_us = 0;
+  std::string json_out;  // rank 0 writes the profile here when set
 };
 
 struct SmokeResult {
@@ -62,5 +79,7 @@ struct BenchResult {
 // Collective. Bad input throws BadInput (errors.hpp).
 SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options);
 BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options);
+// Returns the profile as JSON (rank 0; other ranks get an empty object).
+nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& options);
 
 }  // namespace fusioncheck::gpu

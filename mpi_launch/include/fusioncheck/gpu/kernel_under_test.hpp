@@ -30,6 +30,27 @@ struct KernelTraits {
   // trigger has fired (our kernels fence before it; the PDL contract alone promises only
   // what is visible after the wait).
   bool outputs_visible_at_trigger = true;
+  // Preconditions of a kernel narrower than ours (FlashInfer's older Lamport kernel):
+  int max_tokens = 0;                      // tokens per call at most; 0: no limit
+  std::vector<int> hidden_sizes;           // the hidden sizes it runs; empty: any multiple of 16
+  std::vector<kernels::Pattern> patterns;  // the patterns it runs; empty: every pattern
+  bool fp32_accumulation = true;           // else it rounds the rank sum after every add
+  bool weight_bias = true;                 // a weight_bias added to gamma (Gemma's 1 + gamma)
+  bool early_trigger = true;               // Trigger::early (else it triggers at its end)
+  bool graph_replay = true;                // a captured graph replays correctly
+  // Calls of different tokens x hidden may follow each other without a host sync between
+  // them (else the workspace is re-initialised, all ranks idle, when the shape changes).
+  bool shape_changes_without_sync = true;
+  // Inputs may hold -0; else -0 is the kernel's sentinel in the input too (it hangs its
+  // peers), a precondition: the suite draws none (GpuCase::neg_zero_inputs).
+  bool neg_zero_inputs = true;
+  // Rank r sums the ranks' inputs from its own: r, r + 1, ... (mod N), rounding after every
+  // add; the reference follows each rank's order (FusedConfig::sum_from), and the ranks'
+  // outputs agree bitwise only for N <= 2 (invariant 8 is not expected beyond).
+  bool rotated_reduction = false;
+
+  bool runs_hidden(int hidden) const;
+  bool runs_pattern(kernels::Pattern pattern) const;
 };
 
 class KernelUnderTest {

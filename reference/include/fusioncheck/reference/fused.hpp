@@ -13,6 +13,10 @@
 //                      allreduce = a                                 (rounded every step)
 //                      (float has >= 2p+2 significand bits for fp16 and bf16, so this
 //                      double rounding equals a correctly rounded T add, e.g. __hadd)
+//            order:    r runs from sum_from: sum_from, sum_from + 1, ... (mod N); 0 by
+//                      default (rank order). FlashInfer's older Lamport kernel
+//                      (trtllm_allreduce.cuh) sums on rank k from k (its own input first),
+//                      so its ranks' results may differ in the low bits for N >= 3.
 //   residual_out = T(float(allreduce) + float(residual_in[j]))      (the kernel adds the
 //                      T-rounded sum to the residual in fp32 and rounds once)
 //   x_j      = float(residual_out[j])
@@ -65,6 +69,7 @@ struct FusedConfig {
   float eps = 1e-6f;
   float weight_bias = 0.0f;  // added to gamma: 0, or 1 for "(1 + gamma)" models
   bool canonicalize_neg_zero = true;  // one-shot Lamport semantics (see above)
+  int sum_from = 0;                   // first rank of the summation order (see above)
   QuantConfig quant;
 };
 

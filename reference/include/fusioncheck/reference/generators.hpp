@@ -46,6 +46,8 @@ struct SpecialsSpec {
   std::uint64_t call_index = 0;
   int specials_per_256 = 24;  // share of special values
   bool with_inf_nan = false;
+  bool with_neg_zero = true;  // false: the signed-zero special is +0 only (a kernel that
+                              // requires inputs free of -0, e.g. FlashInfer's older Lamport)
 };
 Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, int hidden,
                             DType dtype);

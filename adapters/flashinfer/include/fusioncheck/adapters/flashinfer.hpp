@@ -29,4 +29,22 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootst
 // The choice for gpu::CheckOptions / SmokeOptions ("flashinfer").
 gpu::KernelChoice flashinfer_choice();
 
+// FlashInfer's older Lamport kernel (flashinfer/comm/trtllm_allreduce.cuh,
+// lamport_style_one_shot_all_reduce_norm_kernel: residual + RMSNorm, at most 16 tokens) from
+// the same headers, as a second kernel under test ("flashinfer-legacy"; docs/flashinfer.md).
+// Throws kernels::InvalidLaunch when the adapter is unavailable or for a mutant (it has none).
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap, protocol::Mutant mutant);
+gpu::KernelChoice flashinfer_legacy_choice();
+
+// Its host-side rules, without a GPU (legacy_rules.cpp):
+// whether its launcher covers a row of `hidden` elements exactly (each thread one 16-byte
+// vector, no bounds check: hidden == cluster x block x 8 with the launcher's cluster of at
+// most 8 blocks); the same for every rank count it is built for.
+bool flashinfer_legacy_runs_hidden(int hidden);
+// What it supports, for the case generators (hidden sizes up to gpu::CaseLimits::kMaxHidden).
+gpu::KernelTraits flashinfer_legacy_traits();
+// Why it cannot run this call (one line), or "" if it can; `cc_major` is the device's compute
+// capability (0: not checked).
+std::string flashinfer_legacy_refusal(const kernels::FusedParams& params, bool twoshot, int cc_major);
+
 }  // namespace fusioncheck::adapters

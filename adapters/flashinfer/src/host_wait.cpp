@@ -1,0 +1,140 @@
+// The host-bounded wait, hang record and release shared by the FlashInfer adapters
+// (host_wait.hpp).
+#include "host_wait.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "fi_device.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
+#include "fusioncheck/protocol/sentinel.hpp"
+
+namespace fusioncheck::adapters::fi {
+
+namespace k = kernels;
+
+namespace {
+// As our kernels' ~1 s budget, with room for a slow peer; the release needs only copies.
+constexpr auto kWaitBudget = std::chrono::seconds(2);
+constexpr auto kReleaseBudget = std::chrono::seconds(10);
+}  // namespace
+
+HostBoundedWait::HostBoundedWait(std::string kernel) : kernel_(std::move(kernel)) {
+  FC_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+}
+
+HostBoundedWait::~HostBoundedWait() {
+  for (const PendingCall& call : pending_)
+    if (call.done != nullptr) (void)cudaEventDestroy(call.done);
+  for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
+  if (staging_ != nullptr) (void)cudaFreeHost(staging_);
+  (void)cudaStreamDestroy(side_);
+}
+
+bool HostBoundedWait::capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (stream != nullptr) FC_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+void HostBoundedWait::enqueued(PendingCall call, cudaStream_t stream) {
+  if (!capturing(stream)) {
+    if (spare_events_.empty()) {
+      cudaEvent_t event = nullptr;
+      FC_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+      spare_events_.push_back(event);
+    }
+    call.done = spare_events_.back();
+    spare_events_.pop_back();
+    FC_CUDA_CHECK(cudaEventRecord(call.done, stream));
+  }
+  pending_.push_back(call);
+}
+
+// The first enqueued call whose event has not completed; in a graph (no events) the last one
+// enqueued, the best guess.
+PendingCall HostBoundedWait::stuck_call() const {
+  for (const PendingCall& call : pending_)
+    if (call.done != nullptr && cudaEventQuery(call.done) == cudaErrorNotReady) return call;
+  return pending_.empty() ? PendingCall{} : pending_.back();
+}
+
+bool HostBoundedWait::finished_by(cudaStream_t stream, Clock::time_point deadline) const {
+  for (;;) {
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return true;
+    if (e != cudaErrorNotReady) k::cuda_check(e, kernel_.c_str());
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void HostBoundedWait::done() {
+  for (const PendingCall& call : pending_)
+    if (call.done != nullptr) spare_events_.push_back(call.done);
+  pending_.clear();
+}
+
+void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record, const std::function<void()>& release) {
+  const auto start = Clock::now();
+  if (finished_by(stream, start + kWaitBudget)) return done();
+  hang_ = record(stuck_call(), std::chrono::duration<double>(Clock::now() - start).count());
+  release();
+  if (finished_by(stream, Clock::now() + kReleaseBudget)) return done();
+  throw k::CudaError(kernel_ + " of rank " + std::to_string(rank) +
+                     " still running after its buffers were released: " + k::describe(hang_));
+}
+
+void HostBoundedWait::read_back(void* dst, const void* src, std::size_t bytes, const char* what) {
+  k::cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, side_), what);
+  k::cuda_check(cudaStreamSynchronize(side_), what);
+}
+
+void HostBoundedWait::fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width) {
+  constexpr std::uint64_t kChunk = 1u << 20;
+  if (staging_ == nullptr) k::cuda_check(cudaMallocHost(reinterpret_cast<void**>(&staging_), kChunk), "release staging");
+  for (std::uint64_t i = 0; i < kChunk; i += static_cast<std::uint64_t>(width))
+    std::memcpy(staging_ + i, &value, static_cast<std::size_t>(width));
+  for (std::uint64_t off = 0; off < bytes; off += kChunk) {
+    k::cuda_check(cudaMemcpyAsync(dst + off, staging_, std::min(kChunk, bytes - off), cudaMemcpyHostToDevice, side_),
+                  "release copy");
+    k::cuda_check(cudaStreamSynchronize(side_), "release copy");  // the staging buffer is rewritten next
+  }
+}
+
+k::HangRecord hang_base(int rank, const PendingCall& stuck, double seconds) {
+  k::HangRecord h{};
+  h.valid = 1;
+  h.rank = static_cast<std::uint32_t>(rank);
+  h.call_index = stuck.call_index;
+  int clock_khz = 0, device = 0;
+  (void)cudaGetDevice(&device);
+  (void)cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
+  h.cycles_waited = static_cast<std::uint64_t>(seconds * clock_khz * 1e3);
+  return h;
+}
+
+std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t skip_from, std::size_t skip_to) {
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (i == skip_from && skip_to > skip_from) i = skip_to;
+    if (i < data.size() && data[i] == protocol::kNegZero16) return i;
+  }
+  return data.size();
+}
+
+std::string check_text(const std::string& message) {
+  const auto at = message.find("' at ");
+  const auto line = message.find(": ", at == std::string::npos ? 0 : at);
+  if (at == std::string::npos || line == std::string::npos) return message;
+  return message.substr(0, at + 1) + ": " + message.substr(line + 2);
+}
+
+void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_t stream) {
+  if (p.delay_seed == 0) return;
+  const std::uint32_t ns = delay_for(p.delay_seed, p.rank, call_index, p.delay_max_ns);
+  if (ns > 0) launch_pause(ns, stream);
+}
+
+}  // namespace fusioncheck::adapters::fi

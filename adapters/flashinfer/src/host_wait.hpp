@@ -1,0 +1,80 @@
+#pragma once
+// What the FlashInfer adapters share around kernels whose polls have no bound (FlashInfer's
+// allreduce fusion and its older Lamport kernel): the host bounds each wait, records what
+// the stuck call awaited, releases the kernel through the copy engine, and pauses between
+// launches for the seeded delays.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/kernels/types.hpp"
+
+namespace fusioncheck::adapters::fi {
+
+// One call enqueued since the last wait, with an event recorded behind it (none inside a
+// graph capture), so that a hang names the call that is stuck.
+struct PendingCall {
+  cudaEvent_t done = nullptr;
+  bool twoshot = false;
+  std::uint64_t elems = 0;  // tokens x hidden
+  int hidden = 1;
+  std::uint32_t call_index = 0;
+  std::uint32_t flag = 0;   // the Lamport flag the call ran with, where the host knows it
+};
+
+class HostBoundedWait {
+ public:
+  // `kernel` names the kernel in the error of a call that outlives its release.
+  explicit HostBoundedWait(std::string kernel);
+  ~HostBoundedWait();
+  HostBoundedWait(const HostBoundedWait&) = delete;
+  HostBoundedWait& operator=(const HostBoundedWait&) = delete;
+
+  static bool capturing(cudaStream_t stream);
+  // After enqueueing a call on `stream`: records its event (outside a capture).
+  void enqueued(PendingCall call, cudaStream_t stream);
+  bool idle() const { return pending_.empty(); }
+  // Waits for `stream` (2 s). When the budget expires: `record` builds the hang record of the
+  // stuck call from its buffers (read with read_back while the kernel runs), `release` lets the
+  // kernel finish (fill), then the wait goes on (10 s) and throws CudaError if it still runs.
+  using Record = std::function<kernels::HangRecord(const PendingCall& stuck, double seconds)>;
+  void wait(cudaStream_t stream, int rank, const Record& record, const std::function<void()>& release);
+  kernels::HangRecord hang() const { return hang_; }
+  void clear_hang() { hang_ = kernels::HangRecord{}; }
+
+  // Copies on the side stream, beside a running kernel (the copy engine, not an SM).
+  void read_back(void* dst, const void* src, std::size_t bytes, const char* what);
+  void fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool finished_by(cudaStream_t stream, Clock::time_point deadline) const;
+  PendingCall stuck_call() const;
+  void done();
+
+  std::string kernel_;
+  cudaStream_t side_ = nullptr;
+  std::uint8_t* staging_ = nullptr;  // pinned, for fill
+  std::vector<PendingCall> pending_;
+  std::vector<cudaEvent_t> spare_events_;
+  kernels::HangRecord hang_{};
+};
+
+// The fields of a hang record every adapter fills alike: rank, call, cycles at this GPU's clock.
+kernels::HangRecord hang_base(int rank, const PendingCall& stuck, double seconds);
+// Index of the first -0 (16-bit) in `data` past `skip_from`..`skip_to` (a slot the kernel
+// never writes); data.size() if none.
+std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t skip_from = 0, std::size_t skip_to = 0);
+// FLASHINFER_CHECK's text without the path of the header (it differs between machines), so
+// that refusals group by their reason.
+std::string check_text(const std::string& message);
+// The seeded pause before a call (FlashInfer's kernels take no delays of their own): a paused
+// rank's call starts later than its peers'.
+void pause_before(const kernels::FusedParams& p, std::uint32_t call_index, cudaStream_t stream);
+
+}  // namespace fusioncheck::adapters::fi

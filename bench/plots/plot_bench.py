@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""PNG plots from the JSON of `fusioncheck gpu bench --json` and `gpu bench --wait-profile --json`.
+
+    plot_bench.py IN.json OUT_DIR
+
+A bench table gives OUT_DIR/<stem>_latency.png (latency against tokens, one panel per hidden
+size, a line per kernel with its p10-p90 band) and OUT_DIR/<stem>_speedup.png (the unfused
+path's latency over each fused kernel's, and FlashInfer's over ours where it was timed).
+A wait profile gives OUT_DIR/<stem>.png: one heat map per rank, blocks x peers, of the time
+spent polling each peer's slot. Bad input: one line on stderr, exit code 2.
+"""
+import json
+import os
+import sys
+
+
+class BadInput(Exception):
+    pass
+
+
+def load(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not JSON: {e.msg} at line {e.lineno}")
+    if not isinstance(data, dict) or not ("rows" in data or "profile" in data):
+        raise BadInput(f"{path}: neither a bench table (\"rows\") nor a wait profile (\"profile\")")
+    return data
+
+
+def need(obj, key, where):
+    if not isinstance(obj, dict) or key not in obj:
+        raise BadInput(f"{where}: missing \"{key}\"")
+    return obj[key]
+
+
+def number(value, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"{where}: {json.dumps(value)} is not a number")
+    return value
+
+
+def bench_series(data, path):
+    """{hidden: {column: [(tokens, median, p10, p90)]}} from the rows' graph timings."""
+    columns = need(data, "columns", path)
+    rows = need(data, "rows", path)
+    if not isinstance(rows, list) or not rows:
+        raise BadInput(f"{path}: \"rows\" is empty")
+    series = {}
+    for i, row in enumerate(rows):
+        where = f"{path}: rows[{i}]"
+        tokens, hidden, graph = need(row, "tokens", where), need(row, "hidden", where), need(row, "graph", where)
+        for c in columns:
+            g = graph.get(c)
+            if g is None:
+                continue  # refused at this size
+            at = f"{where}.graph.{c}"
+            point = (number(tokens, f"{where}.tokens"),) + tuple(number(need(g, k, at), f"{at}.{k}")
+                                                                 for k in ("median", "p10", "p90"))
+            series.setdefault(hidden, {}).setdefault(c, []).append(point)
+    return columns, series
+
+
+def plot_bench(data, path, out_dir, plt):
+    columns, series = bench_series(data, path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    hiddens = sorted(series)
+    subtitle = f"{data.get('setup', '')}\nbf16 residual + RMSNorm, per call from CUDA graphs (median, p10-p90)"
+
+    fig, axes = plt.subplots(1, len(hiddens), figsize=(6.5 * len(hiddens), 4.8), squeeze=False)
+    for ax, hidden in zip(axes[0], hiddens):
+        for c in columns:
+            pts = sorted(series[hidden].get(c, []))
+            if not pts:
+                continue
+            t = [p[0] for p in pts]
+            line, = ax.plot(t, [p[1] for p in pts], marker="o", ms=3, label=c)
+            ax.fill_between(t, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.2)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens")
+        ax.set_ylabel("latency per call (us)")
+        ax.set_title(f"hidden {hidden}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(subtitle, fontsize=9)
+    fig.tight_layout()
+    latency = os.path.join(out_dir, f"{stem}_latency.png")
+    fig.savefig(latency, dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, len(hiddens), figsize=(6.5 * len(hiddens), 4.8), squeeze=False)
+    for ax, hidden in zip(axes[0], hiddens):
+        med = {c: dict((p[0], p[1]) for p in series[hidden].get(c, [])) for c in columns}
+        ratios = [(f"unfused / {c}", "unfused", c) for c in ("one-shot", "two-shot", "auto")]
+        ratios += [(f"{c} / ours {c.split(' ', 1)[1]}", c, c.split(" ", 1)[1])
+                   for c in columns if c not in ("one-shot", "two-shot", "auto", "unfused")]
+        for label, num, den in ratios:
+            t = sorted(set(med.get(num, {})) & set(med.get(den, {})))
+            if t:
+                ax.plot(t, [med[num][x] / med[den][x] for x in t], marker="o", ms=3, label=label)
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.axhline(2.0, color="grey", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("tokens")
+        ax.set_ylabel("speed-up (x), > 1: ours faster")
+        ax.set_title(f"hidden {hidden}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(subtitle, fontsize=9)
+    fig.tight_layout()
+    speedup = os.path.join(out_dir, f"{stem}_speedup.png")
+    fig.savefig(speedup, dpi=110)
+    plt.close(fig)
+    return [latency, speedup]
+
+
+def row_values(block, where):
+    return list(need(block, "poll_us_by_peer", where)) + [need(block, "work_us", where)]
+
+
+def plot_profile(data, path, out_dir, plt):
+    profile = need(data, "profile", path)
+    ranks = need(data, "ranks", path)
+    if not isinstance(profile, list) or len(profile) != ranks:
+        raise BadInput(f"{path}: \"profile\" has {len(profile) if isinstance(profile, list) else 'no'} ranks, "
+                       f"\"ranks\" says {ranks}")
+    grids, works = [], []
+    for r, entry in enumerate(profile):
+        blocks = need(entry, "blocks", f"{path}: profile[{r}]")
+        if not blocks:
+            raise BadInput(f"{path}: profile[{r}] has no blocks")
+        grid = [need(b, "poll_us_by_peer", f"{path}: profile[{r}].blocks") for b in blocks]
+        if any(len(row) != ranks for row in grid):
+            raise BadInput(f"{path}: profile[{r}]: a block's poll_us_by_peer does not have {ranks} peers")
+        grids.append(grid)
+        for b in blocks:
+            for v in row_values(b, f"{path}: profile[{r}].blocks"):
+                number(v, f"{path}: profile[{r}].blocks")
+        works.append(sum(need(b, "work_us", path) for b in blocks) / len(blocks))
+    top = max(max(max(row) for row in g) for g in grids) or 1.0
+    fig, axes = plt.subplots(1, ranks, figsize=(3.0 + 2.8 * ranks, 4.6), squeeze=False)
+    for r, ax in enumerate(axes[0]):
+        image = ax.imshow(grids[r], aspect="auto", cmap="magma", vmin=0.0, vmax=top, interpolation="nearest")
+        ax.set_xticks(range(ranks))
+        ax.set_xlabel("peer whose slot it polled")
+        if r == 0:
+            ax.set_ylabel("block")
+        ax.set_title(f"rank {r}\nwork {works[r]:.2f} us / block", fontsize=9)
+    fig.colorbar(image, ax=list(axes[0]), label="polling (us per call)")
+    delay = (f"rank {data.get('delay_rank')} starts {data.get('delay_us')} us late"
+             if data.get("delay_rank", -1) >= 0 else "no injected delay")
+    fig.suptitle(f"one-shot wait profile, {data.get('tokens')} x {data.get('hidden')}, "
+                 f"mean of {data.get('calls')} calls; {delay}\n{data.get('setup', '')}", fontsize=9, y=1.06)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    out = os.path.join(out_dir, f"{stem}.png")
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return [out]
+
+
+def main(argv):
+    if len(argv) != 3:
+        raise BadInput("usage: plot_bench.py IN.json OUT_DIR")
+    path, out_dir = argv[1], argv[2]
+    data = load(path)
+    if not os.path.isdir(out_dir):
+        raise BadInput(f"{out_dir}: not a folder")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise BadInput("matplotlib is not installed (Debian: python3-matplotlib; run ci/install_deps.sh)")
+    written = plot_profile(data, path, out_dir, plt) if "profile" in data else plot_bench(data, path, out_dir, plt)
+    for f in written:
+        print(f)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv)
+    except BadInput as e:
+        print(f"plot_bench: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except (TypeError, ValueError, AttributeError, KeyError) as e:  # a value of the wrong kind
+        print(f"plot_bench: error: {sys.argv[1]}: malformed: {type(e).__name__}: {e}", file=sys.stderr)
+        sys.exit(2)

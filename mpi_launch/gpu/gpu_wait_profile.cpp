@@ -1,0 +1,118 @@
+// `fusioncheck gpu bench --wait-profile`: where the one-shot kernel's time goes, per rank,
+// block and peer: cycles spent polling a peer's slot versus everything else, from the
+// wait-profile instance of the kernel (kernels/src/wait_profile.cu). One rank may start each
+// call late (a spin kernel before it), which shows up as the others polling that rank's slot.
+#include <cuda_runtime.h>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "fusioncheck/gpu/device_buffer.hpp"
+#include "fusioncheck/gpu/errors.hpp"
+#include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/mpi_bootstrap.hpp"
+#include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/mpi/rank_watchdog.hpp"
+
+namespace fusioncheck::gpu {
+
+namespace k = kernels;
+
+nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o) {
+  const int n = comm.size();
+  if (n != 2 && n != 4)
+    throw BadInput(fmt::format("--wait-profile: {} ranks; the profile instance is built for 2 or 4 ranks", n));
+  if (o.delay_rank >= n)
+    throw BadInput(fmt::format("--delay-rank {}: there are only {} ranks (0..{})", o.delay_rank, n, n - 1));
+  if (o.hidden % 8 != 0) throw BadInput(fmt::format("--hidden {}: not a multiple of 8 (bf16 vectors)", o.hidden));
+  const GpuPlacement placement = place_rank_on_gpu(comm, false);
+  MpiBootstrap bootstrap(comm);
+  const std::size_t elems = static_cast<std::size_t>(o.tokens) * o.hidden;
+  k::WorkspaceConfig wc;
+  wc.ranks = n;
+  wc.comm_size = (static_cast<std::uint64_t>(n) * elems * 2 + 255) / 256 * 256;
+  k::Workspace ws = k::Workspace::create_ipc(bootstrap, wc);
+  cudaStream_t stream{};
+  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  DeviceBuffer input(elems * 2), residual(elems * 2), gamma(o.hidden * 2), residual_out(elems * 2),
+      norm_out(elems * 2);
+  for (DeviceBuffer* b : {&input, &residual, &gamma}) b->fill(0x3c, stream, b->bytes());
+  k::FusedParams p;
+  p.ranks = n;
+  p.rank = comm.rank();
+  p.tokens = o.tokens;
+  p.hidden = o.hidden;
+  p.dtype = k::DType::bf16;
+  p.pattern = k::Pattern::residual_rmsnorm;
+  p.input = input.get();
+  p.residual_in = residual.get();
+  p.gamma = gamma.get();
+  p.residual_out = residual_out.get();
+  p.norm_out = norm_out.get();
+
+  int clock_khz = 0;
+  cuda_check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, placement.device), "clock rate");
+  const double us_per_cycle = 1e3 / std::max(1, clock_khz);
+  std::vector<double> poll_us, work_us;  // [block][peer], [block]
+  int grid = 0;
+  for (int call = -3; call < o.calls; ++call) {  // three untimed calls first
+    comm.barrier("wait profile call start");
+    mpi::set_phase("wait profile: a profiled call");
+    if (comm.rank() == o.delay_rank && o.delay_us > 0) k::launch_spin(1000ull * o.delay_us, stream);
+    const k::LaunchInfo info = k::launch_oneshot_wait_profile(p, ws, stream);
+    cuda_check(cudaStreamSynchronize(stream), "wait profile call");
+    ws.throw_if_hung();
+    if (call < 0) continue;
+    grid = info.grid;
+    const auto entries = ws.wait_profile(grid);
+    poll_us.resize(static_cast<std::size_t>(grid) * n, 0.0);
+    work_us.resize(grid, 0.0);
+    for (int b = 0; b < grid; ++b) {
+      for (int r = 0; r < n; ++r) poll_us[b * n + r] += entries[b].poll_cycles_by_peer[r] * us_per_cycle / o.calls;
+      work_us[b] += entries[b].work_cycles * us_per_cycle / o.calls;
+    }
+  }
+  cudaStreamDestroy(stream);
+  const auto grids = comm.all_gather_value(grid, "wait profile grid");
+  if (std::any_of(grids.begin(), grids.end(), [&](long long g) { return g != grid; }))
+    throw RunFailure("wait profile: the ranks launched different grids");
+  std::vector<double> mine(poll_us);
+  mine.insert(mine.end(), work_us.begin(), work_us.end());
+  std::vector<double> all(mine.size() * n);
+  comm.gather(mine.data(), all.data(), mine.size() * sizeof(double), 0, "wait profile");
+  if (comm.rank() != 0) return nlohmann::json::object();
+
+  nlohmann::json per_rank = nlohmann::json::array();
+  fmt::print("fusioncheck gpu bench --wait-profile: {}\n", describe(placement, n));
+  fmt::print("one-shot, bf16, {} x {}, {} blocks per rank, mean of {} calls; {}\n", o.tokens, o.hidden, grid, o.calls,
+             o.delay_rank >= 0 ? fmt::format("rank {} starts every call {} us late", o.delay_rank, o.delay_us)
+                               : std::string("no injected delay"));
+  fmt::print("microseconds per block (mean over blocks): polling each peer's slot, then the rest\n");
+  for (int r = 0; r < n; ++r) {
+    const double* base = all.data() + static_cast<std::size_t>(r) * mine.size();
+    nlohmann::json blocks = nlohmann::json::array();
+    std::vector<double> mean_poll(n, 0.0);
+    double mean_work = 0;
+    for (int b = 0; b < grid; ++b) {
+      std::vector<double> by_peer(base + b * n, base + (b + 1) * n);
+      const double work = base[grid * n + b];
+      for (int q = 0; q < n; ++q) mean_poll[q] += by_peer[q] / grid;
+      mean_work += work / grid;
+      blocks.push_back({{"poll_us_by_peer", by_peer}, {"work_us", work}});
+    }
+    std::string line = fmt::format("  rank {}:", r);
+    for (int q = 0; q < n; ++q) line += fmt::format(" peer {} {:8.2f}", q, mean_poll[q]);
+    fmt::print("{}   work {:8.2f}\n", line, mean_work);
+    per_rank.push_back({{"rank", r}, {"blocks", blocks}});
+  }
+  nlohmann::json out{{"setup", describe(placement, n)}, {"ranks", n},      {"tokens", o.tokens},
+                     {"hidden", o.hidden},              {"calls", o.calls}, {"delay_rank", o.delay_rank},
+                     {"delay_us", o.delay_us},          {"clock_khz", clock_khz}, {"profile", per_rank}};
+  if (!o.json_out.empty()) write_file(o.json_out, out.dump(1) + "\n");
+  return out;
+}
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,33 @@
+# Runs bench/plots/plot_bench.py on INPUT into OUT_DIR and checks the outcome.
+#   -DPYTHON= -DSCRIPT= -DINPUT= -DOUT_DIR= -DEXPECT_RC=0|2
+#   EXPECT_RC 0: EXPECT_FILES PNG files are named on stdout, each a PNG of more than 10 kB.
+#   EXPECT_RC 2: stderr is one line "plot_bench: error: ..." matching EXPECT, stdout empty.
+file(MAKE_DIRECTORY ${OUT_DIR})
+execute_process(COMMAND ${PYTHON} ${SCRIPT} ${INPUT} ${OUT_DIR}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc STREQUAL "${EXPECT_RC}")
+  message(FATAL_ERROR "exit ${rc}, expected ${EXPECT_RC}\nstdout: ${out}\nstderr: ${err}")
+endif()
+if(EXPECT_RC EQUAL 0)
+  string(REGEX MATCHALL "[^\n]+" files "${out}")
+  list(LENGTH files n)
+  if(NOT n EQUAL EXPECT_FILES)
+    message(FATAL_ERROR "${n} files named, expected ${EXPECT_FILES}: ${out}")
+  endif()
+  foreach(f IN LISTS files)
+    if(NOT EXISTS "${f}")
+      message(FATAL_ERROR "${f} was named but not written")
+    endif()
+    file(READ "${f}" magic LIMIT 8 HEX)
+    file(SIZE "${f}" size)
+    if(NOT magic STREQUAL "89504e470d0a1a0a" OR size LESS 10000)
+      message(FATAL_ERROR "${f}: not a PNG of a plot (magic ${magic}, ${size} bytes)")
+    endif()
+  endforeach()
+  message(STATUS "plots: ${files}")
+else()
+  string(STRIP "${err}" err)
+  if(NOT out STREQUAL "" OR err MATCHES "\n" OR NOT err MATCHES "^plot_bench: error: " OR NOT err MATCHES "${EXPECT}")
+    message(FATAL_ERROR "expected one stderr line matching '${EXPECT}'\nstdout: ${out}\nstderr: ${err}")
+  endif()
+endif()

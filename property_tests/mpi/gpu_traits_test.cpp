@@ -1,0 +1,136 @@
+// What a kernel narrower than ours changes in the suite, on the CPU: the reference's rotated
+// summation order, inputs without -0, and the case checks against KernelTraits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/reference/fused.hpp"
+#include "fusioncheck/reference/generators.hpp"
+
+namespace {
+
+namespace fg = fusioncheck::gpu;
+namespace fk = fusioncheck::kernels;
+namespace ref = fusioncheck::reference;
+
+// 4 ranks, bf16 rounded after every add: 1 + 2^-8 is a tie that rounds back to 1 in rank
+// order (1, 2^-8, 2^-8, 0 -> 1), but from rank 1 the small terms meet first (2^-8 + 2^-8 +
+// 0 + 1 = 1 + 2^-7, exact). So the order option shows in the result; fp32 accumulation sums
+// all four exactly in either order.
+TEST(ReferenceOrder, RotatedPerStepSumsDifferFromRankOrder) {
+  ref::FusedConfig c;
+  c.ranks = 4;
+  c.tokens = 1;
+  c.hidden = 16;
+  c.dtype = fk::DType::bf16;
+  c.accumulation = ref::Accumulation::per_step;
+  ref::FusedInputs in = ref::make_exact_inputs(c, 1, 0, false);
+  const float terms[4] = {1.0f, 0x1p-8f, 0x1p-8f, 0.0f};
+  for (int r = 0; r < 4; ++r) in.rank_inputs[r].set_value(0, terms[r]);
+  EXPECT_EQ(ref::compute_fused(c, in).allreduce.value_at(0), 1.0f);
+  c.sum_from = 1;
+  EXPECT_EQ(ref::compute_fused(c, in).allreduce.value_at(0), 1.0f + 0x1p-7f);
+  c.sum_from = 3;  // 0 + 1 + 2^-8 + 2^-8: two ties that round to even, back to 1
+  EXPECT_EQ(ref::compute_fused(c, in).allreduce.value_at(0), 1.0f);
+  c.accumulation = ref::Accumulation::fp32;
+  c.sum_from = 1;  // one rounding at the end: exact 1 + 2^-7 in either order
+  EXPECT_EQ(ref::compute_fused(c, in).allreduce.value_at(0), 1.0f + 0x1p-7f);
+  c.sum_from = 4;
+  EXPECT_THROW((void)ref::compute_fused(c, in), std::invalid_argument);
+}
+
+std::size_t neg_zeros(const ref::FusedInputs& in) {
+  std::size_t n = 0;
+  for (const auto& t : in.rank_inputs)
+    for (std::size_t i = 0; i < t.size(); ++i) n += t.bits_at(i) == 0x8000u;
+  return n;
+}
+
+// Without -0 the inputs hold none, exact and random alike; with it (the control) they do.
+TEST(InputsWithoutNegZero, NoneDrawnWhenExcluded) {
+  ref::FusedConfig c;
+  c.ranks = 4;
+  c.tokens = 16;
+  c.hidden = 1024;
+  ref::SpecialsSpec specials{3, 0, 128, false};
+  EXPECT_GT(neg_zeros(ref::make_exact_inputs(c, 3, 0, true)), 0u);
+  EXPECT_GT(neg_zeros(ref::make_random_inputs(c, specials)), 0u);
+  specials.with_neg_zero = false;
+  EXPECT_EQ(neg_zeros(ref::make_exact_inputs(c, 3, 0, false)), 0u);
+  EXPECT_EQ(neg_zeros(ref::make_random_inputs(c, specials)), 0u);
+}
+
+fg::KernelTraits narrow() {
+  fg::KernelTraits t;
+  t.twoshot = false;
+  t.unfused = false;
+  t.forced_cluster = false;
+  t.fp32_lamport = false;
+  t.outputs_visible_at_trigger = false;
+  t.max_tokens = 16;
+  t.hidden_sizes = {256, 1024};
+  t.patterns = {fk::Pattern::residual_rmsnorm};
+  t.fp32_accumulation = false;
+  t.weight_bias = false;
+  t.early_trigger = false;
+  t.graph_replay = false;
+  t.shape_changes_without_sync = false;
+  t.neg_zero_inputs = false;
+  return t;
+}
+
+fg::GpuCase inside() {
+  fg::GpuCase c;
+  c.hidden = 1024;
+  c.fp32_accumulation = false;
+  c.mode = fg::IssueMode::back_to_back;
+  c.neg_zero_inputs = false;
+  c.calls.assign(2, fg::CallSpec{});
+  c.calls[0].tokens = c.calls[1].tokens = 16;
+  return c;
+}
+
+// Each narrowed trait, broken alone, is named; the case inside them passes.
+TEST(OutsideTraits, NamesEachNarrowedTrait) {
+  EXPECT_EQ(fg::outside_traits(inside(), narrow()), "");
+  EXPECT_EQ(fg::outside_traits(inside(), fg::KernelTraits{}), "");  // ours run everything
+  struct Edit {
+    const char* expect;
+    void (*edit)(fg::GpuCase&);
+  };
+  const Edit edits[] = {
+      {"hidden=512", [](fg::GpuCase& c) { c.hidden = 512; }},
+      {"more than 16 tokens", [](fg::GpuCase& c) { c.calls[0].tokens = c.calls[1].tokens = 17; }},
+      {"pattern", [](fg::GpuCase& c) { c.calls[1].pattern = fk::Pattern::fp8_static; }},
+      {"fp32 accumulation", [](fg::GpuCase& c) { c.fp32_accumulation = true; }},
+      {"weight_bias=1", [](fg::GpuCase& c) { c.weight_bias = 1.0f; }},
+      {"graph replay", [](fg::GpuCase& c) { c.mode = fg::IssueMode::graph_replay; }},
+      {"inputs with -0", [](fg::GpuCase& c) { c.neg_zero_inputs = true; }},
+      {"early trigger", [](fg::GpuCase& c) { c.calls[0].trigger = fk::Trigger::early; }},
+      {"two-shot", [](fg::GpuCase& c) { c.calls[0].twoshot = true; }},
+      {"forced cluster", [](fg::GpuCase& c) { c.calls[0].cluster = fk::ClusterMode::force_cluster; }},
+      {"PDL consumer", [](fg::GpuCase& c) { c.calls[0].pdl_consumer = true; }},
+      {"shape change without a host sync", [](fg::GpuCase& c) { c.calls[1].tokens = 8; }},
+  };
+  for (const Edit& e : edits) {
+    fg::GpuCase c = inside();
+    e.edit(c);
+    EXPECT_NE(fg::outside_traits(c, narrow()).find(e.expect), std::string::npos)
+        << e.expect << " | got: " << fg::outside_traits(c, narrow());
+  }
+  fg::GpuCase synced = inside();  // a shape change with a host sync between the calls is fine
+  synced.mode = fg::IssueMode::checked_each_call;
+  synced.calls[1].tokens = 8;
+  EXPECT_EQ(fg::outside_traits(synced, narrow()), "");
+}
+
+TEST(GpuCase, NegZeroInputsTravelInJsonAndDefaultToTrue) {
+  auto j = fg::to_json(inside());
+  EXPECT_FALSE(fg::case_from_json(j).neg_zero_inputs);
+  j.erase("neg_zero_inputs");  // files written before the field existed
+  EXPECT_TRUE(fg::case_from_json(j).neg_zero_inputs);
+}
+
+}  // namespace
