@@ -70,8 +70,7 @@ def plot_bench(data, path, out_dir, plt):
     hiddens = sorted(series)
     subtitle = f"{data.get('setup', '')}\nbf16 residual + RMSNorm, per call from CUDA graphs (median, p10-p90)"
 
-    fig, axes = plt.subplots(1, len(hiddens), figsize=(6.5 * len(hiddens), 4.8), squeeze=False)
-    for ax, hidden in zip(axes[0], hiddens):
+    def draw_latency(ax, hidden):
         for c in columns:
             pts = sorted(series[hidden].get(c, []))
             if not pts:
@@ -79,21 +78,10 @@ def plot_bench(data, path, out_dir, plt):
             t = [p[0] for p in pts]
             line, = ax.plot(t, [p[1] for p in pts], marker="o", ms=3, label=c)
             ax.fill_between(t, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.2)
-        ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("tokens")
         ax.set_ylabel("latency per call (us)")
-        ax.set_title(f"hidden {hidden}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(subtitle, fontsize=9)
-    fig.tight_layout()
-    latency = os.path.join(out_dir, f"{stem}_latency.png")
-    fig.savefig(latency, dpi=110)
-    plt.close(fig)
 
-    fig, axes = plt.subplots(1, len(hiddens), figsize=(6.5 * len(hiddens), 4.8), squeeze=False)
-    for ax, hidden in zip(axes[0], hiddens):
+    def draw_speedup(ax, hidden):
         med = {c: dict((p[0], p[1]) for p in series[hidden].get(c, [])) for c in columns}
         ratios = [(f"unfused / {c}", "unfused", c) for c in ("one-shot", "two-shot", "auto")]
         ratios += [(f"{c} / ours {c.split(' ', 1)[1]}", c, c.split(" ", 1)[1])
@@ -104,18 +92,24 @@ def plot_bench(data, path, out_dir, plt):
                 ax.plot(t, [med[num][x] / med[den][x] for x in t], marker="o", ms=3, label=label)
         ax.axhline(1.0, color="black", lw=0.8)
         ax.axhline(2.0, color="grey", lw=0.8, ls="--")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("tokens")
         ax.set_ylabel("speed-up (x), > 1: ours faster")
-        ax.set_title(f"hidden {hidden}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(subtitle, fontsize=9)
-    fig.tight_layout()
-    speedup = os.path.join(out_dir, f"{stem}_speedup.png")
-    fig.savefig(speedup, dpi=110)
-    plt.close(fig)
-    return [latency, speedup]
+
+    written = []
+    for name, draw in (("latency", draw_latency), ("speedup", draw_speedup)):
+        fig, axes = plt.subplots(1, len(hiddens), figsize=(6.5 * len(hiddens), 4.8), squeeze=False)
+        for ax, hidden in zip(axes[0], hiddens):
+            draw(ax, hidden)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("tokens")
+            ax.set_title(f"hidden {hidden}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.suptitle(subtitle, fontsize=9)
+        fig.tight_layout()
+        written.append(os.path.join(out_dir, f"{stem}_{name}.png"))
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    return written
 
 
 def row_values(block, where):

@@ -1,26 +1,14 @@
 // The automatic one-/two-shot choice, and the spin kernel gpu bench queues its graphs behind.
+#include <algorithm>
 #include <cstdint>
-#include <limits>
+#include <cstdlib>
 
 #include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/launch.hpp"
+#include "device_workspace.hpp"
 #include "instances.hpp"
 
 namespace fusioncheck::kernels {
-
-// From how many input bytes per rank two-shot is chosen. One-shot moves (N-1) x size per rank
-// over the links and reduces the whole tensor on every rank; two-shot moves 2 (N-1)/N x size
-// and reduces 1/N of it, but pays a second round of synchronisation. At 2 ranks both move the
-// same bytes, so one-shot is never slower (measured up to 2048 x 8192 on two H200s,
-// docs/bench.md). The 4- to 16-rank sizes are estimates from that ratio: our 4- and 8-rank
-// runs share one GPU, which says nothing about links.
-bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank) {
-  std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
-  if (ranks == 4) from = 1u << 20;
-  if (ranks == 8) from = 256u << 10;
-  if (ranks == 16) from = 128u << 10;
-  return input_bytes_per_rank >= from;
-}
 
 LaunchInfo launch_automatic(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(p.tokens) * p.hidden * dtype_bytes(p.dtype);
@@ -28,6 +16,12 @@ LaunchInfo launch_automatic(const FusedParams& p, Workspace& ws, cudaStream_t st
   LaunchInfo info = twoshot ? launch_twoshot(p, ws, stream) : launch_oneshot(p, ws, stream);
   info.twoshot = twoshot;
   return info;
+}
+
+int detail::ranks_sharing_reported_sms(int ranks_on_device) {
+  const char* percent = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  const int p = percent != nullptr ? std::atoi(percent) : 0;
+  return p > 0 && p < 100 ? 1 : std::max(1, ranks_on_device);
 }
 
 bool polls_bounded() {

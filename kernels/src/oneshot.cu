@@ -53,31 +53,20 @@ const DeviceFacts& device_facts(int device) {
 
 int sm_count() { return device_facts(current_device()).sm_count; }
 
-// cudaOccupancyMaxPotentialClusterSize, cached per (kernel, block size).
-int max_cluster_size(const detail::OneShotEntry& e, int threads) {
+// An occupancy query of one instance at one block size, cached per (query, kernel, block
+// size, device): cudaOccupancyMaxPotentialClusterSize (max_cluster_size) and
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor (blocks_per_sm).
+int cached_query(int (*query)(int), const detail::OneShotEntry& e, int threads) {
   static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, int> cache;
-  const auto key = std::make_tuple(static_cast<const void*>(&e), threads, current_device());
+  static std::map<std::tuple<int (*)(int), const void*, int, int>, int> cache;
+  const auto key = std::make_tuple(query, static_cast<const void*>(&e), threads, current_device());
   std::lock_guard lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  const int size = e.max_cluster_size(threads);
-  cache.emplace(key, size);
-  return size;
+  return cache.emplace(key, query(threads)).first->second;
 }
-
-// Resident blocks per SM of one instance at a block size, cached like the cluster size.
-int blocks_per_sm(const detail::OneShotEntry& e, int threads) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, int> cache;
-  const auto key = std::make_tuple(static_cast<const void*>(&e), threads, current_device());
-  std::lock_guard lock(mutex);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  const int blocks = e.blocks_per_sm(threads);
-  cache.emplace(key, blocks);
-  return blocks;
-}
+int max_cluster_size(const detail::OneShotEntry& e, int threads) { return cached_query(e.max_cluster_size, e, threads); }
+int blocks_per_sm(const detail::OneShotEntry& e, int threads) { return cached_query(e.blocks_per_sm, e, threads); }
 
 int round_up_warp(int n) { return std::max(32, (n + 31) / 32 * 32); }
 
@@ -120,7 +109,8 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   // share a GPU keep one block per SM of their share.
   const int threads_no_cluster = round_up_warp(std::min(1024, vrow));
   const int per_sm = ws.ranks_on_device() == 1 ? std::min(4, blocks_per_sm(*entry, threads_no_cluster)) : 1;
-  const int sm_share = std::max(1, sm_count() / (ws.ranks_on_device() * pdl_kernels));
+  const int sm_share =
+      std::max(1, sm_count() / (detail::ranks_sharing_reported_sms(ws.ranks_on_device()) * pdl_kernels));
   const int max_blocks = p.max_blocks > 0 ? p.max_blocks : sm_share * per_sm;
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed

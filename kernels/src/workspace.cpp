@@ -166,7 +166,8 @@ void check_config(const WorkspaceConfig& c) {
 // resident beside this one (see the one-shot launcher).
 int twoshot_grid(const WorkspaceConfig& c, int sm_count, int ranks_on_device) {
   const int kernels_per_rank = ranks_on_device > 1 ? 2 : 1;
-  return std::max(1, std::min(c.max_twoshot_blocks, sm_count / (std::max(1, ranks_on_device) * kernels_per_rank)));
+  const int sharers = detail::ranks_sharing_reported_sms(ranks_on_device);
+  return std::max(1, std::min(c.max_twoshot_blocks, sm_count / (sharers * kernels_per_rank)));
 }
 }  // namespace
 

@@ -3,10 +3,12 @@
 // invariant it must catch (negative controls).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "fusioncheck/kernels/choice.hpp"
 #include "fusioncheck/kernels/invariants.hpp"
 #include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/validate.hpp"
@@ -385,4 +387,31 @@ TEST(PeerAccess, MissingP2PNamesThePair) {
   const std::string why =
       fk::peer_access_problem(1, 1, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal, [](int peer) { return peer != 3; });
   EXPECT_NE(why.find("GPU 1 (rank 1) has no peer access to GPU 3 (rank 3)"), std::string::npos) << why;
+}
+
+// ---- the automatic one-/two-shot choice (choice.hpp) --------------------------------------
+TEST(AutomaticChoice, TwoRanksAlwaysOneShot) {
+  // At 2 ranks both kernels move the same bytes; one-shot was faster at every measured size.
+  for (std::uint64_t bytes = 16; bytes <= (std::uint64_t{1} << 40); bytes *= 2)
+    EXPECT_FALSE(fk::twoshot_preferred(2, bytes)) << bytes << " bytes per rank";
+}
+
+TEST(AutomaticChoice, SwitchesAtTheCrossoverOfEachRankCount) {
+  const struct { int ranks; std::uint64_t from; } crossover[] = {{4, 1u << 20}, {8, 256u << 10}, {16, 128u << 10}};
+  for (const auto& c : crossover) {
+    EXPECT_FALSE(fk::twoshot_preferred(c.ranks, c.from - 1)) << c.ranks << " ranks";
+    EXPECT_TRUE(fk::twoshot_preferred(c.ranks, c.from)) << c.ranks << " ranks";
+  }
+}
+
+TEST(AutomaticChoice, OnceTwoShotAlwaysTwoShotForLargerCalls) {
+  for (int ranks : {2, 4, 8, 16}) {
+    bool seen_twoshot = false;
+    for (std::uint64_t bytes = 16; bytes <= (std::uint64_t{1} << 34); bytes += bytes / 3 + 16) {
+      const bool two = fk::twoshot_preferred(ranks, bytes);
+      EXPECT_FALSE(seen_twoshot && !two) << ranks << " ranks: back to one-shot at " << bytes << " bytes";
+      seen_twoshot |= two;
+    }
+    EXPECT_EQ(seen_twoshot, ranks > 2) << ranks << " ranks";
+  }
 }

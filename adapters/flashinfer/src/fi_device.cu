@@ -5,14 +5,24 @@
 namespace fusioncheck::adapters::fi {
 namespace {
 
-__global__ void pause_kernel(std::uint32_t ns) {
+// Spins for `ns` nanoseconds of the global timer (whatever the clock rate), bounded in cycles.
+__device__ void spin_for(std::uint64_t ns) {
   const long long start = clock64();
-  // globaltimer counts nanoseconds; the loop ends after `ns` whatever the clock rate.
   std::uint64_t t0 = 0, t = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - t0 < ns && clock64() - start < (1ll << 34));
+}
+
+__global__ void pause_kernel(std::uint32_t ns) { spin_for(ns); }
+
+// Fills every thread slot of the SMs it lands on (1024-thread blocks, two per SM) and lets
+// them go one by one: block b spins for spread_ns * b / blocks. A kernel launched behind it
+// on another stream then starts its blocks as SMs come free, spread over that time, as a
+// busy GPU would start them.
+__global__ void hog_kernel(std::uint32_t spread_ns) {
+  spin_for(static_cast<std::uint64_t>(spread_ns) * blockIdx.x / gridDim.x);
 }
 
 std::uint32_t mix(std::uint32_t x) {
@@ -30,6 +40,15 @@ std::uint32_t delay_for(std::uint32_t seed, int rank, std::uint32_t call_index, 
   const std::uint32_t h = mix(seed ^ mix(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^ mix(call_index + 1)));
   if ((h & 1u) == 0 || max_ns == 0) return 0;
   return (h >> 1) % (max_ns + 1);
+}
+
+bool staggered_start_for(std::uint32_t seed, int rank, std::uint32_t call_index) {
+  return (mix(seed * 0x85ebca6bu ^ mix(static_cast<std::uint32_t>(rank) ^ mix(call_index + 7))) & 1u) != 0;
+}
+
+void launch_sm_hog(std::uint32_t spread_ns, int sm_count, cudaStream_t stream) {
+  hog_kernel<<<2 * sm_count, 1024, 0, stream>>>(spread_ns);
+  kernels::cuda_check(cudaGetLastError(), "FlashInfer adapter: SM hog kernel");
 }
 
 void launch_pause(std::uint32_t ns, cudaStream_t stream) {

@@ -259,7 +259,7 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   c.stream = stream;
 
   const std::uint32_t call_index = calls_++;
-  pause_before(p, call_index, stream);
+  pause_before(p, call_index, stream, waiter_);
   char message[512] = {};
   const cudaError_t e = instance->launch(c, message, sizeof(message));
   if (e == cudaErrorNotSupported)

@@ -3,6 +3,7 @@
 #include "host_wait.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -131,10 +132,31 @@ std::string check_text(const std::string& message) {
   return message.substr(0, at + 1) + ": " + message.substr(line + 2);
 }
 
-void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_t stream) {
+void HostBoundedWait::stagger_next_start(std::uint32_t spread_ns) {
+  if (sm_count_ == 0) {
+    int device = 0;
+    FC_CUDA_CHECK(cudaGetDevice(&device));
+    FC_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+  }
+  launch_sm_hog(spread_ns, sm_count_, side_);
+}
+
+void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_t stream, HostBoundedWait& waiter) {
   if (p.delay_seed == 0) return;
   const std::uint32_t ns = delay_for(p.delay_seed, p.rank, call_index, p.delay_max_ns);
-  if (ns > 0) launch_pause(ns, stream);
+  if (ns == 0) return;
+  // Staggered starts are opt-in (FUSIONCHECK_FI_STAGGER=1): with them FlashInfer's unpatched
+  // kernel gave outputs the ranks disagree on at 4 ranks sharing one H200, and whether that is
+  // a race of the kernel or of the staggering is not settled yet (docs/flashinfer.md). Inside
+  // a graph capture only the capturing stream's work is recorded: pause there.
+  static const bool stagger = [] {
+    const char* v = std::getenv("FUSIONCHECK_FI_STAGGER");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  if (stagger && staggered_start_for(p.delay_seed, p.rank, call_index) && !HostBoundedWait::capturing(stream))
+    waiter.stagger_next_start(ns);
+  else
+    launch_pause(ns, stream);
 }
 
 }  // namespace fusioncheck::adapters::fi

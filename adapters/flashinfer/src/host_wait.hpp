@@ -50,6 +50,8 @@ class HostBoundedWait {
   // Copies on the side stream, beside a running kernel (the copy engine, not an SM).
   void read_back(void* dst, const void* src, std::size_t bytes, const char* what);
   void fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
+  // An SM hog on the side stream (launch_sm_hog), beside the next call on another stream.
+  void stagger_next_start(std::uint32_t spread_ns);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -60,6 +62,7 @@ class HostBoundedWait {
   std::string kernel_;
   cudaStream_t side_ = nullptr;
   std::uint8_t* staging_ = nullptr;  // pinned, for fill
+  int sm_count_ = 0;                 // of this rank's GPU, read on the first hog
   std::vector<PendingCall> pending_;
   std::vector<cudaEvent_t> spare_events_;
   kernels::HangRecord hang_{};
@@ -74,7 +77,11 @@ std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t s
 // that refusals group by their reason.
 std::string check_text(const std::string& message);
 // The seeded pause before a call (FlashInfer's kernels take no delays of their own): a paused
-// rank's call starts later than its peers'.
-void pause_before(const kernels::FusedParams& p, std::uint32_t call_index, cudaStream_t stream);
+// rank's call starts later than its peers' — as a whole (a pause kernel before it), or, with
+// FUSIONCHECK_FI_STAGGER=1, for half of the delayed calls block by block (an SM hog on
+// `waiter`'s side stream that frees the SMs over the delay: a block that starts late is what
+// provokes a flag advanced before every block read it).
+void pause_before(const kernels::FusedParams& p, std::uint32_t call_index, cudaStream_t stream,
+                  HostBoundedWait& waiter);
 
 }  // namespace fusioncheck::adapters::fi

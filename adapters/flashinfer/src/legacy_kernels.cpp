@@ -95,7 +95,7 @@ void FlashInferLegacyKernels::launch(const k::FusedParams& p, bool twoshot, cuda
   c.pdl = p.use_pdl;
   c.stream = stream;
   const std::uint32_t call_index = calls_++;
-  pause_before(p, call_index, stream);
+  pause_before(p, call_index, stream, waiter_);
   char message[512] = {};
   const cudaError_t e = fc_fi_legacy_launch(c, message, sizeof(message));
   if (e == cudaErrorInvalidValue && message[0] != '\0') throw k::InvalidLaunch("FlashInfer: " + check_text(message));

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "fusioncheck/kernels/choice.hpp"
 #include "fusioncheck/kernels/types.hpp"
 #include "fusioncheck/kernels/workspace.hpp"
 
@@ -31,8 +32,7 @@ LaunchInfo launch_twoshot(const FusedParams& params, Workspace& workspace, cudaS
                           protocol::Mutant mutant = protocol::Mutant::none);
 
 // The automatic choice: one-shot below a per-rank-count size, two-shot from it
-// (twoshot_preferred). The sizes come from gpu bench's crossover (docs/bench.md).
-bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank);
+// (twoshot_preferred, choice.hpp).
 LaunchInfo launch_automatic(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
 
 // False in the benchmark-only build whose polls have no time bound (FUSIONCHECK_BENCH_UNBOUNDED_POLLS).
