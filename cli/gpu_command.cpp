@@ -240,8 +240,9 @@ void add_bench(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
   bench->add_option("--warmup", o->bench.warmup, "Untimed calls before each point")->check(integer_in<int>(0, 100000));
   bench->add_option("--iters", o->bench.iters, "Eager: timed calls per point; the median is reported")
       ->check(integer_in<int>(100, 100000));
+  // At most 1000: the other kernel's host-bounded wait (2 s) covers one graph launch.
   bench->add_option("--graph-calls", o->bench.graph_calls, "Graph: calls captured in one CUDA graph")
-      ->check(integer_in<int>(1, 10000));
+      ->check(integer_in<int>(1, 1000));
   bench->add_option("--repeats", o->bench.repeats, "Graph: timed launches per point (median, p10, p90)")
       ->check(integer_in<int>(5, 10000));
   bench->add_flag_callback("--no-eager", [o] { o->bench.eager = false; }, "Skip the eager column");
@@ -250,8 +251,9 @@ void add_bench(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
                   "and peer, time polling vs working (bf16 one-shot, 2 or 4 ranks)");
   bench->add_option("--delay-rank", o->profile.delay_rank, "--wait-profile: this rank starts every call late")
       ->check(integer_in<int>(0, 15));
+  // Below the kernels' ~1 s poll budget, so that the peers' waits end in the profile.
   bench->add_option("--delay-us", o->profile.delay_us, "--wait-profile: how late, in microseconds")
-      ->check(integer_in<int>(1, 1000000));
+      ->check(integer_in<int>(1, 500000));
   bench->add_option("--profile-calls", o->profile.calls, "--wait-profile: calls averaged")
       ->check(integer_in<int>(1, 100000));
   static const std::map<std::string, gpu::BaselineAllreduce> allreduce{

@@ -61,6 +61,8 @@ def bench_series(data, path):
             point = (number(tokens, f"{where}.tokens"),) + tuple(number(need(g, k, at), f"{at}.{k}")
                                                                  for k in ("median", "p10", "p90"))
             series.setdefault(hidden, {}).setdefault(c, []).append(point)
+    if not series:
+        raise BadInput(f"{path}: no column was timed at any size (every one refused)")
     return columns, series
 
 
@@ -87,7 +89,7 @@ def plot_bench(data, path, out_dir, plt):
         ratios += [(f"{c} / ours {c.split(' ', 1)[1]}", c, c.split(" ", 1)[1])
                    for c in columns if c not in ("one-shot", "two-shot", "auto", "unfused")]
         for label, num, den in ratios:
-            t = sorted(set(med.get(num, {})) & set(med.get(den, {})))
+            t = sorted(x for x in set(med.get(num, {})) & set(med.get(den, {})) if med[den][x] > 0)
             if t:
                 ax.plot(t, [med[num][x] / med[den][x] for x in t], marker="o", ms=3, label=label)
         ax.axhline(1.0, color="black", lw=0.8)

@@ -21,7 +21,9 @@ LaunchInfo launch_automatic(const FusedParams& p, Workspace& ws, cudaStream_t st
 int detail::ranks_sharing_reported_sms(int ranks_on_device) {
   const char* percent = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
   const int p = percent != nullptr ? std::atoi(percent) : 0;
-  return p > 0 && p < 100 ? 1 : std::max(1, ranks_on_device);
+  // A percentage that gives every rank of the GPU its own share (p x ranks <= 100) is this
+  // rank's share; a larger one (set by hand) may overlap the others' and is not trusted.
+  return p > 0 && p * std::max(1, ranks_on_device) <= 100 ? 1 : std::max(1, ranks_on_device);
 }
 
 bool polls_bounded() {

@@ -19,8 +19,9 @@ FC_HD constexpr int table_twoshot_data(int rank, int ranks) { return 3 * ranks +
 FC_HD constexpr int table_barrier(int rank, int ranks) { return 4 * ranks + rank; }
 
 // How many ranks share the SM count this process sees: where an MPS thread-percentage limit
-// is set (gpu::share_sms_before_cuda), the count the device reports is already this rank's
-// share; otherwise every rank on the GPU sees all of them. Defined in automatic.cu.
+// gives each rank on the GPU its own share (gpu::share_sms_before_cuda), the count the device
+// reports is already this rank's share; otherwise every rank on the GPU sees all of them.
+// Defined in automatic.cu.
 int ranks_sharing_reported_sms(int ranks_on_device);
 
 // Two-shot barrier flags per rank: [2 phases][kMaxTwoShotBlocks][kMaxRanks] uint32.

@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       if ((threadIdx.x & 31) == 0) atomicAdd(&s_poll[r], v);
     }
     __syncthreads();
-    if (threadIdx.x == 0 && a.ws.wait_profile != nullptr) {
+    if (threadIdx.x == 0 && a.ws.wait_profile != nullptr && blockIdx.x < kMaxWaitProfileBlocks) {
       WaitProfileEntry& w = a.ws.wait_profile[blockIdx.x];
       unsigned long long total = 0;
       for (int r = 0; r < protocol::kMaxRanks; ++r) {

@@ -38,7 +38,7 @@ constexpr std::uint64_t guard_offsets(const SharedLayout& l, int i) {
   return i == 0 ? 0 : i == 1 ? l.guard1 : i == 2 ? l.guard2 : l.guard3;
 }
 
-constexpr int kMaxProfileBlocks = 1024;
+constexpr int kMaxProfileBlocks = kMaxWaitProfileBlocks;
 
 // Private allocation: [ControlBlock][hang claim word, padded][pointer table][wait profile]
 constexpr std::uint64_t kPrivateClaim = 64;

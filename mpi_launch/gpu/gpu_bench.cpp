@@ -155,8 +155,8 @@ class BenchRunner {
             row["eager"][name] = options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
             row["graph"][name] = time_graph(v, p, allreduced.get());
           } catch (const k::InvalidLaunch& e) {  // same decision on every rank
-            row["graph"][name] = nullptr;
-            row["eager"][name] = nullptr;
+            row["graph"][name] = nullptr;  // an eager figure taken before a refused capture stays
+            if (!row["eager"].contains(name)) row["eager"][name] = nullptr;
             if (comm_.rank() == 0) fmt::print("  {} refused: {}\n", name, e.what());
           }
         }
@@ -249,10 +249,13 @@ class BenchRunner {
       for (int i = 0; i < options_.graph_calls; ++i) launch(v, p, allreduced);
     } catch (...) {
       (void)cudaStreamEndCapture(stream_, &captured);
+      (void)cudaGetLastError();  // the invalidated capture's error is not the next call's
       if (captured != nullptr) cudaGraphDestroy(captured);
       throw;
     }
-    cuda_check(cudaStreamEndCapture(stream_, &captured), "cudaStreamEndCapture");
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &captured);
+    if (ended != cudaSuccess && captured != nullptr) cudaGraphDestroy(captured);
+    cuda_check(ended, "cudaStreamEndCapture");
     const cudaError_t made = cudaGraphInstantiate(&graph.exec, captured, 0);
     cudaGraphDestroy(captured);
     cuda_check(made, "cudaGraphInstantiate");

@@ -321,6 +321,7 @@ RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutant
 }
 
 CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
+  require_bounded_polls("gpu check");
   o.limits.validate();
   if (!protocol::is_supported_rank_count(comm.size()))
     throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));

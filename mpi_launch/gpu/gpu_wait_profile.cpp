@@ -22,6 +22,7 @@ namespace fusioncheck::gpu {
 namespace k = kernels;
 
 nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o) {
+  require_bounded_polls("gpu bench --wait-profile");
   const int n = comm.size();
   if (n != 2 && n != 4)
     throw BadInput(fmt::format("--wait-profile: {} ranks; the profile instance is built for 2 or 4 ranks", n));
@@ -68,6 +69,9 @@ nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
     if (call < 0) continue;
     grid = info.grid;
     const auto entries = ws.wait_profile(grid);
+    if (entries.size() < static_cast<std::size_t>(grid))
+      throw RunFailure(fmt::format("wait profile: {} blocks, more than the profile buffer holds ({})", grid,
+                                   entries.size()));
     poll_us.resize(static_cast<std::size_t>(grid) * n, 0.0);
     work_us.resize(grid, 0.0);
     for (int b = 0; b < grid; ++b) {

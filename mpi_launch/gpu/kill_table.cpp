@@ -12,6 +12,7 @@
 namespace fusioncheck::gpu {
 
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options) {
+  require_bounded_polls("gpu kill-table");
   options.check.limits.validate();
   // A kernel made only to ask it which mutants it has and where they live.
   MpiBootstrap bootstrap(comm);

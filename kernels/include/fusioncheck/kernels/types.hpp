@@ -107,6 +107,9 @@ struct KernelHang : std::runtime_error {
   HangRecord record;
 };
 
+// Blocks of a one-shot call the wait profile records (later blocks are not recorded).
+inline constexpr int kMaxWaitProfileBlocks = 1024;
+
 // Per block of a one-shot call, when built with FUSIONCHECK_WAIT_PROFILE.
 struct WaitProfileEntry {
   std::uint64_t poll_cycles;                              // spent spinning on pushes
