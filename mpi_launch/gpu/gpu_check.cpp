@@ -201,11 +201,12 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   draw.delays = o.delays;
   draw.twoshot_percent = o.twoshot_percent;
   draw.focus_twoshot = o.focus_twoshot;
-  if (!traits.hidden_sizes.empty() && *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end()) >
-                                          o.limits.max_hidden)
-    throw BadInput(fmt::format("--max-hidden {}: {} runs no hidden size that small (the smallest is {})",
-                               o.limits.max_hidden, kernel.name(),
-                               *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end())));
+  if (!traits.hidden_sizes.empty()) {
+    const int smallest = *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end());
+    if (smallest > o.limits.max_hidden)
+      throw BadInput(fmt::format("--max-hidden {}: {} runs no hidden size that small (the smallest is {})",
+                                 o.limits.max_hidden, kernel.name(), smallest));
+  }
   CaseRunner runner(comm, kernel, o.limits);
   CheckResult result;
   result.mutant = mutant;

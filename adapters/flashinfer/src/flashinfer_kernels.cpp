@@ -324,11 +324,10 @@ void FlashInferKernels::release_current_call() {
 }
 
 void FlashInferKernels::reset() {
-  if (cudaDeviceSynchronize() != cudaSuccess) throw k::CudaError("cudaDeviceSynchronize before reset");
-  bootstrap_.barrier("FlashInfer workspace reset: all ranks idle");
-  workspaces_.clear();
-  current_ = nullptr;
-  bootstrap_.barrier("FlashInfer workspace reset: all ranks released");
+  reset_on_every_rank(bootstrap_, "FlashInfer workspace", [this] {
+    workspaces_.clear();
+    current_ = nullptr;
+  });
 }
 
 }  // namespace fusioncheck::adapters::fi

@@ -132,6 +132,13 @@ std::string check_text(const std::string& message) {
   return message.substr(0, at + 1) + ": " + message.substr(line + 2);
 }
 
+void reset_on_every_rank(k::Bootstrap& bootstrap, const std::string& kernel, const std::function<void()>& drop) {
+  if (cudaDeviceSynchronize() != cudaSuccess) throw k::CudaError("cudaDeviceSynchronize before the " + kernel + " reset");
+  bootstrap.barrier((kernel + " reset: all ranks idle").c_str());
+  drop();
+  bootstrap.barrier((kernel + " reset: all ranks released").c_str());
+}
+
 void HostBoundedWait::stagger_next_start(std::uint32_t spread_ns) {
   if (sm_count_ == 0) {
     int device = 0;

@@ -68,6 +68,10 @@ class HostBoundedWait {
   kernels::HangRecord hang_{};
 };
 
+// Collective: waits until this rank's GPU is idle and every rank got there, runs `drop` (the
+// adapter forgets its workspaces), and meets the other ranks again before anyone goes on.
+void reset_on_every_rank(kernels::Bootstrap& bootstrap, const std::string& kernel, const std::function<void()>& drop);
+
 // The fields of a hang record every adapter fills alike: rank, call, cycles at this GPU's clock.
 kernels::HangRecord hang_base(int rank, const PendingCall& stuck, double seconds);
 // Index of the first -0 (16-bit) in `data` past `skip_from`..`skip_to` (a slot the kernel

@@ -175,11 +175,10 @@ k::HangRecord FlashInferLegacyKernels::record_hang(const PendingCall& call, doub
 }
 
 void FlashInferLegacyKernels::reset() {
-  if (cudaDeviceSynchronize() != cudaSuccess) throw k::CudaError("cudaDeviceSynchronize before reset");
-  bootstrap_.barrier("FlashInfer older Lamport reset: all ranks idle");
-  workspaces_.clear();
-  current_ = nullptr;
-  bootstrap_.barrier("FlashInfer older Lamport reset: all ranks released");
+  reset_on_every_rank(bootstrap_, "FlashInfer older Lamport", [this] {
+    workspaces_.clear();
+    current_ = nullptr;
+  });
 }
 
 }  // namespace fusioncheck::adapters::fi
