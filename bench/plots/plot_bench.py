@@ -5,13 +5,17 @@
 
 A bench table gives OUT_DIR/<stem>_latency.png (latency against tokens, one panel per hidden
 size, a line per kernel with its p10-p90 band) and OUT_DIR/<stem>_speedup.png (the unfused
-path's latency over each fused kernel's, and FlashInfer's over ours where it was timed).
+path's latency over each fused kernel's, FlashInfer's over ours where it was timed, and our
+one-shot without the poll bound over ours where that was timed: below 1, what the bound costs).
 A wait profile gives OUT_DIR/<stem>.png: one heat map per rank, blocks x peers, of the time
 spent polling each peer's slot. Bad input: one line on stderr, exit code 2.
 """
 import json
 import os
 import sys
+
+OURS = ("one-shot", "two-shot", "auto", "unfused")
+UNBOUNDED = "one-shot unbounded polls"  # gpu bench's benchmark-only instance (tables since issue 14)
 
 
 class BadInput(Exception):
@@ -87,7 +91,8 @@ def plot_bench(data, path, out_dir, plt):
         med = {c: dict((p[0], p[1]) for p in series[hidden].get(c, [])) for c in columns}
         ratios = [(f"unfused / {c}", "unfused", c) for c in ("one-shot", "two-shot", "auto")]
         ratios += [(f"{c} / ours {c.split(' ', 1)[1]}", c, c.split(" ", 1)[1])
-                   for c in columns if c not in ("one-shot", "two-shot", "auto", "unfused")]
+                   for c in columns if c not in OURS + (UNBOUNDED,)]
+        ratios.append((f"{UNBOUNDED} / one-shot (bound's cost)", UNBOUNDED, "one-shot"))
         for label, num, den in ratios:
             t = sorted(x for x in set(med.get(num, {})) & set(med.get(den, {})) if med[den][x] > 0)
             if t:

@@ -142,6 +142,29 @@ void BM_SuiteMixInputs(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * mix_elements(mix));
 }
 
+// The inputs one rank of an N-rank run generates per call (range(0) = N): every input whole
+// (range(1) = 0: what the Lamport scan after a one-shot checked call needs), or its own input
+// and the residual whole and only its share of the rows of its peers' inputs (range(1) = 1:
+// the other calls, see CaseRunner::prepare_call). Rank 0's share; items as above.
+void BM_SuiteMixInputsPerRank(benchmark::State& state) {
+  auto mix = suite_mix();
+  const int ranks = static_cast<int>(state.range(0));
+  for (auto& m : mix) m.config.ranks = ranks;
+  for (auto _ : state)
+    for (const auto& m : mix) {
+      PartialInputs partial;
+      if (state.range(1) != 0) {
+        partial.complete_ranks.assign(static_cast<std::size_t>(ranks), false);
+        partial.complete_ranks[0] = true;
+        partial.rows = m.config.tokens / ranks;  // rank 0's share: rows [0, tokens / N)
+      }
+      const FusedInputs in = m.exact ? make_exact_inputs(m.config, m.seed, 0, true, partial)
+                                     : make_random_inputs(m.config, SpecialsSpec{m.seed, 0}, partial);
+      benchmark::DoNotOptimize(in.residual_in.data());
+    }
+  state.SetItemsProcessed(state.iterations() * mix_elements(mix));
+}
+
 void BM_SuiteMixReference(benchmark::State& state) {
   const auto mix = suite_mix();
   std::vector<FusedInputs> inputs;
@@ -187,6 +210,7 @@ BENCHMARK(BM_CheckFp8Static)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CheckFp8Dynamic)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FusedBf16PerStep)->Args({128, 4096, 8})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SuiteMixInputs)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SuiteMixInputsPerRank)->ArgsProduct({{2, 4, 8}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SuiteMixReference)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SuiteMixComparison)->Unit(benchmark::kMillisecond);
 

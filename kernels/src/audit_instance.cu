@@ -9,7 +9,7 @@
 #endif
 
 namespace fusioncheck::kernels::device {
-template __global__ void fc_oneshot_pdl_kernel<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT, false>(
+template __global__ void fc_oneshot_pdl_kernel<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT, Instrument::none>(
     const OneShotArgs);
 }  // namespace fusioncheck::kernels::device
 
@@ -17,5 +17,5 @@ template __global__ void fc_oneshot_pdl_kernel<2, __nv_bfloat16, __nv_bfloat16, 
 extern "C" __attribute__((visibility("default"))) void* fc_audit_oneshot_launcher() {
   using namespace fusioncheck::kernels::device;
   return reinterpret_cast<void*>(
-      &launch_oneshot_instance<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT, false>);
+      &launch_oneshot_instance<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT, Instrument::none>);
 }

@@ -26,14 +26,6 @@ int detail::ranks_sharing_reported_sms(int ranks_on_device) {
   return p > 0 && p * std::max(1, ranks_on_device) <= 100 ? 1 : std::max(1, ranks_on_device);
 }
 
-bool polls_bounded() {
-#ifdef FUSIONCHECK_BENCH_UNBOUNDED_POLLS
-  return false;
-#else
-  return true;
-#endif
-}
-
 namespace {
 __global__ void fc_spin_kernel(std::uint64_t ns) {
   std::uint64_t t0 = 0, t = 0;

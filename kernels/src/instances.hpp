@@ -46,7 +46,9 @@ std::span<const OneShotEntry> oneshot_entries_f16();
 std::span<const OneShotEntry> oneshot_entries_bf16();
 std::span<const OneShotEntry> oneshot_entries_mutants();
 std::span<const TwoShotEntry> twoshot_entries();
-std::span<const OneShotEntry> oneshot_entries_wait_profile();  // kProfile = true (wait_profile.cu)
+std::span<const OneShotEntry> oneshot_entries_wait_profile();  // Instrument::wait_profile (wait_profile.cu)
+// BENCHMARK ONLY (oneshot_unbounded_polls.cu): polls without a time bound; never for checking.
+std::span<const OneShotEntry> oneshot_entries_unbounded_polls();
 
 // Loads the unfused residual + RMSNorm kernels (unfused.cu) into the current context.
 cudaError_t preload_unfused_kernels();

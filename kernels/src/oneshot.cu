@@ -202,7 +202,8 @@ void preload_kernels() {
                       " kernel failed: " + cudaGetErrorString(e));
   };
   for (auto entries : {detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
-                       detail::oneshot_entries_mutants(), detail::oneshot_entries_wait_profile()})
+                       detail::oneshot_entries_mutants(), detail::oneshot_entries_wait_profile(),
+                       detail::oneshot_entries_unbounded_polls()})
     for (const auto& e : entries) load(e.preload, "one-shot");
   for (const auto& e : detail::twoshot_entries()) load(e.preload, "two-shot");
   load(&detail::preload_unfused_kernels, "unfused residual+RMSNorm");

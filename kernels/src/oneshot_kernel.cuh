@@ -1,7 +1,7 @@
 #pragma once
 // The one-shot Lamport fused kernel (docs/design.md steps 1-8) and its launcher template.
-// Instantiated per (ranks N, element type T, Lamport element L, mutant M) in the
-// oneshot_*.cu files; dispatched at run time by oneshot.cu.
+// Instantiated per (ranks N, element type T, Lamport element L, mutant M, instrument I) in
+// the oneshot_*.cu and wait_profile.cu files; dispatched at run time by oneshot.cu.
 #include "device/epilogue.cuh"
 #include "instances.hpp"
 
@@ -64,17 +64,29 @@ __device__ __forceinline__ void push_vector(L* dst, uint4 v) {
   }
 }
 
-// kProfile: the wait profile instance (FUSIONCHECK_WAIT_PROFILE builds), per block poll vs
-// work cycles and the peer awaited.
-template <int N, typename T, typename L, Mutant M, bool kProfile>
+// What an instance carries besides the protocol. A template parameter rather than a
+// `#define`, so that every kind lives in one library without an ODR clash, and the normal
+// instances carry none of the others' code.
+//   none             what every job runs: bounded polls that leave a hang record
+//   wait_profile     also records per block the poll cycles per peer and the work cycles
+//                    (wait_profile.cu, gpu bench --wait-profile)
+//   unbounded_polls  BENCHMARK ONLY: the deadline tests compile away, otherwise the same
+//                    kernel, so gpu bench can time what the bound costs side by side
+//                    (oneshot_unbounded_polls.cu). A lost push spins for ever: never for checking.
+enum class Instrument { none, wait_profile, unbounded_polls };
+
+template <int N, typename T, typename L, Mutant M, Instrument I>
 __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs a) {
   if constexpr (M == Mutant::empty_body) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
     return;  // FlashInfer PR 3903 class: the body exists only below sm_120
 #endif
   }
+  constexpr bool kProfile = I == Instrument::wait_profile;
+  constexpr bool kBounded = I != Instrument::unbounded_polls;
   constexpr int K = 16 / sizeof(L);
-  const Deadline deadline{clock64(), a.budget};
+  // The clock read at the start is part of what the bound costs: the unbounded instance skips it.
+  const Deadline deadline{kBounded || kProfile ? clock64() : 0ll, a.budget};
   pdl_wait<M>();  // step 1
   if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
 
@@ -153,7 +165,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const long long p0 = kProfile ? clock64() : 0;
       uint4 x = vals[r];
       while (vector_has_sentinel<L, M>(x)) {
-        if (deadline.expired()) {
+        if (kBounded && deadline.expired()) {
           write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
                                            static_cast<std::uint32_t>(r), f, 0u, a.call_index,
                                            HangSite::lamport_poll},
@@ -192,7 +204,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       std::uint32_t c = load_volatile_u32(&cb->arrival_counter);
       bool arrived = true;
       while (c != gridDim.x) {
-        if (deadline.expired()) {
+        if (kBounded && deadline.expired()) {
           write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), 0u, 0u, f, c,
                                            a.call_index, HangSite::arrival_counter},
                             deadline);
@@ -236,7 +248,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
 }
 
 // Host side of one instance: launch, and the cluster-size query for its kernel.
-template <int N, typename T, typename L, Mutant M, bool kProfile>
+template <int N, typename T, typename L, Mutant M, Instrument I>
 cudaError_t launch_oneshot_instance(const OneShotArgs& args, const detail::LaunchShape& shape,
                                     cudaStream_t stream) {
   cudaLaunchConfig_t config{};
@@ -259,16 +271,16 @@ cudaError_t launch_oneshot_instance(const OneShotArgs& args, const detail::Launc
   }
   config.attrs = attrs;
   config.numAttrs = n;
-  return cudaLaunchKernelEx(&config, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>, args);
+  return cudaLaunchKernelEx(&config, fc_oneshot_pdl_kernel<N, T, L, M, I>, args);
 }
 
-template <int N, typename T, typename L, Mutant M, bool kProfile>
+template <int N, typename T, typename L, Mutant M, Instrument I>
 int max_cluster_size_instance(int threads) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(8);
   config.blockDim = dim3(threads);
   int size = 0;
-  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>, &config) !=
+  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, I>, &config) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
@@ -276,10 +288,10 @@ int max_cluster_size_instance(int threads) {
   return size;
 }
 
-template <int N, typename T, typename L, Mutant M, bool kProfile>
+template <int N, typename T, typename L, Mutant M, Instrument I>
 int blocks_per_sm_instance(int threads) {
   int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>, threads, 0) !=
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, I>, threads, 0) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
@@ -289,18 +301,18 @@ int blocks_per_sm_instance(int threads) {
 
 // cudaFuncGetAttributes needs the kernel's function in the current context, so it loads
 // the kernel now, while nothing of ours runs, rather than at a launch (see preload_kernels).
-template <int N, typename T, typename L, Mutant M, bool kProfile>
+template <int N, typename T, typename L, Mutant M, Instrument I>
 cudaError_t preload_oneshot_instance() {
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, fc_oneshot_pdl_kernel<N, T, L, M, kProfile>);
+  return cudaFuncGetAttributes(&attributes, fc_oneshot_pdl_kernel<N, T, L, M, I>);
 }
 
-template <int N, typename T, typename L, Mutant M, bool kProfile = false>
+template <int N, typename T, typename L, Mutant M, Instrument I = Instrument::none>
 constexpr detail::OneShotEntry oneshot_entry(DType dtype) {
-  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, &launch_oneshot_instance<N, T, L, M, kProfile>,
-                              &max_cluster_size_instance<N, T, L, M, kProfile>,
-                              &preload_oneshot_instance<N, T, L, M, kProfile>,
-                              &blocks_per_sm_instance<N, T, L, M, kProfile>};
+  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, &launch_oneshot_instance<N, T, L, M, I>,
+                              &max_cluster_size_instance<N, T, L, M, I>,
+                              &preload_oneshot_instance<N, T, L, M, I>,
+                              &blocks_per_sm_instance<N, T, L, M, I>};
 }
 
 }  // namespace fusioncheck::kernels::device

@@ -1,4 +1,4 @@
-// The wait-profile instances of the one-shot kernel (kProfile = true): bf16, 2 and 4 ranks.
+// The wait-profile instances of the one-shot kernel (Instrument::wait_profile): bf16, 2 and 4 ranks.
 #include <string>
 
 #include "fusioncheck/kernels/launch.hpp"
@@ -10,8 +10,8 @@ std::span<const detail::OneShotEntry> detail::oneshot_entries_wait_profile() {
   using B = __nv_bfloat16;
   using protocol::Mutant;
   static const detail::OneShotEntry entries[] = {
-      device::oneshot_entry<2, B, B, Mutant::none, true>(DType::bf16),
-      device::oneshot_entry<4, B, B, Mutant::none, true>(DType::bf16),
+      device::oneshot_entry<2, B, B, Mutant::none, device::Instrument::wait_profile>(DType::bf16),
+      device::oneshot_entry<4, B, B, Mutant::none, device::Instrument::wait_profile>(DType::bf16),
   };
   return entries;
 }

@@ -4,7 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#ifdef __GLIBC__  // defined by the headers above
+#include <malloc.h>
+#endif
 
 #include "fusioncheck/mpi/rank_watchdog.hpp"
 #include "fusioncheck/kernels/invariants.hpp"
@@ -58,6 +63,27 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   return rc;
 }
 
+// The rows of a call this rank compares with the reference. A kernel whose ranks sum in
+// rotated orders: every rank checks all rows in its own order (the ranks need not agree
+// bitwise, so no rank's rows stand for another's).
+RowShare checked_rows(const GpuCase& c, const CallSpec& spec, int rank, bool rotated) {
+  return rotated ? RowShare{0, static_cast<std::size_t>(spec.tokens)}
+                 : row_share(spec.tokens, c.ranks, rank, spec.pattern == k::Pattern::nvfp4);
+}
+
+// Every checked call allocates and frees tensors of up to tens of MB (inputs, reference
+// outputs, downloads). glibc's defaults give them back to the kernel on free (mmap for large
+// blocks, heap trimming) and the next call pays page faults and zeroing for them again: a
+// quarter to a third of the host time of a call in bench_reference. Keep freed memory for
+// reuse instead, unless the user tuned malloc through the environment.
+void keep_freed_memory_for_reuse() {
+#ifdef __GLIBC__
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr || std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr) return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: blocks below 32 MiB come from the heap
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and the heap is not shrunk below 1 GiB of free space
+#endif
+}
+
 // Fixed-size text records so that findings of every rank can be gathered to rank 0.
 constexpr std::size_t kFindingBytes = 4096;
 
@@ -100,7 +126,8 @@ struct CaseRunner::CallBuffers {
 
 struct CaseRunner::CallData {
   ref::FusedConfig config;
-  ref::FusedInputs inputs;
+  ref::FusedInputs inputs;  // peers' inputs only on the checked rows unless complete_inputs
+  bool complete_inputs = true;
   std::uint64_t call_index = 0;
 };
 
@@ -116,6 +143,7 @@ struct CaseRunner::RankReport {
 
 CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLimits& limits)
     : comm_(comm), kernel_(kernel), limits_(limits) {
+  keep_freed_memory_for_reuse();
   const auto elems = static_cast<std::size_t>(limits.elems_per_call());
   for (int i = 0; i < std::min(limits.max_calls, kMaxCallsPerCase); ++i)
     buffers_.push_back(std::make_unique<CallBuffers>(elems, limits.max_hidden, limits.max_tokens));
@@ -128,20 +156,36 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
   call.config = reference_config(c, spec);
   call.call_index = call_index;
+  // What this rank needs of each input: its own whole (uploaded), the residual and gamma
+  // whole (uploaded), and its checked rows of every peer's input (the reference). The
+  // Lamport scan after the last call of a checked group, when one-shot, compares every
+  // rank's whole input (check_invariants): then all are generated whole. Skipping the other
+  // rows saves most of the generation at 4 and 8 ranks.
+  const bool last_of_group =
+      c.mode == IssueMode::checked_each_call || position + 1 == static_cast<int>(c.calls.size());
+  const RowShare share = checked_rows(c, spec, comm_.rank(), kernel_.traits().rotated_reduction);
+  ref::PartialInputs partial;
+  if (!(last_of_group && !spec.twoshot) && share.count < static_cast<std::size_t>(spec.tokens)) {
+    partial.complete_ranks.assign(static_cast<std::size_t>(c.ranks), false);
+    partial.complete_ranks[static_cast<std::size_t>(comm_.rank())] = true;
+    partial.first_row = static_cast<int>(share.first);
+    partial.rows = static_cast<int>(share.count);
+  }
+  call.complete_inputs = partial.complete_ranks.empty();
   if (spec.exact_values) {
-    call.inputs = ref::make_exact_inputs(call.config, c.seed, call_index, c.neg_zero_inputs);
+    call.inputs = ref::make_exact_inputs(call.config, c.seed, call_index, c.neg_zero_inputs, partial);
   } else {
     ref::SpecialsSpec specials;
     specials.seed = c.seed;
     specials.call_index = call_index;
     specials.with_neg_zero = c.neg_zero_inputs;
-    call.inputs = ref::make_random_inputs(call.config, specials);
+    call.inputs = ref::make_random_inputs(call.config, specials, partial);
   }
   CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
   const std::size_t bytes = static_cast<std::size_t>(spec.tokens) * c.hidden * 2;
-  b.input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), bytes);
-  b.residual_in.upload(call.inputs.residual_in.data(), bytes);
-  b.gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2);
+  b.input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), bytes, stream_);
+  b.residual_in.upload(call.inputs.residual_in.data(), bytes, stream_);
+  b.gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2, stream_);
   b.fill_canaries(stream_, static_cast<std::size_t>(spec.tokens), static_cast<std::size_t>(c.hidden));
 }
 
@@ -194,11 +238,8 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
   const CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
   const std::size_t hidden = static_cast<std::size_t>(c.hidden);
   const std::size_t elems = static_cast<std::size_t>(spec.tokens) * hidden;
-  // A kernel whose ranks sum in rotated orders: every rank checks all rows in its own order
-  // (the ranks need not agree bitwise, so no rank's rows stand for another's).
   const bool rotated = kernel_.traits().rotated_reduction;
-  const RowShare share = rotated ? RowShare{0, static_cast<std::size_t>(spec.tokens)}
-                                 : row_share(spec.tokens, c.ranks, comm_.rank(), spec.pattern == k::Pattern::nvfp4);
+  const RowShare share = checked_rows(c, spec, comm_.rank(), rotated);
   const bool all_rows = share.count == static_cast<std::size_t>(spec.tokens);
   ref::FusedConfig rc = call.config;  // of the share
   if (rotated) rc.sum_from = comm_.rank();
@@ -313,6 +354,8 @@ void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const 
   } else {
     const std::size_t elems = static_cast<std::size_t>(c.calls[last].tokens) * c.hidden;
     violations = k::check_oneshot_control_invariants(comm_.rank(), before, after, c.ranks, elems);
+    if (!last_call.complete_inputs)  // prepare_call generates them whole for this call
+      throw std::logic_error("the Lamport scan needs every rank's whole input of the last call");
     k::LamportScanRequest request;
     request.data_buffer = static_cast<int>(before.control.flag % protocol::kLamportBuffers);
     request.dtype = c.dtype;

@@ -21,10 +21,16 @@ namespace {
 
 namespace k = kernels;
 
+// oneshot_unbounded: our one-shot compiled without the time bound on its polls (benchmark
+// only: a hang there spins for ever), timed right after it to show what the bound costs.
 // other_*: the same calls through another kernel under test (BenchOptions::compare).
-enum class Variant { oneshot, twoshot, automatic, unfused, other_oneshot, other_twoshot };
-constexpr const char* kVariantName[] = {"one-shot", "two-shot", "auto", "unfused", "other one-shot",
-                                        "other two-shot"};
+enum class Variant { oneshot, oneshot_unbounded, twoshot, automatic, unfused, other_oneshot, other_twoshot };
+constexpr const char* kVariantName[] = {"one-shot", "one-shot unbounded polls", "two-shot", "auto", "unfused",
+                                        "other one-shot", "other two-shot"};
+constexpr const char* kUnboundedColumn = kVariantName[static_cast<int>(Variant::oneshot_unbounded)];
+// Per row: our one-shot's median over the unbounded instance's (graph and eager); the cost of
+// the bounded polls is this ratio minus 1.
+constexpr const char* kBoundRatioKey = "bounded / unbounded";
 
 // Graphs wait behind this spin so that the host's launch of the graph is off the timed path.
 constexpr std::uint64_t kSpinNs = 50'000;
@@ -111,7 +117,9 @@ class BenchRunner {
     // kernel in its allreduce-only pattern, so fusion's gain is still measured.
     if (baseline_uses_nccl(options_.allreduce, placement_.ranks_share_gpu, k::NcclAllReduce::available()))
       nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
-    variants_ = {Variant::oneshot, Variant::twoshot, Variant::automatic, Variant::unfused};
+    variants_ = {Variant::oneshot};
+    if (k::oneshot_unbounded_polls_compiled(comm_.size())) variants_.push_back(Variant::oneshot_unbounded);
+    for (Variant v : {Variant::twoshot, Variant::automatic, Variant::unfused}) variants_.push_back(v);
     if (options_.compare) {
       other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
       other_->prepare(max_elems_, false);
@@ -150,7 +158,8 @@ class BenchRunner {
           const std::string name = column(v);
           try {
             warm_up(v, p, allreduced.get());
-            if (v == Variant::oneshot || v == Variant::twoshot) row["blocks"][name] = last_.grid;
+            if (v == Variant::oneshot || v == Variant::oneshot_unbounded || v == Variant::twoshot)
+              row["blocks"][name] = last_.grid;
             if (v == Variant::automatic) row["auto picks"] = last_.twoshot ? "two-shot" : "one-shot";
             row["eager"][name] = options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
             row["graph"][name] = time_graph(v, p, allreduced.get());
@@ -160,6 +169,8 @@ class BenchRunner {
             if (comm_.rank() == 0) fmt::print("  {} refused: {}\n", name, e.what());
           }
         }
+        if (row["graph"].contains(kUnboundedColumn))
+          row[kBoundRatioKey] = {{"graph", bound_ratio(row, "graph")}, {"eager", bound_ratio(row, "eager")}};
         rows.push_back(row);
         if (comm_.rank() == 0) print_row(row);
       }
@@ -167,6 +178,18 @@ class BenchRunner {
   }
 
  private:
+  // One-shot over one-shot unbounded polls, from the medians of `timing` (graph or eager);
+  // null where either was not timed.
+  static nlohmann::json bound_ratio(const nlohmann::json& row, const char* timing) {
+    auto med = [&](const char* c) -> double {
+      const auto& t = row[timing].contains(c) ? row[timing][c] : nlohmann::json();
+      if (t.is_null()) return 0.0;
+      return t.is_object() ? t["median"].get<double>() : t.get<double>();
+    };
+    const double bounded = med("one-shot"), unbounded = med(kUnboundedColumn);
+    return bounded > 0 && unbounded > 0 ? nlohmann::json(bounded / unbounded) : nlohmann::json();
+  }
+
   std::string column(Variant v) const {
     if (v == Variant::other_oneshot) return options_.compare->name + " one-shot";
     if (v == Variant::other_twoshot) return options_.compare->name + " two-shot";
@@ -190,6 +213,7 @@ class BenchRunner {
       case Variant::other_oneshot: other_->launch(p, false, stream_); break;
       case Variant::other_twoshot: other_->launch(p, true, stream_); break;
       case Variant::oneshot: last_ = k::launch_oneshot(p, *workspace_, stream_); break;
+      case Variant::oneshot_unbounded: last_ = k::launch_oneshot_unbounded_polls(p, *workspace_, stream_); break;
       case Variant::twoshot: last_ = k::launch_twoshot(p, *workspace_, stream_); break;
       case Variant::automatic: last_ = k::launch_automatic(p, *workspace_, stream_); break;
       case Variant::unfused:
@@ -288,6 +312,10 @@ class BenchRunner {
     std::string line = fmt::format("{:>7} {:>7}", row["tokens"].get<int>(), row["hidden"].get<int>());
     for (Variant v : variants_) line += fmt::format(" {:>13.2f}", us(column(v)));
     line += fmt::format(" {:>9.2f}x", us("unfused") / us("auto"));
+    if (has_unbounded()) {
+      const auto& ratio = row.contains(kBoundRatioKey) ? row[kBoundRatioKey]["graph"] : nlohmann::json();
+      line += fmt::format(" {:>9.3f}", ratio.is_null() ? -1.0 : ratio.get<double>());
+    }
     const auto& eager = row["eager"]["one-shot"];
     line += fmt::format(" {:>9.2f}", eager.is_null() ? -1.0 : eager.get<double>());
     fmt::print("{}\n", line);
@@ -297,8 +325,14 @@ class BenchRunner {
   void print_header() const {
     std::string line = fmt::format("{:>7} {:>7}", "tokens", "hidden");
     for (Variant v : variants_) line += fmt::format(" {:>13}", column(v));
-    line += fmt::format(" {:>10} {:>9}", "unf/auto", "eager 1s");
+    line += fmt::format(" {:>10}", "unf/auto");
+    if (has_unbounded()) line += fmt::format(" {:>9}", "bnd/unbnd");
+    line += fmt::format(" {:>9}", "eager 1s");
     fmt::print("{}\n", line);
+  }
+
+  bool has_unbounded() const {
+    return std::find(variants_.begin(), variants_.end(), Variant::oneshot_unbounded) != variants_.end();
   }
 
  private:
@@ -345,7 +379,11 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
       "median of {} graph launches, slowest rank (p10/p90 in the JSON); eager 1s: one-shot launched "
       "from the host, event pair per call, median of {}",
       options.graph_calls, options.repeats, options.iters) +
-      (k::polls_bounded() ? "" : "; BENCHMARK-ONLY BUILD: our kernels' polls have no time bound");
+      (k::oneshot_unbounded_polls_compiled(comm.size())
+           ? fmt::format("; {}: our one-shot built without the time bound on its polls (benchmark only), "
+                         "timed right after it; bnd/unbnd: one-shot over it (graph; the JSON's \"{}\" also eager)",
+                         kUnboundedColumn, kBoundRatioKey)
+           : "");
   if (comm.rank() == 0) {
     fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));
     fmt::print("bf16, residual + RMSNorm; latency in microseconds; PDL {}, one-shot RMSNorm path {}\n{}\n",
@@ -364,7 +402,6 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
                                                   {"ranks", comm.size()},
                                                   {"method", method},
                                                   {"pdl", options.use_pdl},
-                                                  {"polls_bounded", k::polls_bounded()},
                                                   {"unfused_allreduce", runner.allreduce_kind()},
                                                   {"columns", runner.columns()},
                                                   {"rows", rows}}

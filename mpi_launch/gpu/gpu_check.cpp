@@ -115,6 +115,16 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   }
   int max_tokens_here = o.limits.max_tokens_for(c.hidden);
   if (traits.max_tokens > 0) max_tokens_here = std::min(max_tokens_here, traits.max_tokens);
+  // What provokes a flag advanced before every block read it: blocks of a call that start
+  // after block 0 has finished. Every case is delayed with the longest spread (an adapter
+  // starts half of the delayed calls block by block, over the delay), calls are one-shot and
+  // of many tokens (a grid of many blocks), issued eagerly (a graph captures no staggering).
+  const bool late_blocks = o.focus_late_blocks && o.delays;
+  if (late_blocks) {
+    c.delay_seed = *rc::gen::inRange<std::uint32_t>(1, 1u << 30);
+    c.delay_max_ns = kLateBlocksDelayNs;
+    c.mode = *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back);
+  }
   std::vector<k::Pattern> patterns;
   for (k::Pattern p : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
                        k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
@@ -131,7 +141,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   for (int i = 0; i < ncalls; ++i) {
     CallSpec call;
     call.twoshot = traits.twoshot && !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
-    call.twoshot = call.twoshot || race_twoshot;
+    call.twoshot = (call.twoshot || race_twoshot) && !late_blocks;
     call.pattern = *rc::gen::elementOf(patterns);
     call.tokens = race_twoshot
                       ? *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
@@ -139,6 +149,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
                       : *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
                                                       {3, rc::gen::inRange(1, std::min(128, max_tokens_here) + 1)},
                                                       {1, rc::gen::inRange(1, max_tokens_here + 1)}});
+    if (late_blocks) call.tokens = *rc::gen::inRange(std::min(kLateBlocksMinTokens, max_tokens_here), max_tokens_here + 1);
     if (call.twoshot && traits.twoshot_more_tokens_than_ranks) {  // else the kernel refuses it
       if (max_tokens_here > o.ranks) call.tokens = std::max(call.tokens, o.ranks + 1);
       else call.twoshot = false;
@@ -201,6 +212,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   draw.delays = o.delays;
   draw.twoshot_percent = o.twoshot_percent;
   draw.focus_twoshot = o.focus_twoshot;
+  draw.focus_late_blocks = o.focus_late_blocks;
   if (!traits.hidden_sizes.empty()) {
     const int smallest = *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end());
     if (smallest > o.limits.max_hidden)
@@ -211,6 +223,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   CheckResult result;
   result.mutant = mutant;
   result.twoshot_percent = o.twoshot_percent;
+  result.late_blocks = o.focus_late_blocks;
   const auto start = Clock::now();
   auto last_progress = start;
 
@@ -322,7 +335,6 @@ RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutant
 }
 
 CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
-  require_bounded_polls("gpu check");
   o.limits.validate();
   if (!protocol::is_supported_rank_count(comm.size()))
     throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));

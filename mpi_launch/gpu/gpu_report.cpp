@@ -39,9 +39,10 @@ void write_file(const std::string& path, const std::string& text) {
 
 std::string summary_line(const CheckResult& r, int ranks) {
   const double rate = r.seconds > 0 ? r.cases / r.seconds : 0.0;
-  return fmt::format("{} ranks, mutant {}, {} % two-shot calls: {} cases ({} kernel calls per rank, {} refused) in "
+  return fmt::format("{} ranks, mutant {}, {} % two-shot calls{}: {} cases ({} kernel calls per rank, {} refused) in "
                      "{:.1f} s = {:.0f} checked cases/s: {}",
-                     ranks, protocol::mutant_id(r.mutant), r.twoshot_percent, r.cases, r.calls, r.refused, r.seconds, rate,
+                     ranks, protocol::mutant_id(r.mutant), r.twoshot_percent,
+                     r.late_blocks ? ", blocks started late" : "", r.cases, r.calls, r.refused, r.seconds, rate,
                      r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
 }
 
@@ -78,6 +79,7 @@ nlohmann::json to_json(const CheckResult& r) {
   for (const auto& f : r.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
   return {{"mutant", protocol::mutant_id(r.mutant)},
           {"twoshot_percent", r.twoshot_percent},
+          {"late_blocks", r.late_blocks},
           {"failed", r.failed},
           {"cases", r.cases},
           {"refused", r.refused},
@@ -133,17 +135,20 @@ std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& place
   return "";
 }
 
-std::vector<std::pair<protocol::Mutant, int>> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
-                                                              int default_percent,
-                                                              const std::function<bool(protocol::Mutant)>& twoshot_only) {
-  std::vector<std::pair<protocol::Mutant, int>> plan;
-  bool mixed = false;
+std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants, int default_percent,
+                                          const std::function<bool(protocol::Mutant)>& twoshot_only,
+                                          const std::function<bool(protocol::Mutant)>& late_blocks) {
+  std::vector<KillTableRun> plan;
+  bool mixed = false, late = false;
   for (const auto& m : mutants) {
-    plan.emplace_back(m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent);
-    mixed |= plan.back().second != default_percent;
+    plan.push_back({m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent, late_blocks(m)});
+    mixed |= plan.back().twoshot_percent != default_percent;
+    late |= plan.back().late_blocks;
   }
-  if (mixed && plan.front().first == protocol::Mutant::none)
-    plan.insert(plan.begin() + 1, std::pair<protocol::Mutant, int>(protocol::Mutant::none, kTwoShotMutantPercent));
+  if (plan.empty() || plan.front().mutant != protocol::Mutant::none) return plan;
+  auto controls = plan.begin() + 1;
+  if (late) controls = plan.insert(controls, {protocol::Mutant::none, default_percent, true}) + 1;
+  if (mixed) plan.insert(controls, {protocol::Mutant::none, kTwoShotMutantPercent, false});
   return plan;
 }
 
@@ -159,7 +164,8 @@ std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std:
     if (message.size() > 160) message = message.substr(0, 157) + "...";
     for (auto& ch : message)
       if (ch == '|') ch = '/';
-    out += fmt::format("| {} | {} % | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant), r.twoshot_percent,
+    out += fmt::format("| {} | {} %{} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant), r.twoshot_percent,
+                       r.late_blocks ? ", blocks started late" : "",
                        control ? (r.failed ? "FALSE POSITIVE" : "clean (control)")
                                : r.failed ? "yes"
                                : expected_survival(r.mutant, placement).empty()

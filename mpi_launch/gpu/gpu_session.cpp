@@ -12,7 +12,6 @@
 #endif
 
 #include "fusioncheck/gpu/errors.hpp"
-#include "fusioncheck/kernels/launch.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -145,12 +144,6 @@ void agree_on_config(mpi::MpiComm& comm, const RunConfig& mine) {
                                    r, other[i].substr(other[i].find('=') + 1));
   }
   if (!differences.empty()) throw BadInput("ranks disagree on the run configuration: " + differences);
-}
-
-void require_bounded_polls(const char* job) {
-  if (!kernels::polls_bounded())
-    throw BadInput(std::string(job) + ": this is a benchmark-only build (FUSIONCHECK_BENCH_UNBOUNDED_POLLS: "
-                   "kernel polls without a time bound); use it for gpu bench only");
 }
 
 }  // namespace fusioncheck::gpu

@@ -115,7 +115,6 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
 }  // namespace
 
 SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
-  require_bounded_polls("gpu smoke");
   if (!protocol::is_supported_rank_count(comm.size()))
     throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
   for (int h : options.hidden)

@@ -22,7 +22,6 @@ namespace fusioncheck::gpu {
 namespace k = kernels;
 
 nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o) {
-  require_bounded_polls("gpu bench --wait-profile");
   const int n = comm.size();
   if (n != 2 && n != 4)
     throw BadInput(fmt::format("--wait-profile: {} ranks; the profile instance is built for 2 or 4 ranks", n));

@@ -12,7 +12,6 @@
 namespace fusioncheck::gpu {
 
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options) {
-  require_bounded_polls("gpu kill-table");
   options.check.limits.validate();
   // A kernel made only to ask it which mutants it has and where they live.
   MpiBootstrap bootstrap(comm);
@@ -35,16 +34,20 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
   if (comm.rank() == 0) fmt::print("fusioncheck gpu kill-table: {}; {}\n", kernel->name(), result.setup);
   CheckOptions check = options.check;
   check.shrink = false;  // time to detect = the first failure
-  const auto plan = kill_table_plan(mutants, options.check.twoshot_percent,
-                                    [&](protocol::Mutant m) { return kernel->mutant_in_twoshot_only(m); });
-  for (const auto& [mutant, percent] : plan) {
-    check.mutant = mutant;
-    check.twoshot_percent = percent;
-    check.focus_twoshot = percent == kTwoShotMutantPercent;
+  const auto plan = kill_table_plan(
+      mutants, options.check.twoshot_percent, [&](protocol::Mutant m) { return kernel->mutant_in_twoshot_only(m); },
+      [&](protocol::Mutant m) { return kernel->mutant_needs_late_blocks(m); });
+  for (const auto& run : plan) {
+    check.mutant = run.mutant;
+    check.twoshot_percent = run.twoshot_percent;
+    check.focus_twoshot = run.twoshot_percent == kTwoShotMutantPercent;
+    check.focus_late_blocks = run.late_blocks;
     // Every case of a two-shot race run is a long sequence: each call is another chance for
     // the race, at no cost in cases.
-    check.limits.max_calls = check.focus_twoshot ? kMaxCallsPerCase : options.check.limits.max_calls;
-    check.replay_out = fmt::format("fusioncheck-gpu-{}-{}.json", protocol::mutant_id(mutant), percent);
+    check.limits.max_calls =
+        check.focus_twoshot || check.focus_late_blocks ? kMaxCallsPerCase : options.check.limits.max_calls;
+    check.replay_out = fmt::format("fusioncheck-gpu-{}-{}{}.json", protocol::mutant_id(run.mutant), run.twoshot_percent,
+                                   run.late_blocks ? "-late-blocks" : "");
     result.runs.push_back(run_check(comm, check, result.placement));
     if (comm.rank() == 0) fmt::print("{}\n", summary_line(result.runs.back(), comm.size())), std::fflush(stdout);
   }

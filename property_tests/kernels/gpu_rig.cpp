@@ -185,6 +185,9 @@ void Rig::upload_inputs(const CallSpec& spec, const ref::FusedInputs& in, std::v
     b.scale.fill(spec.pattern == Pattern::nvfp4 ? 0x00 : 0xFF);  // nvfp4 padding must read 0
     bufs.push_back(std::move(b));
   }
+  // The copies and fills ran on the legacy stream, the kernels run on non-blocking streams
+  // that do not wait for it (a pageable cudaMemcpy may return before its DMA lands).
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the inputs");
 }
 
 void Rig::synchronise_and_collect_hangs(Findings& f) {

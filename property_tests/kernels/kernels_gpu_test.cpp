@@ -368,6 +368,38 @@ TEST_F(Gpu, WaitProfileShowsTheLatePeer) {
   EXPECT_GT(work, 0u);
 }
 
+// The benchmark-only unbounded-polls instances (gpu bench) exist for bf16, 16-bit Lamport,
+// 2/4/8 ranks; anything else is refused before a kernel is enqueued. Nothing here launches
+// one: a hang in them would spin for ever.
+TEST_F(Gpu, UnboundedPollsInstancesRefuseWhatTheyLack) {
+  for (int ranks : {2, 4, 8}) EXPECT_TRUE(fk::oneshot_unbounded_polls_compiled(ranks)) << ranks;
+  EXPECT_FALSE(fk::oneshot_unbounded_polls_compiled(16));
+  for (bool fp32_lamport : {false, true}) {
+    const fk::DType dtype = fp32_lamport ? fk::DType::bf16 : fk::DType::f16;  // each lacks an instance
+    Rig rig(2, dtype, fp32_lamport);
+    std::vector<fk::testing::DeviceBuffer> io;
+    for (int i = 0; i < 6; ++i) io.emplace_back(16 * 1024 * 2);
+    fk::FusedParams p;
+    p.ranks = 2;
+    p.tokens = 16;
+    p.hidden = 1024;
+    p.dtype = dtype;
+    p.fp32_lamport = fp32_lamport;
+    p.input = io[0].get();
+    p.residual_in = io[1].get();
+    p.gamma = io[2].get();
+    p.allreduce_out = io[3].get();
+    p.residual_out = io[4].get();
+    p.norm_out = io[5].get();
+    try {
+      fk::launch_oneshot_unbounded_polls(p, rig.workspaces()[0], rig.stream(0));
+      ADD_FAILURE() << "launched an unbounded-polls instance with fp32_lamport=" << fp32_lamport;
+    } catch (const fk::InvalidLaunch& e) {
+      EXPECT_NE(std::string(e.what()).find("unbounded-polls"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // ---- negative controls: every kernel mutant must be caught --------------------------------
 namespace {
 

@@ -295,7 +295,7 @@ struct UnusedBootstrap final : fk::Bootstrap {
 };
 
 TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
-  using Plan = std::vector<std::pair<fusioncheck::protocol::Mutant, int>>;
+  using Plan = std::vector<fg::KillTableRun>;
   const int mix = fg::kTwoShotMutantPercent;
   const auto none = M("none"), fs = M("float-sentinel"), tgo = M("twoshot-gather-overlap"), bnr = M("barrier-no-release");
   UnusedBootstrap bootstrap;
@@ -304,13 +304,22 @@ TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
   EXPECT_TRUE(ours.mutant_in_twoshot_only(tgo));
   EXPECT_TRUE(ours.mutant_in_twoshot_only(bnr));
   EXPECT_FALSE(ours.mutant_in_twoshot_only(fs));
+  // Our kernels delay blocks themselves: no mutant of theirs needs the adapter's late starts.
+  for (auto m : ours.mutants()) EXPECT_FALSE(ours.mutant_needs_late_blocks(m)) << fusioncheck::protocol::mutant_id(m);
   const auto twoshot_only = [&](fusioncheck::protocol::Mutant m) { return ours.mutant_in_twoshot_only(m); };
-  EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25, twoshot_only),
+  const auto never = [](fusioncheck::protocol::Mutant) { return false; };
+  EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25, twoshot_only, never),
             (Plan{{none, 25}, {none, mix}, {fs, 25}, {tgo, mix}}));
-  EXPECT_EQ(fg::kill_table_plan({none, fs}, 25, twoshot_only), (Plan{{none, 25}, {fs, 25}}));
-  EXPECT_EQ(fg::kill_table_plan({bnr}, 10, twoshot_only), (Plan{{bnr, mix}}));
+  EXPECT_EQ(fg::kill_table_plan({none, fs}, 25, twoshot_only, never), (Plan{{none, 25}, {fs, 25}}));
+  EXPECT_EQ(fg::kill_table_plan({bnr}, 10, twoshot_only, never), (Plan{{bnr, mix}}));
   // With the mix as the default there is nothing to add.
-  EXPECT_EQ(fg::kill_table_plan({none, bnr}, mix, twoshot_only), (Plan{{none, mix}, {bnr, mix}}));
+  EXPECT_EQ(fg::kill_table_plan({none, bnr}, mix, twoshot_only, never), (Plan{{none, mix}, {bnr, mix}}));
+  // A mutant that needs late blocks runs on such cases, and so does a control of its own.
+  const auto fba = M("flag-before-arrival");
+  const auto late = [&](fusioncheck::protocol::Mutant m) { return m == fba; };
+  EXPECT_EQ(fg::kill_table_plan({none, fs, fba, tgo}, 25, twoshot_only, late),
+            (Plan{{none, 25}, {none, 25, true}, {none, mix}, {fs, 25}, {fba, 25, true}, {tgo, mix}}));
+  EXPECT_EQ(fg::kill_table_plan({fba}, 25, twoshot_only, late), (Plan{{fba, 25, true}}));
   // Every mutant our kernels have is listed once, the kill table's default.
   const auto all = ours.mutants();
   EXPECT_EQ(std::count(all.begin(), all.end(), fs), 1);

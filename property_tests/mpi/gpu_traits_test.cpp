@@ -1,6 +1,7 @@
 // What a kernel narrower than ours changes in the suite, on the CPU: the reference's rotated
 // summation order, inputs without -0, and the case checks against KernelTraits.
 #include <gtest/gtest.h>
+#include <rapidcheck.h>
 
 #include <algorithm>
 
@@ -124,6 +125,28 @@ TEST(OutsideTraits, NamesEachNarrowedTrait) {
   synced.mode = fg::IssueMode::checked_each_call;
   synced.calls[1].tokens = 8;
   EXPECT_EQ(fg::outside_traits(synced, narrow()), "");
+}
+
+// Whether every case drawn with these settings starts blocks late: delayed with the longest
+// spread, issued eagerly, one-shot calls of at least kLateBlocksMinTokens tokens.
+bool every_case_starts_blocks_late(bool focus) {
+  fg::DrawSettings s;
+  s.focus_late_blocks = focus;
+  return rc::check(std::string("late-block cases, focus ") + (focus ? "on" : "off"), [&] {
+    const fg::GpuCase c = fg::draw_case(s, fg::KernelTraits{});
+    RC_ASSERT(c.delay_seed != 0u);
+    RC_ASSERT(c.delay_max_ns == fg::kLateBlocksDelayNs);
+    RC_ASSERT(c.mode != fg::IssueMode::graph_replay);
+    for (const fg::CallSpec& call : c.calls) {
+      RC_ASSERT(!call.twoshot);
+      RC_ASSERT(call.tokens >= std::min(fg::kLateBlocksMinTokens, s.limits.max_tokens_for(c.hidden)));
+    }
+  });
+}
+
+TEST(DrawCase, LateBlockFocusDelaysEveryCaseWithManyTokensOneShot) {
+  EXPECT_TRUE(every_case_starts_blocks_late(true));
+  EXPECT_FALSE(every_case_starts_blocks_late(false));  // control: the usual mix is not all that
 }
 
 TEST(GpuCase, NegZeroInputsTravelInJsonAndDefaultToTrue) {

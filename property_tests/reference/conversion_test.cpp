@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "oracle.hpp"
 
@@ -125,6 +126,64 @@ TEST(RefConversionOracle, DistinguishesTruncationFromRoundToNearestEven) {
   EXPECT_EQ(oracle::encode(oracle::kHalf, one_plus_3_4_ulp), 0x3c01);  // truncation gives 0x3c00
   EXPECT_EQ(oracle::encode(oracle::kHalf, 1.0 + 0.5 * std::ldexp(1.0, -10)), 0x3c00);   // tie, even
   EXPECT_EQ(oracle::encode(oracle::kHalf, 1.0 + 1.5 * std::ldexp(1.0, -10)), 0x3c02);   // tie, even
+}
+
+// The reference's branch-free conversions (element.hpp) must give Eigen's bits for every
+// input. Eigen built with F16C (not this build) converts a NaN through the hardware, which
+// keeps payload bits; the reference's documented rule (sign | 0x7e00) is then the expectation.
+std::uint16_t eigen_half_bits(float x) {
+#ifdef EIGEN_HAS_FP16_C
+  if (std::isnan(x)) return static_cast<std::uint16_t>(((std::bit_cast<std::uint32_t>(x) >> 16) & 0x8000u) | 0x7e00u);
+#endif
+  return std::bit_cast<std::uint16_t>(Eigen::half(x));
+}
+std::uint16_t eigen_bf16_bits(float x) { return std::bit_cast<std::uint16_t>(Eigen::bfloat16(x)); }
+
+TEST(RefConversionEigen, HalfWideningEqualsEigenForAll65536Patterns) {
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto h = static_cast<std::uint16_t>(b);
+    const float eigen = static_cast<float>(std::bit_cast<Eigen::half>(h));
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(Element<DType::f16>::to_float(h)), std::bit_cast<std::uint32_t>(eigen))
+        << std::hex << b;
+  }
+}
+
+// Floats whose rounding is decided anywhere: every pattern of the top 16 bits (sign,
+// exponent, 7 fraction bits: every binade, every rounding position of a subnormal result,
+// inf and NaN) with low bits that put the value exactly on, just below and just above the
+// round/sticky boundaries of a normal fp16 (bit 12) and of bf16 (bit 15), then random ones.
+std::vector<std::uint32_t> conversion_samples() {
+  std::vector<std::uint32_t> low = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x2001,
+                                    0x3000, 0x3001, 0x7fff, 0x8000, 0x8001, 0x9000, 0xefff, 0xffff};
+  std::mt19937 rng(2024);
+  for (int k = 0; k < 16; ++k) low.push_back(rng() & 0xffffu);
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t hi = 0; hi < 65536; ++hi)
+    for (std::uint32_t l : low) out.push_back(hi << 16 | l);
+  for (int k = 0; k < 4'000'000; ++k) out.push_back(static_cast<std::uint32_t>(rng()));
+  return out;
+}
+
+TEST(RefConversionEigen, NarrowingEqualsEigenOverEveryBinadeAndBoundary) {
+  const std::vector<std::uint32_t> samples = conversion_samples();
+  for (std::uint32_t u : samples) {
+    const float x = std::bit_cast<float>(u);
+    ASSERT_EQ(Element<DType::f16>::from_float(x), eigen_half_bits(x)) << "f16 " << std::hex << u;
+    ASSERT_EQ(Element<DType::bf16>::from_float(x), eigen_bf16_bits(x)) << "bf16 " << std::hex << u;
+  }
+  // The edges named: zeros, the smallest subnormals, the subnormal/normal boundary, the
+  // largest finite values and the overflow midpoint, inf, quiet and signalling NaNs.
+  for (std::uint32_t u : {0x00000000u, 0x00000001u, 0x33000000u, 0x33000001u, 0x337fffffu, 0x387fc000u,
+                          0x387fe000u, 0x387fefffu, 0x38800000u, 0x477fe000u, 0x477fefffu, 0x477ff000u,
+                          0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fa00000u, 0x7fc00000u, 0x7fffffffu}) {
+    for (std::uint32_t sign : {0u, 0x80000000u}) {
+      const float x = std::bit_cast<float>(u | sign);
+      EXPECT_EQ(Element<DType::f16>::from_float(x), eigen_half_bits(x)) << std::hex << (u | sign);
+      EXPECT_EQ(Element<DType::bf16>::from_float(x), eigen_bf16_bits(x)) << std::hex << (u | sign);
+    }
+  }
+  EXPECT_EQ(Element<DType::f16>::from_float(std::bit_cast<float>(0xffa00000u)), 0xfe00);  // NaN: sign kept, quiet
+  EXPECT_EQ(Element<DType::bf16>::from_float(std::bit_cast<float>(0x7f800001u)), 0x7fc0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RefConversionTest, ::testing::Values(DType::f16, DType::bf16),

@@ -4,6 +4,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <set>
@@ -86,6 +87,41 @@ TEST(RefE4m3, SatfiniteAndSpecialInputs) {
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);          // tie between 0 and 2^-9: even
   EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);          // tie between 1 and 2: even
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -11)), 0x00);
+}
+
+// The reference's branch-free float_to_e4m3 against its former branchy definition (kept
+// here as the oracle): every top-16-bit pattern (every binade, both signs, inf, NaN) with
+// low bits around the round/sticky boundary (bit 19) and a random sample.
+std::uint8_t former_float_to_e4m3(float x) {
+  const std::uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  if (std::isnan(x)) return sign | kE4m3NaN;
+  const float a = std::fabs(x);
+  if (a >= kE4m3Max) return sign | 0x7e;
+  if (a == 0.0f) return sign;
+  if (a < 0x1p-6f) return static_cast<std::uint8_t>(sign | static_cast<int>(std::nearbyint(a * 0x1p9f)));
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(a);
+  const std::uint32_t rounded = (bits + 0x7ffffu + ((bits >> 20) & 1u)) >> 20;
+  return static_cast<std::uint8_t>(sign | (rounded - (120u << 3)));
+}
+
+TEST(RefE4m3, BranchFreeEncodingEqualsTheFormerDefinition) {
+  std::vector<std::uint32_t> low = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff};
+  std::mt19937 rng(11);
+  for (int k = 0; k < 10; ++k) low.push_back(rng() & 0xffffu);
+  for (std::uint32_t hi = 0; hi < 65536; ++hi)
+    for (std::uint32_t l : low) {
+      const float x = std::bit_cast<float>(hi << 16 | l);
+      ASSERT_EQ(float_to_e4m3(x), former_float_to_e4m3(x)) << std::hex << (hi << 16 | l);
+    }
+  for (int k = 0; k < 2'000'000; ++k) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+    ASSERT_EQ(float_to_e4m3(x), former_float_to_e4m3(x)) << std::hexfloat << x;
+  }
+  for (std::uint32_t u : {0x3c800000u, 0x3c7fffffu, 0x3a800000u, 0x3a7fffffu, 0x3b400000u, 0x43e00000u,
+                          0x43dfffffu, 0x43e80000u, 0x00000001u, 0x7f800000u, 0x7f800001u, 0x7fc00000u})
+    for (std::uint32_t sign : {0u, 0x80000000u})
+      EXPECT_EQ(float_to_e4m3(std::bit_cast<float>(u | sign)), former_float_to_e4m3(std::bit_cast<float>(u | sign)))
+          << std::hex << (u | sign);
 }
 
 TEST(RefE2m1, DecodesAndEncodesAsTheOracle) {

@@ -1,6 +1,7 @@
 // The reference's hot path: one template instance per element type, plain loops over a
 // token row, no per-element dispatch. The order of operations is documented in fused.hpp.
 #include "fusioncheck/reference/fused.hpp"
+#include "fusioncheck/reference/vector_clones.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,9 +17,13 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
 }
 
-// Row kernels with restrict-qualified pointers, so that each loop vectorises.
+// Row kernels with restrict-qualified pointers, so that each loop vectorises. Always inlined:
+// an out-of-line copy would be built for the baseline ISA only, not for the caller's vector
+// width (fused_row, vector_clones.hpp).
+#define FUSIONCHECK_ROW_KERNEL [[gnu::always_inline]] inline
+
 template <DType T>
-void widen_row(const typename Element<T>::Bits* __restrict in, float* __restrict out,
+FUSIONCHECK_ROW_KERNEL void widen_row(const typename Element<T>::Bits* __restrict in, float* __restrict out,
                std::size_t n, bool canonical) {
   if (canonical) {
     for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::to_float(canonicalize<T>(in[j]));
@@ -28,11 +33,11 @@ void widen_row(const typename Element<T>::Bits* __restrict in, float* __restrict
 }
 
 template <DType T>
-void round_row(const float* __restrict in, typename Element<T>::Bits* __restrict out, std::size_t n) {
+FUSIONCHECK_ROW_KERNEL void round_row(const float* __restrict in, typename Element<T>::Bits* __restrict out, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::from_float(in[j]);
 }
 
-void add_row(float* __restrict acc, const float* __restrict v, std::size_t n) {
+FUSIONCHECK_ROW_KERNEL void add_row(float* __restrict acc, const float* __restrict v, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) acc[j] += v[j];
 }
 
@@ -49,7 +54,7 @@ std::vector<float> norm_weights(const FusedConfig& c, const Tensor& gamma) {
 // Sum of squares in fp32 over 8 interleaved partial sums (lane j % 8, in index order), then
 // ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). Any order is covered by the bound in
 // tolerance.hpp; this one breaks the add latency chain (the GPU's order differs anyway).
-float sum_of_squares(const float* x, std::size_t hidden) {
+FUSIONCHECK_ROW_KERNEL float sum_of_squares(const float* x, std::size_t hidden) {
   float lane[8] = {};
   std::size_t j = 0;
   for (; j + 8 <= hidden; j += 8)
@@ -59,26 +64,35 @@ float sum_of_squares(const float* x, std::size_t hidden) {
 }
 
 // y_j = (x_j * r) * w_j with r = 1 / sqrt(sum(x^2) / hidden + eps), all in float.
-void rmsnorm_row(const float* x, const float* w, std::size_t hidden, float eps, float* y) {
+FUSIONCHECK_ROW_KERNEL void rmsnorm_row(const float* x, const float* w, std::size_t hidden, float eps, float* y) {
   const float ss = sum_of_squares(x, hidden);
   const float r = 1.0f / std::sqrt(ss / static_cast<float>(hidden) + eps);
   for (std::size_t j = 0; j < hidden; ++j) y[j] = (x[j] * r) * w[j];
 }
 
-void quantise_row(const QuantConfig& q, const float* v, std::size_t hidden, std::size_t token,
-                  FusedOutputs& out) {
+// The codes go through local pointers: a byte store through out.fp8_static[...] may alias the
+// vector's own pointer, which kept the loops from vectorising.
+FUSIONCHECK_ROW_KERNEL void quantise_row(const QuantConfig& q, const float* __restrict v, std::size_t hidden,
+                                         std::size_t token, FusedOutputs& out) {
   const std::size_t base = token * hidden;
   if (q.fp8_static) {
-    for (std::size_t j = 0; j < hidden; ++j)
-      out.fp8_static[base + j] = float_to_e4m3(v[j] * q.fp8_inv_scale);
+    std::uint8_t* __restrict const codes = out.fp8_static.data() + base;
+    const float inv = q.fp8_inv_scale;
+    for (std::size_t j = 0; j < hidden; ++j) codes[j] = float_to_e4m3(v[j] * inv);
   }
   if (q.fp8_dynamic) {
-    float amax = 0.0f;  // fmaxf ignores NaN, as the GPU's fmaxf does
-    for (std::size_t j = 0; j < hidden; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    // fmaxf(amax, |v|) ignores NaN, as the GPU's fmaxf does; with amax a number >= +0 and
+    // |v| >= +0 or NaN, "|v| > amax ? |v| : amax" is the same value without the libm call.
+    float amax = 0.0f;
+    for (std::size_t j = 0; j < hidden; ++j) {
+      const float a = std::fabs(v[j]);
+      amax = a > amax ? a : amax;
+    }
     const float scale = std::max(amax / kE4m3Max, kFp8MinScale);
     const float inv = 1.0f / scale;
     out.fp8_dynamic_scale[token] = scale;
-    for (std::size_t j = 0; j < hidden; ++j) out.fp8_dynamic[base + j] = float_to_e4m3(v[j] * inv);
+    std::uint8_t* __restrict const codes = out.fp8_dynamic.data() + base;
+    for (std::size_t j = 0; j < hidden; ++j) codes[j] = float_to_e4m3(v[j] * inv);
   }
   if (q.nvfp4) {
     const float g = q.nvfp4_global_scale;
@@ -103,6 +117,60 @@ void quantise_row(const QuantConfig& q, const float* v, std::size_t hidden, std:
 // Resizes a reused output to (dtype, count); every element is overwritten afterwards.
 void shape_output(Tensor& t, DType dtype, std::size_t count) {
   if (t.dtype() != dtype || t.size() != count) t = Tensor(dtype, count);
+}
+
+// What every row of one call shares.
+template <DType T>
+struct RowJob {
+  using Bits = typename Element<T>::Bits;
+  const FusedConfig& c;
+  const std::vector<const Bits*>& rank_data;  // in summation order
+  const Bits* residual;
+  Bits* allreduce;
+  Bits* residual_out;
+  Bits* norm_out;
+  bool any_quant;
+  FusedOutputs& out;
+};
+
+// One token row. Each step is its own loop over the row so that the compiler vectorises it
+// (the rows stay in cache), in the machine's vector width (vector_clones.hpp: every loop
+// here is element-wise or keeps its own fixed lanes, so the width changes no value); the
+// arithmetic per element is exactly the order in fused.hpp. scratch: 5 * hidden floats
+// (the last hidden of them the norm weights), bits: hidden.
+template <DType T>
+FUSIONCHECK_VECTOR_CLONES void fused_row(const RowJob<T>& job, std::size_t t, float* scratch,
+                                         typename Element<T>::Bits* rounded) {
+  using E = Element<T>;
+  const FusedConfig& c = job.c;
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  float* const acc = scratch;
+  float* const tmp = acc + hidden;
+  float* const y = tmp + hidden;
+  float* const quant_in = y + hidden;
+  const float* const w = quant_in + hidden;
+  const std::size_t base = t * hidden;
+  widen_row<T>(job.rank_data[0] + base, acc, hidden, c.canonicalize_neg_zero);
+  for (std::size_t r = 1; r < job.rank_data.size(); ++r) {
+    widen_row<T>(job.rank_data[r] + base, tmp, hidden, c.canonicalize_neg_zero);
+    add_row(acc, tmp, hidden);
+    if (c.accumulation == Accumulation::per_step) {
+      round_row<T>(acc, rounded, hidden);
+      widen_row<T>(rounded, acc, hidden, false);
+    }
+  }
+  round_row<T>(acc, job.allreduce + base, hidden);
+  widen_row<T>(job.allreduce + base, acc, hidden, false);
+  widen_row<T>(job.residual + base, tmp, hidden, false);
+  add_row(acc, tmp, hidden);
+  round_row<T>(acc, job.residual_out + base, hidden);
+  widen_row<T>(job.residual_out + base, acc, hidden, false);  // x
+  rmsnorm_row(acc, w, hidden, c.eps, y);
+  round_row<T>(y, job.norm_out + base, hidden);
+  if (job.any_quant) {
+    for (std::size_t j = 0; j < hidden; ++j) quant_in[j] = E::to_float(job.norm_out[base + j]);
+    quantise_row(c.quant, quant_in, hidden, t, job.out);
+  }
 }
 
 template <DType T>
@@ -136,6 +204,8 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
   Bits* norm_out = out.norm_out.view<T>().data();
   const Bits* gamma = in.gamma.view<T>().data();
 
+  const RowJob<T> job{c, rank_data, residual, allreduce, residual_out, norm_out, any_quant, out};
+
   // Rows are independent: several threads for large calls (OpenMP), each with its own rows
   // of scratch, kept per thread between calls (allocating and first touching them on every
   // call dominated single-token calls).
@@ -145,42 +215,11 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
     thread_local std::vector<Bits> scratch_bits;
     if (scratch.size() < 5 * hidden) scratch.resize(5 * hidden);
     if (scratch_bits.size() < hidden) scratch_bits.resize(hidden);
-    float* const acc = scratch.data();
-    float* const tmp = acc + hidden;
-    float* const y = tmp + hidden;
-    float* const quant_in = y + hidden;
-    float* const w = quant_in + hidden;  // weight_bias + gamma, as in norm_weights
-    Bits* const rounded = scratch_bits.data();
+    float* const w = scratch.data() + 4 * hidden;  // weight_bias + gamma, as in norm_weights
     for (std::size_t j = 0; j < hidden; ++j) w[j] = c.weight_bias + E::to_float(gamma[j]);
-
-    // Each step is its own loop over a row so that the compiler vectorises it (the rows
-    // stay in cache); the arithmetic per element is exactly the order in fused.hpp.
 #pragma omp for schedule(static)
-    for (std::ptrdiff_t row = 0; row < static_cast<std::ptrdiff_t>(tokens); ++row) {
-      const auto t = static_cast<std::size_t>(row);
-      const std::size_t base = t * hidden;
-      widen_row<T>(rank_data[0] + base, acc, hidden, c.canonicalize_neg_zero);
-      for (std::size_t r = 1; r < rank_data.size(); ++r) {
-        widen_row<T>(rank_data[r] + base, tmp, hidden, c.canonicalize_neg_zero);
-        add_row(acc, tmp, hidden);
-        if (c.accumulation == Accumulation::per_step) {
-          round_row<T>(acc, rounded, hidden);
-          widen_row<T>(rounded, acc, hidden, false);
-        }
-      }
-      round_row<T>(acc, allreduce + base, hidden);
-      widen_row<T>(allreduce + base, acc, hidden, false);
-      widen_row<T>(residual + base, tmp, hidden, false);
-      add_row(acc, tmp, hidden);
-      round_row<T>(acc, residual_out + base, hidden);
-      widen_row<T>(residual_out + base, acc, hidden, false);  // x
-      rmsnorm_row(acc, w, hidden, c.eps, y);
-      round_row<T>(y, norm_out + base, hidden);
-      if (any_quant) {
-        for (std::size_t j = 0; j < hidden; ++j) quant_in[j] = E::to_float(norm_out[base + j]);
-        quantise_row(q, quant_in, hidden, t, out);
-      }
-    }
+    for (std::ptrdiff_t row = 0; row < static_cast<std::ptrdiff_t>(tokens); ++row)
+      fused_row<T>(job, static_cast<std::size_t>(row), scratch.data(), scratch_bits.data());
   }
 }
 

@@ -38,25 +38,6 @@ Fields round_minifloat(float a, int mant_bits, int min_exp, int bias) {
 
 }  // namespace
 
-std::uint8_t float_to_e4m3(float x) {
-  const std::uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
-  if (std::isnan(x)) return sign | kE4m3NaN;
-  const float a = std::fabs(x);
-  // satfinite: everything at or beyond the largest finite value (inf included) is +-448;
-  // values in [448, 464] would round to 448 anyway, larger ones are clamped.
-  if (a >= kE4m3Max) return sign | 0x7e;
-  if (a == 0.0f) return sign;
-  if (a < 0x1p-6f) {  // subnormal range: multiples of 2^-9 (8 * 2^-9 is the first normal, code 8)
-    return static_cast<std::uint8_t>(sign | static_cast<int>(std::nearbyint(a * 0x1p9f)));
-  }
-  // Normal range: round the float's 23 fraction bits to 3, to nearest even, on the bits; a
-  // carry moves into the exponent as it should. Float exponent field E holds e + 127, the
-  // e4m3 field e + 7, so the code is the rounded (E, fraction) pair minus 120 << 3.
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(a);
-  const std::uint32_t rounded = (bits + 0x7ffffu + ((bits >> 20) & 1u)) >> 20;
-  return static_cast<std::uint8_t>(sign | (rounded - (120u << 3)));
-}
-
 namespace {
 // Every e4m3 code's value, built once from the definition (exact: small integers times
 // powers of two).

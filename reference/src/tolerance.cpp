@@ -1,6 +1,7 @@
 // Comparison of GPU outputs with the reference; the derivation of every bound is in
 // tolerance.hpp.
 #include "fusioncheck/reference/tolerance.hpp"
+#include "fusioncheck/reference/vector_clones.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -77,37 +78,113 @@ Interval quant_input(DType dtype, float n, float allowed) {
   return {n - allowed - h, n + allowed + h};
 }
 
+// Elements that pass check_fp8_codes' test without the interval arithmetic, decided for a
+// block in one branch-free loop (it vectorises): a NaN reference met by a NaN code, no claim
+// (allowed or the reference infinite), or the fast path below. Sets skip[j]; n <= 256.
+FUSIONCHECK_VECTOR_CLONES void fp8_fast_passes(const float* __restrict norm, const float* __restrict allowed,
+                                               const std::uint8_t* __restrict codes, std::size_t n, double mid,
+                                               std::uint8_t* __restrict skip) {
+  // Fast path, exact: n * mid (rounded to float) lies inside the real interval built in
+  // check_fp8_codes (it contains n, and the widening covers the float rounding); e4m3
+  // rounding is monotone, so its code lies between the codes of the interval's ends. A
+  // finite code equal to it passes the full test, which is all this skips.
+  std::uint8_t fast_code[256];
+  for (std::size_t j = 0; j < n; ++j) fast_code[j] = float_to_e4m3(static_cast<float>(norm[j] * mid));
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (std::size_t j = 0; j < n; ++j) {  // bitwise logic: no branch in the loop
+    const float v = norm[j];
+    const bool code_nan = (codes[j] & 0x7f) == kE4m3NaN;  // e4m3_to_float(code) is NaN
+    const bool fast = !code_nan & (codes[j] == fast_code[j]);
+    const bool v_nan = v != v;
+    const bool no_claim = (std::fabs(allowed[j]) == inf) | (std::fabs(v) == inf);
+    skip[j] = static_cast<std::uint8_t>((v_nan & code_nan) | (!v_nan & (no_claim | fast)));
+  }
+}
+
+// norm: the reference's norm_out as floats (values_of).
 std::optional<Mismatch> check_fp8_codes(std::size_t base, std::size_t hidden, DType dtype,
-                                        const Tensor& norm_ref, const std::vector<float>& allowed,
+                                        const std::vector<float>& norm, const std::vector<float>& allowed,
                                         double inv_lo, double inv_hi,
                                         const std::vector<std::uint8_t>& codes,
                                         const char* what) {
   const double mid = 0.5 * (inv_lo + inv_hi);
-  for (std::size_t j = 0; j < hidden; ++j) {
-    const std::size_t i = base + j;
-    const float n = norm_ref.value_at(i);
-    const float got = e4m3_to_float(codes.at(i));
-    if (std::isnan(n)) {
-      if (!std::isnan(got)) return make_mismatch(i, {kInf, kInf}, got, what);
-      continue;
+  constexpr std::size_t kBlock = 256;
+  std::uint8_t skip[kBlock];
+  for (std::size_t j0 = 0; j0 < hidden; j0 += kBlock) {
+    const std::size_t m = std::min(kBlock, hidden - j0);
+    fp8_fast_passes(norm.data() + base + j0, allowed.data() + base + j0, codes.data() + base + j0, m, mid, skip);
+    for (std::size_t j = 0; j < m; ++j) {
+      if (skip[j]) continue;
+      const std::size_t i = base + j0 + j;
+      const float n = norm[i];
+      const float got = e4m3_to_float(codes[i]);
+      if (std::isnan(n)) return make_mismatch(i, {kInf, kInf}, got, what);  // got is not NaN
+      const Interval ok = e4m3_values(widen(scale(quant_input(dtype, n, allowed[i]), inv_lo, inv_hi), 2 * kU));
+      if (!inside(got, ok)) return make_mismatch(i, ok, got, what);
     }
-    if (std::isinf(allowed[i]) || std::isinf(n)) continue;  // no claim
-    // Fast path, exact: n * mid (rounded to float) lies inside the real interval built below
-    // (it contains n, and the widening covers the float rounding); e4m3 rounding is monotone,
-    // so its code lies between the codes of the interval's ends. A finite code equal to it
-    // passes the full test, which is all this skips.
-    if (!std::isnan(got) && codes[i] == float_to_e4m3(static_cast<float>(n * mid))) continue;
-    const Interval ok = e4m3_values(widen(scale(quant_input(dtype, n, allowed[i]), inv_lo, inv_hi), 2 * kU));
-    if (!inside(got, ok)) return make_mismatch(i, ok, got, what);
   }
   return std::nullopt;
 }
 
-bool token_has_claim(const Tensor& norm_ref, const std::vector<float>& allowed, std::size_t base,
+bool token_has_claim(const std::vector<float>& norm, const std::vector<float>& allowed, std::size_t base,
                      std::size_t count) {
   for (std::size_t j = 0; j < count; ++j)
-    if (std::isinf(allowed[base + j]) || !std::isfinite(norm_ref.value_at(base + j))) return false;
+    if (std::isinf(allowed[base + j]) || !std::isfinite(norm[base + j])) return false;
   return true;
+}
+
+// ulp_of(T, value) for T fixed, without branches.
+template <DType T>
+float ulp_typed(float value) {
+  using E = Element<T>;
+  using Bits = typename E::Bits;
+  const float mag = std::fabs(value);
+  const Bits b = E::from_float(mag);
+  const float next = E::to_float(static_cast<Bits>(b + 1));
+  const float prev = E::to_float(static_cast<Bits>(b - 1));
+  return std::isinf(next) ? mag - prev : next - mag;  // top binade: same spacing
+}
+
+// magnitude(quant_input(dtype, norm[j], allowed[j])) for a token's elements into lo[j] and
+// hi[j]: the same expressions, branch-free, so that the loop vectorises (the per-element
+// calls were most of an FP8 dynamic check).
+template <DType T>
+FUSIONCHECK_VECTOR_CLONES void input_magnitudes(const float* __restrict norm, const float* __restrict allowed,
+                                                std::size_t n, double* __restrict lo, double* __restrict hi) {
+  for (std::size_t j = 0; j < n; ++j) {
+    const float v = norm[j], a = allowed[j];
+    const double h = 0.5 * static_cast<double>(ulp_typed<T>(v));
+    const double l = v - a - h, u = v + a + h;  // quant_input
+    const double al = std::fabs(l), au = std::fabs(u);
+    const bool straddles = (l <= 0.0) & (u >= 0.0);
+    lo[j] = straddles ? 0.0 : (au < al ? au : al);             // std::min
+    hi[j] = straddles ? (-l < u ? u : -l) : (al < au ? au : al);  // std::max
+  }
+}
+
+void input_magnitudes(DType dtype, const float* norm, const float* allowed, std::size_t n, double* lo, double* hi) {
+  switch (dtype) {
+    case DType::f16: return input_magnitudes<DType::f16>(norm, allowed, n, lo, hi);
+    case DType::bf16: return input_magnitudes<DType::bf16>(norm, allowed, n, lo, hi);
+    case DType::f32: return input_magnitudes<DType::f32>(norm, allowed, n, lo, hi);
+  }
+}
+
+// A tensor's values as floats, in one typed loop (value_at per element cost as much as the
+// checks that read them).
+template <DType T>
+void widen_all(const Tensor& t, std::vector<float>& out) {
+  const auto bits = t.view<T>();
+  for (std::size_t i = 0; i < bits.size(); ++i) out[i] = Element<T>::to_float(bits[i]);
+}
+std::vector<float> values_of(const Tensor& t) {
+  std::vector<float> out(t.size());
+  switch (t.dtype()) {
+    case DType::f16: widen_all<DType::f16>(t, out); break;
+    case DType::bf16: widen_all<DType::bf16>(t, out); break;
+    case DType::f32: widen_all<DType::f32>(t, out); break;
+  }
+  return out;
 }
 
 }  // namespace
@@ -123,6 +200,53 @@ namespace {
 template <DType T>
 float round_to_typed(float v) {
   return Element<T>::to_float(Element<T>::from_float(v));
+}
+
+// next_down / next_up without branches, for the vectorised loop below (the same values).
+float next_down_branchless(float f) {
+  const auto b = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t stepped = f > 0.0f ? b - 1 : b + 1;
+  const std::uint32_t r = f == 0.0f ? 0x80000001u : (std::isnan(f) || b == 0xff800000u) ? b : stepped;
+  return std::bit_cast<float>(r);
+}
+float next_up_branchless(float f) {
+  const auto b = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t stepped = f > 0.0f ? b + 1 : b - 1;
+  const std::uint32_t r = f == 0.0f ? 0x00000001u : (std::isnan(f) || b == 0x7f800000u) ? b : stepped;
+  return std::bit_cast<float>(r);
+}
+
+// allowed_j of one row with a claim (tolerance.hpp, step 5): every element's own arithmetic,
+// without branches and split into three simple loops over a block, so that each vectorises
+// (GCC gives up on the fp16 conversions inside the whole computation as one loop).
+template <DType T>
+FUSIONCHECK_VECTOR_CLONES void row_allowed(const float* __restrict y, std::size_t n, double rho,
+                                           float* __restrict allowed) {
+  constexpr std::size_t kBlock = 256;
+  float lo[kBlock], hi[kBlock];
+  for (std::size_t j0 = 0; j0 < n; j0 += kBlock) {
+    const std::size_t m = std::min(kBlock, n - j0);
+    const float* const yb = y + j0;
+    for (std::size_t j = 0; j < m; ++j) {  // the interval's ends, moved outward to floats
+      const double yd = yb[j];
+      const double spread = rho * std::fabs(yd) + kSubnormalSlack;
+      lo[j] = next_down_branchless(static_cast<float>(yd - spread));
+      hi[j] = next_up_branchless(static_cast<float>(yd + spread));
+    }
+    for (std::size_t j = 0; j < m; ++j) {  // rounded to T
+      lo[j] = round_to_typed<T>(lo[j]);
+      hi[j] = round_to_typed<T>(hi[j]);
+    }
+    for (std::size_t j = 0; j < m; ++j) {
+      const float yf = yb[j];
+      const double t_ref = round_to_typed<T>(yf);
+      const double below = t_ref - static_cast<double>(lo[j]), above = static_cast<double>(hi[j]) - t_ref;
+      const double d = below < above ? above : below;  // std::max: inf if the interval overflows T
+      const auto df = static_cast<float>(d);
+      const float a = df < d ? next_up_branchless(df) : df;
+      allowed[j0 + j] = std::isfinite(yf) ? a : 0.0f;  // a non-finite y must match exactly
+    }
+  }
 }
 
 template <DType T>
@@ -144,21 +268,8 @@ std::vector<float> norm_out_tolerance_typed(const FusedConfig& c, const Tensor& 
       ss += x * x;
     }
     const bool no_claim = !std::isfinite(ss) || (ss < 0x1p-100f && c.eps < 0x1p-90f);
-    for (std::size_t j = 0; j < hidden; ++j) {
-      const std::size_t i = base + j;
-      if (no_claim) {
-        allowed[i] = std::numeric_limits<float>::infinity();
-        continue;
-      }
-      if (!std::isfinite(y[i])) continue;  // must match exactly
-      const double yd = y[i];
-      const double spread = rho * std::fabs(yd) + kSubnormalSlack;
-      const double t_ref = round_to_typed<T>(y[i]);
-      const double t_lo = round_to_typed<T>(down_to_float(yd - spread));
-      const double t_hi = round_to_typed<T>(up_to_float(yd + spread));
-      const double d = std::max(t_ref - t_lo, t_hi - t_ref);  // inf if the interval overflows T
-      allowed[i] = static_cast<float>(d) < d ? up_to_float(d) : static_cast<float>(d);
-    }
+    if (no_claim) std::fill_n(allowed.data() + base, hidden, std::numeric_limits<float>::infinity());
+    else row_allowed<T>(y.data() + base, hidden, rho, allowed.data() + base);
   }
   return allowed;
 }
@@ -226,30 +337,37 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
              gpu.nvfp4_scale.size() == nvfp4_scale_storage(q.nvfp4_layout, tokens, hidden / 16),
          "nvfp4");
 
+  const std::vector<float> norm = values_of(norm_ref);
   // Tokens are independent: checked by several threads (OpenMP); the first failing token in
   // token order is reported, as a sequential loop would.
   auto check_token = [&](std::size_t t) -> std::optional<Mismatch> {
     const std::size_t base = t * hidden;
     if (q.fp8_static) {
       const double inv = q.fp8_inv_scale;
-      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm_ref, allowed, inv, inv,
+      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm, allowed, inv, inv,
                                    gpu.fp8_static, "fp8_static"))
         return m;
     }
-    const bool claim = token_has_claim(norm_ref, allowed, base, hidden);
+    const bool claim = token_has_claim(norm, allowed, base, hidden);
+    // Every element's magnitude interval (magnitude(quant_input(...))), for the amax bounds.
+    thread_local std::vector<double> mag_lo, mag_hi;
+    if ((q.fp8_dynamic || q.nvfp4) && claim) {
+      mag_lo.resize(hidden);
+      mag_hi.resize(hidden);
+      input_magnitudes(c.dtype, norm.data() + base, allowed.data() + base, hidden, mag_lo.data(), mag_hi.data());
+    }
     if (q.fp8_dynamic && claim) {
       double amax_lo = 0.0, amax_hi = 0.0;
       for (std::size_t j = 0; j < hidden; ++j) {
-        const Interval m = magnitude(quant_input(c.dtype, norm_ref.value_at(base + j), allowed[base + j]));
-        amax_lo = std::max(amax_lo, m.lo);
-        amax_hi = std::max(amax_hi, m.hi);
+        amax_lo = std::max(amax_lo, mag_lo[j]);
+        amax_hi = std::max(amax_hi, mag_hi[j]);
       }
       const double floor = kFp8MinScale;
       const Interval ok = widen({std::max(amax_lo / kE4m3Max, floor), std::max(amax_hi / kE4m3Max, floor)}, 2 * kU);
       const double s = gpu.fp8_dynamic_scale[t];
       if (!inside(s, ok)) return make_mismatch(t, ok, s, "fp8_dynamic_scale (index = token)");
       // Codes against the GPU's own scale: x / s or x * (1/s), 3 roundings at most.
-      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm_ref, allowed, (1.0 / s) * (1 - 3 * kU),
+      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm, allowed, (1.0 / s) * (1 - 3 * kU),
                                    (1.0 / s) * (1 + 3 * kU), gpu.fp8_dynamic, "fp8_dynamic"))
         return m;
     }
@@ -259,10 +377,9 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
       for (std::size_t b = 0; b < scale_cols; ++b) {
         const std::size_t blk = base + b * kNvfp4BlockSize;
         double amax_lo = 0.0, amax_hi = 0.0;
-        for (int k = 0; k < kNvfp4BlockSize; ++k) {
-          const Interval m = magnitude(quant_input(c.dtype, norm_ref.value_at(blk + k), allowed[blk + k]));
-          amax_lo = std::max(amax_lo, m.lo);
-          amax_hi = std::max(amax_hi, m.hi);
+        for (std::size_t k = b * kNvfp4BlockSize; k < (b + 1) * kNvfp4BlockSize; ++k) {
+          amax_lo = std::max(amax_lo, mag_lo[k]);
+          amax_hi = std::max(amax_hi, mag_hi[k]);
         }
         // sf = e4m3(g * (amax * (1/6))): three roundings, plus an approximate 1/6 on the GPU.
         const Interval sf_ok = e4m3_values(widen({g * amax_lo / 6.0, g * amax_hi / 6.0}, 6 * kU));
@@ -276,7 +393,7 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
         for (int k = 0; k < kNvfp4BlockSize; ++k) {
           const std::size_t i = blk + k;
           const std::uint8_t code = (gpu.nvfp4[i / 2] >> (4 * (i % 2))) & 0xf;
-          const Interval x = quant_input(c.dtype, norm_ref.value_at(i), allowed[i]);
+          const Interval x = quant_input(c.dtype, norm[i], allowed[i]);
           const Interval ok = e2m1_values(widen(scale(x, os * (1 - 6 * kU), os * (1 + 6 * kU)), 2 * kU));
           const double got = e2m1_to_float(code);
           if (!inside(got, ok)) return make_mismatch(i, ok, got, "nvfp4");

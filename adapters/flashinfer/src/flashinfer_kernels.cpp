@@ -197,6 +197,7 @@ float* FlashInferKernels::scale_on_device(float value, cudaStream_t stream) {
   float* ptr = nullptr;
   FC_CUDA_CHECK(cudaMalloc(&ptr, sizeof(float)));
   FC_CUDA_CHECK(cudaMemcpy(ptr, &value, sizeof(float), cudaMemcpyHostToDevice));
+  FC_CUDA_CHECK(cudaDeviceSynchronize());  // the copy's DMA may land after cudaMemcpy returns
   scales_[value] = ptr;
   return ptr;
 }

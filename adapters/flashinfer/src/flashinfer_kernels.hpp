@@ -69,6 +69,10 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
     return t;
   }
   std::vector<protocol::Mutant> mutants() const override;
+  // The flag advanced early shows only to a block that starts after block 0 has finished:
+  // FlashInfer's kernels take no delays of their own, so the adapter's staggered starts
+  // (pause_before) must be frequent and long for it.
+  bool mutant_needs_late_blocks(protocol::Mutant m) const override { return m == protocol::Mutant::flag_before_arrival; }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy lamport) override { return current_->read_state(lamport); }

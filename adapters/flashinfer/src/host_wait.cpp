@@ -152,15 +152,9 @@ void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_
   if (p.delay_seed == 0) return;
   const std::uint32_t ns = delay_for(p.delay_seed, p.rank, call_index, p.delay_max_ns);
   if (ns == 0) return;
-  // Staggered starts are opt-in (FUSIONCHECK_FI_STAGGER=1): with them FlashInfer's unpatched
-  // kernel gave outputs the ranks disagree on at 4 ranks sharing one H200, and whether that is
-  // a race of the kernel or of the staggering is not settled yet (docs/flashinfer.md). Inside
-  // a graph capture only the capturing stream's work is recorded: pause there.
-  static const bool stagger = [] {
-    const char* v = std::getenv("FUSIONCHECK_FI_STAGGER");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  if (stagger && staggered_start_for(p.delay_seed, p.rank, call_index) && !HostBoundedWait::capturing(stream))
+  // Half of the delayed calls start block by block (an SM hog on the side stream). Inside a
+  // graph capture only the capturing stream's work is recorded: pause there.
+  if (staggered_start_for(p.delay_seed, p.rank, call_index) && !HostBoundedWait::capturing(stream))
     waiter.stagger_next_start(ns);
   else
     launch_pause(ns, stream);

@@ -81,10 +81,10 @@ std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t s
 // that refusals group by their reason.
 std::string check_text(const std::string& message);
 // The seeded pause before a call (FlashInfer's kernels take no delays of their own): a paused
-// rank's call starts later than its peers' — as a whole (a pause kernel before it), or, with
-// FUSIONCHECK_FI_STAGGER=1, for half of the delayed calls block by block (an SM hog on
-// `waiter`'s side stream that frees the SMs over the delay: a block that starts late is what
-// provokes a flag advanced before every block read it).
+// rank's call starts later than its peers' — as a whole (a pause kernel before it), or, for
+// half of the delayed calls, block by block (an SM hog on `waiter`'s side stream that frees
+// the SMs over the delay: a block that starts late is what provokes a flag advanced before
+// every block read it).
 void pause_before(const kernels::FusedParams& p, std::uint32_t call_index, cudaStream_t stream,
                   HostBoundedWait& waiter);
 

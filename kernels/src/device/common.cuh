@@ -176,11 +176,7 @@ struct Deadline {
   long long start;
   unsigned long long budget;
   __device__ __forceinline__ bool expired() const {
-#ifdef FUSIONCHECK_BENCH_UNBOUNDED_POLLS
-    return false;  // benchmark-only build: what the bound costs (gpu bench, docs/bench.md)
-#else
     return static_cast<unsigned long long>(clock64() - start) > budget;
-#endif
   }
 };
 

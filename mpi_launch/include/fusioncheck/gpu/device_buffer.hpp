@@ -35,8 +35,12 @@ class DeviceBuffer {
 
   void* get() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
-  void upload(const void* host, std::size_t bytes) {
-    cuda_check(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "upload");
+  // Ordered on `stream`, before the kernel that reads it. (A plain cudaMemcpy from pageable
+  // memory returns once the bytes are staged, and its DMA runs on the legacy stream, which a
+  // non-blocking stream does not wait for: under MPS the DMA was seen to land after the
+  // kernel had read the buffer, docs/flashinfer.md.) The host buffer may be reused on return.
+  void upload(const void* host, std::size_t bytes, cudaStream_t stream) {
+    cuda_check(cudaMemcpyAsync(ptr_, host, bytes, cudaMemcpyHostToDevice, stream), "upload");
   }
   void download(void* host, std::size_t bytes) const {
     cuda_check(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "download");

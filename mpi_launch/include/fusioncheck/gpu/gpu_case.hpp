@@ -97,6 +97,10 @@ struct CaseLimits {
   std::string does_not_fit(const GpuCase& c) const;
 };
 
+// focus_late_blocks cases: the delay spread of every case, and the fewest tokens per call.
+constexpr std::uint32_t kLateBlocksDelayNs = 200'000;
+constexpr int kLateBlocksMinTokens = 32;
+
 // What `gpu check` draws cases from, beside the kernel's traits.
 struct DrawSettings {
   int ranks = 2;
@@ -106,6 +110,7 @@ struct DrawSettings {
   bool delays = true;
   int twoshot_percent = 25;
   bool focus_twoshot = false;
+  bool focus_late_blocks = false;  // CheckOptions::focus_late_blocks
 };
 // One case, inside the traits (gpu_check.cpp). RapidCheck generators: call it inside a
 // property (or rc::gen::exec), so that the case shrinks as a whole. `traits.hidden_sizes`

@@ -30,6 +30,10 @@ struct CheckOptions {
   // or in a graph, of changing sizes (the kill table's runs of two-shot mutants and their
   // control).
   bool focus_twoshot = false;
+  // Cases that start some blocks of a call late (KernelUnderTest::mutant_needs_late_blocks):
+  // every case delayed with the longest spread, one-shot calls of many tokens, not captured
+  // in a graph.
+  bool focus_late_blocks = false;
   std::string replay_file;  // run this case only
   std::string replay_out = "fusioncheck-gpu-counterexample.json";
 };
@@ -37,6 +41,7 @@ struct CheckOptions {
 struct CheckResult {
   protocol::Mutant mutant = protocol::Mutant::none;
   int twoshot_percent = 0;  // the run's CheckOptions::twoshot_percent
+  bool late_blocks = false;  // the run's CheckOptions::focus_late_blocks
   bool failed = false;
   int cases = 0;     // run to completion (refused ones not counted)
   int refused = 0;

@@ -21,12 +21,21 @@ nlohmann::json to_json(const CheckResult& r);
 // cannot kill it (expected_survival), which is <skipped> with the reason.
 std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,
                       const GpuPlacement* kill_table);
-// The kill table's runs, in order: (mutant, share of two-shot calls). A mutant of the
-// two-shot kernel alone runs at kTwoShotMutantPercent; when there is one and `none` leads
-// the list, the correct kernels run at that share as well, as its control.
-std::vector<std::pair<protocol::Mutant, int>> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
-                                                              int default_percent,
-                                                              const std::function<bool(protocol::Mutant)>& twoshot_only);
+// One run of the kill table: the mutant, its share of two-shot calls, and whether its cases
+// start blocks late (CheckOptions::focus_late_blocks).
+struct KillTableRun {
+  protocol::Mutant mutant = protocol::Mutant::none;
+  int twoshot_percent = 0;
+  bool late_blocks = false;
+  bool operator==(const KillTableRun&) const = default;
+};
+// The kill table's runs, in order. A mutant of the two-shot kernel alone runs at
+// kTwoShotMutantPercent; a mutant that needs late blocks runs on such cases. When `none`
+// leads the list, the correct kernels also run under each focus a mutant uses, as its
+// control (a focus that made correct code fail would be a false positive).
+std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants, int default_percent,
+                                          const std::function<bool(protocol::Mutant)>& twoshot_only,
+                                          const std::function<bool(protocol::Mutant)>& late_blocks);
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
 // Why `mutant` may survive in this setup ("" if it must be killed): the arch-guard mutants
 // are wrong only in sm_120 code; a missing release/acquire is seldom observable between

@@ -3,8 +3,9 @@
 //   smoke: every kernel x pattern x dtype x option the device can run, exact inputs,
 //          checked against the Eigen reference, the Lamport invariants after every call
 //          (gathered to rank 0), cross-rank bitwise agreement, NaN canaries on outputs.
-//   bench: latency of one-shot, two-shot, the automatic choice, the unfused baseline and
-//          optionally another kernel, side by side: per call from CUDA graphs of many calls
+//   bench: latency of one-shot, one-shot without the time bound on its polls (benchmark-only
+//          instances: what the bound costs), two-shot, the automatic choice, the unfused
+//          baseline and optionally another kernel, side by side: per call from CUDA graphs of many calls
 //          queued behind a spin kernel (median and p10/p90 over repeats, slowest rank), and
 //          eagerly (an event pair per call, median; the slowest rank's median).
 //   wait profile: for one configuration, per rank, block and peer, the time the one-shot

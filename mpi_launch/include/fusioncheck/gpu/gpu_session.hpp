@@ -38,10 +38,6 @@ int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
 // their grids cannot all be resident: BadInput naming the setting when there is none.
 GpuPlacement place_rank_on_gpu(const mpi::MpiComm& comm, bool share_sms = false);
 
-// Throws BadInput in the benchmark-only build whose kernel polls have no time bound
-// (FUSIONCHECK_BENCH_UNBOUNDED_POLLS): a job that provokes hangs would hang the GPU there.
-void require_bounded_polls(const char* job);
-
 // One line for the run's header.
 std::string describe(const GpuPlacement& placement, int ranks);
 

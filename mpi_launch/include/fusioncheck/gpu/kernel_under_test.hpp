@@ -63,6 +63,10 @@ class KernelUnderTest {
   // it on mostly two-shot calls).
   virtual std::vector<protocol::Mutant> mutants() const { return {}; }
   virtual bool mutant_in_twoshot_only(protocol::Mutant m) const { (void)m; return false; }
+  // Whether a mutant shows only when some blocks of a call start after others have finished
+  // (a kernel without injected delays of its own, started block by block by its adapter):
+  // the kill table then runs it on cases that provoke that (DrawSettings::focus_late_blocks).
+  virtual bool mutant_needs_late_blocks(protocol::Mutant m) const { (void)m; return false; }
   // Collective: every rank calls it with the same arguments before a case's calls.
   virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.

@@ -1,8 +1,9 @@
 #pragma once
 // Element types of the reference and their bit-level conversions.
 // Tensors cross the API as raw bits (what the GPU writes), so every conversion here goes
-// bits <-> float through Eigen::half / Eigen::bfloat16 (round-to-nearest-even, subnormals,
-// inf and NaN per IEEE; a NaN result keeps its sign and becomes the quiet NaN 0x7e00 / 0x7fc0).
+// bits <-> float with the semantics of Eigen::half / Eigen::bfloat16 (round-to-nearest-even,
+// subnormals, inf and NaN per IEEE; a NaN result keeps its sign and becomes the quiet NaN
+// 0x7e00 / 0x7fc0), by branch-free copies of Eigen's own routines (below).
 #include <Eigen/Core>
 
 #include <bit>
@@ -25,15 +26,60 @@ enum class Accumulation : std::uint8_t { fp32, per_step };
 
 std::string_view accumulation_name(Accumulation a);
 
-// Compile-time traits, one per element type: Bits is the storage word, Value the Eigen type.
+// Eigen's software conversions (Eigen/src/Core/arch/Default/Half.h and BFloat16.h, the
+// path of a build without F16C), rewritten without branches: every case is computed and the
+// right one selected, so that the reference's loops over rows vectorise (the branchy
+// originals made fp16 calls cost four times bf16 ones). The same bits as Eigen for every
+// input: property_tests/reference/conversion_test.cpp compares all 65,536 halves and, for
+// float -> T, every float's top 16 bits with many low-bit patterns and a large random sample.
+namespace detail {
+
+inline float half_bits_to_float(std::uint16_t h) {
+  constexpr std::uint32_t shifted_exp = 0x7c00u << 13;  // the exponent field after the shift
+  const std::uint32_t o = ((h & 0x7fffu) << 13) + ((127u - 15u) << 23);
+  const std::uint32_t exp = (static_cast<std::uint32_t>(h) << 13) & shifted_exp;
+  const std::uint32_t inf_nan = o + ((128u - 16u) << 23);  // exponent all ones: stays all ones
+  // Zero or subnormal: exact float arithmetic renormalises (Eigen's "magic" subtraction).
+  const std::uint32_t small = std::bit_cast<std::uint32_t>(std::bit_cast<float>(o + (1u << 23)) -
+                                                           std::bit_cast<float>(113u << 23));
+  const std::uint32_t mag = exp == shifted_exp ? inf_nan : exp == 0 ? small : o;
+  return std::bit_cast<float>(mag | (static_cast<std::uint32_t>(h & 0x8000u) << 16));
+}
+
+inline std::uint16_t float_to_half_bits(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t sign = bits & 0x80000000u;
+  const std::uint32_t u = bits ^ sign;
+  // Inf or NaN (NaN -> the quiet NaN 0x7e00; its payload is dropped).
+  const std::uint32_t inf_nan = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  // Subnormal or zero result: one float add rounds to nearest even at the right place.
+  constexpr std::uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  const std::uint32_t small =
+      std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) + std::bit_cast<float>(denorm_magic)) - denorm_magic;
+  // Normal result: rebias the exponent and round to nearest even on the bits.
+  const std::uint32_t normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
+  const std::uint32_t mag = u >= ((127u + 16u) << 23) ? inf_nan : u < (113u << 23) ? small : normal;
+  return static_cast<std::uint16_t>(mag | (sign >> 16));
+}
+
+inline std::uint16_t float_to_bf16_bits(float f) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t nan = ((u >> 16) & 0x8000u) | 0x7fc0u;  // NaN -> quiet NaN, sign kept
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+}  // namespace detail
+
+// Compile-time traits, one per element type: Bits is the storage word.
 template <DType T>
 struct Element;
 
 template <>
 struct Element<DType::f16> {
   using Bits = std::uint16_t;
-  static float to_float(Bits b) { return static_cast<float>(std::bit_cast<Eigen::half>(b)); }
-  static Bits from_float(float f) { return std::bit_cast<Bits>(Eigen::half(f)); }
+  static float to_float(Bits b) { return detail::half_bits_to_float(b); }
+  static Bits from_float(float f) { return detail::float_to_half_bits(f); }
   static constexpr int mantissa_bits = 10;  // explicit fraction bits
   static constexpr int min_normal_exp = -14;
 };
@@ -45,7 +91,7 @@ struct Element<DType::bf16> {
   // with a shift because Eigen's bfloat16 -> float goes through memory and does not
   // vectorise; property_tests check it equals Eigen's for all 65,536 patterns.
   static float to_float(Bits b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
-  static Bits from_float(float f) { return std::bit_cast<Bits>(Eigen::bfloat16(f)); }
+  static Bits from_float(float f) { return detail::float_to_bf16_bits(f); }
   static constexpr int mantissa_bits = 7;
   static constexpr int min_normal_exp = -126;
 };

@@ -18,6 +18,7 @@
 // both signs, +-largest finite, outliers (a large power of two) and values that round
 // differently at different rounding points; no inf or NaN unless asked.
 #include <cstdint>
+#include <vector>
 
 #include "fusioncheck/reference/fused.hpp"
 
@@ -41,6 +42,21 @@ Tensor exact_gamma(std::uint64_t seed, int hidden, DType dtype);
 FusedInputs make_exact_inputs(const FusedConfig& config, std::uint64_t seed,
                               std::uint64_t call_index, bool with_neg_zero = true);
 
+// For a harness that needs only some rows of some ranks' inputs (a rank checks its share of
+// the rows): rank r's input is generated whole where complete(r), else only rows
+// [first_row, first_row + rows), the other rows left +0. The generated values are those of
+// the whole call. Default: every input whole. The residual and gamma are always whole.
+struct PartialInputs {
+  std::vector<bool> complete_ranks;  // empty: every rank complete
+  int first_row = 0;
+  int rows = 0;
+  bool complete(int rank) const {
+    return complete_ranks.empty() || complete_ranks.at(static_cast<std::size_t>(rank));
+  }
+};
+FusedInputs make_exact_inputs(const FusedConfig& config, std::uint64_t seed, std::uint64_t call_index,
+                              bool with_neg_zero, const PartialInputs& partial);
+
 struct SpecialsSpec {
   std::uint64_t seed = 0;
   std::uint64_t call_index = 0;
@@ -52,6 +68,7 @@ struct SpecialsSpec {
 Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, int hidden,
                             DType dtype);
 FusedInputs make_random_inputs(const FusedConfig& config, const SpecialsSpec& spec);
+FusedInputs make_random_inputs(const FusedConfig& config, const SpecialsSpec& spec, const PartialInputs& partial);
 
 // The value the reference would compute for an exact-input element, by exact (double)
 // arithmetic: sum of canonicalised rank inputs, rounded once. Used by the self-check as

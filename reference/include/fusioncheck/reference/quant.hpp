@@ -13,6 +13,7 @@
 // Encoding follows `cvt.rn.satfinite.e2m1x2.f32`: round to nearest, ties to even; beyond
 // 6 -> +-6. NaN has no encoding; this reference maps it to +6 (0x7) (assumption, marked
 // as such: the property tests never feed NaN to the fp4 path).
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -24,7 +25,27 @@ inline constexpr float kE4m3Max = 448.0f;
 inline constexpr float kE2m1Max = 6.0f;
 inline constexpr std::uint8_t kE4m3NaN = 0x7f;
 
-std::uint8_t float_to_e4m3(float x);  // rn, satfinite
+// rn, satfinite. Branch-free (the quantisers' row loops vectorise); property_tests compare
+// it with the nearest-code oracle and with the former branchy definition.
+inline std::uint8_t float_to_e4m3(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t u = bits & 0x7fffffffu;  // |x|
+  // Subnormal range (|x| < 2^-6, multiples of 2^-9; code 8 is the first normal): adding 2^14,
+  // whose ulp is 2^-9, rounds |x| to nearest even at 2^-9, and the bits above 2^14's count
+  // the steps: nearbyint(|x| * 2^9).
+  const std::uint32_t small =
+      std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) + 0x1p14f) - std::bit_cast<std::uint32_t>(0x1p14f);
+  // Normal range: round the float's 23 fraction bits to 3, to nearest even, on the bits; a
+  // carry moves into the exponent as it should. Float exponent field E holds e + 127, the
+  // e4m3 field e + 7, so the code is the rounded (E, fraction) pair minus 120 << 3.
+  const std::uint32_t normal = ((u + 0x7ffffu + ((u >> 20) & 1u)) >> 20) - (120u << 3);
+  // NaN stays NaN; at or beyond the largest finite value (inf included): +-448 (satfinite).
+  const std::uint32_t mag = u > 0x7f800000u                                 ? kE4m3NaN
+                            : u >= std::bit_cast<std::uint32_t>(kE4m3Max)   ? 0x7eu
+                            : u < std::bit_cast<std::uint32_t>(0x1p-6f)     ? small
+                                                                            : normal;
+  return static_cast<std::uint8_t>(((bits >> 24) & 0x80u) | mag);
+}
 float e4m3_to_float(std::uint8_t code);
 std::uint8_t float_to_e2m1(float x);  // rn, satfinite; 4-bit code in the low nibble
 float e2m1_to_float(std::uint8_t code);

@@ -1,0 +1,42 @@
+// BENCHMARK ONLY. One-shot instances whose polls have no time bound
+// (Instrument::unbounded_polls): bf16, 16-bit Lamport, 2, 4 and 8 ranks, what gpu bench
+// measures. They exist so that gpu bench can time what the bounded polls cost beside the
+// normal kernel, in the same run ("one-shot unbounded polls" column; issue 14).
+// A lost push, a dead peer or a protocol bug makes these instances spin for ever: no hang
+// record, no end. No checking job (smoke, check, kill-table, the tests) may launch them.
+#include <string>
+
+#include "fusioncheck/kernels/launch.hpp"
+#include "oneshot_kernel.cuh"
+
+namespace fusioncheck::kernels {
+
+std::span<const detail::OneShotEntry> detail::oneshot_entries_unbounded_polls() {
+  using B = __nv_bfloat16;
+  using protocol::Mutant;
+  constexpr auto kUnbounded = device::Instrument::unbounded_polls;
+  static const detail::OneShotEntry entries[] = {
+      device::oneshot_entry<2, B, B, Mutant::none, kUnbounded>(DType::bf16),
+      device::oneshot_entry<4, B, B, Mutant::none, kUnbounded>(DType::bf16),
+      device::oneshot_entry<8, B, B, Mutant::none, kUnbounded>(DType::bf16),
+  };
+  return entries;
+}
+
+bool oneshot_unbounded_polls_compiled(int ranks) {
+  for (const auto& e : detail::oneshot_entries_unbounded_polls())
+    if (e.ranks == ranks) return true;
+  return false;
+}
+
+LaunchInfo launch_oneshot_unbounded_polls(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
+  validate_oneshot(p, ws.limits());
+  for (const auto& e : detail::oneshot_entries_unbounded_polls())
+    if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
+      return detail::launch_oneshot_entry(e, p, ws, stream);
+  throw InvalidLaunch("unbounded-polls instances (benchmark only) exist for bf16, 16-bit Lamport, 2, 4 or 8 "
+                      "ranks; asked ranks=" + std::to_string(p.ranks) + " dtype=" +
+                      std::string(dtype_name(p.dtype)) + " fp32_lamport=" + (p.fp32_lamport ? "true" : "false"));
+}
+
+}  // namespace fusioncheck::kernels
