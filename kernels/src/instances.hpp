@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <span>
+#include <string>
 
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/types.hpp"
@@ -57,6 +58,10 @@ cudaError_t preload_spin_kernel();  // automatic.cu
 // Plans (grid, cluster) and enqueues one one-shot call of a given instance (oneshot.cu).
 LaunchInfo launch_oneshot_entry(const OneShotEntry& entry, const FusedParams& params, Workspace& workspace,
                                 cudaStream_t stream);
+// Validates the call and launches the entry of `entries` for its (ranks, dtype, Lamport
+// width); throws InvalidLaunch "<which_exist>; asked ..." when there is none.
+LaunchInfo launch_matching_oneshot(std::span<const OneShotEntry> entries, const std::string& which_exist,
+                                   const FusedParams& params, Workspace& workspace, cudaStream_t stream);
 
 }  // namespace detail
 }  // namespace fusioncheck::kernels

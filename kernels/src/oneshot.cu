@@ -92,6 +92,16 @@ LaunchInfo launch_oneshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
   return detail::launch_oneshot_entry(*entry, p, ws, stream);
 }
 
+LaunchInfo detail::launch_matching_oneshot(std::span<const OneShotEntry> entries, const std::string& which_exist,
+                                          const FusedParams& p, Workspace& ws, cudaStream_t stream) {
+  validate_oneshot(p, ws.limits());
+  for (const auto& e : entries)
+    if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
+      return launch_oneshot_entry(e, p, ws, stream);
+  throw InvalidLaunch(which_exist + "; asked ranks=" + std::to_string(p.ranks) + " dtype=" +
+                      std::string(dtype_name(p.dtype)) + " fp32_lamport=" + (p.fp32_lamport ? "true" : "false"));
+}
+
 LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams& p, Workspace& ws,
                                         cudaStream_t stream) {
   const OneShotEntry* entry = &e;

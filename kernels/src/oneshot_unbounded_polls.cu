@@ -30,13 +30,9 @@ bool oneshot_unbounded_polls_compiled(int ranks) {
 }
 
 LaunchInfo launch_oneshot_unbounded_polls(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
-  validate_oneshot(p, ws.limits());
-  for (const auto& e : detail::oneshot_entries_unbounded_polls())
-    if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
-      return detail::launch_oneshot_entry(e, p, ws, stream);
-  throw InvalidLaunch("unbounded-polls instances (benchmark only) exist for bf16, 16-bit Lamport, 2, 4 or 8 "
-                      "ranks; asked ranks=" + std::to_string(p.ranks) + " dtype=" +
-                      std::string(dtype_name(p.dtype)) + " fp32_lamport=" + (p.fp32_lamport ? "true" : "false"));
+  return detail::launch_matching_oneshot(
+      detail::oneshot_entries_unbounded_polls(),
+      "unbounded-polls instances (benchmark only) exist for bf16, 16-bit Lamport, 2, 4 or 8 ranks", p, ws, stream);
 }
 
 }  // namespace fusioncheck::kernels

@@ -17,12 +17,9 @@ std::span<const detail::OneShotEntry> detail::oneshot_entries_wait_profile() {
 }
 
 LaunchInfo launch_oneshot_wait_profile(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
-  validate_oneshot(p, ws.limits());
-  for (const auto& e : detail::oneshot_entries_wait_profile())
-    if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
-      return detail::launch_oneshot_entry(e, p, ws, stream);
-  throw InvalidLaunch("wait profile instances exist for bf16, 16-bit Lamport, 2 or 4 ranks; asked ranks=" +
-                      std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)));
+  return detail::launch_matching_oneshot(detail::oneshot_entries_wait_profile(),
+                                         "wait profile instances exist for bf16, 16-bit Lamport, 2 or 4 ranks", p,
+                                         ws, stream);
 }
 
 }  // namespace fusioncheck::kernels

@@ -239,35 +239,16 @@ void fill_gamma(std::uint64_t seed, typename Element<T>::Bits* out, std::size_t 
   }
 }
 
-// Calls fill<T>(args..., bits of t) for t's dtype.
-template <template <DType> class Fill, typename... Args>
-void typed_fill(Tensor& t, Args&&... args) {
+// Calls fill.template operator()<T>(bits of t) for t's dtype T: a templated lambda that
+// writes the tensor with T fixed (no per-element dispatch).
+template <typename Fill>
+void typed_fill(Tensor& t, Fill&& fill) {
   switch (t.dtype()) {
-    case DType::f16: Fill<DType::f16>{}(std::forward<Args>(args)..., t.view<DType::f16>().data()); break;
-    case DType::bf16: Fill<DType::bf16>{}(std::forward<Args>(args)..., t.view<DType::bf16>().data()); break;
-    case DType::f32: Fill<DType::f32>{}(std::forward<Args>(args)..., t.view<DType::f32>().data()); break;
+    case DType::f16: fill.template operator()<DType::f16>(t.view<DType::f16>().data()); break;
+    case DType::bf16: fill.template operator()<DType::bf16>(t.view<DType::bf16>().data()); break;
+    case DType::f32: fill.template operator()<DType::f32>(t.view<DType::f32>().data()); break;
   }
 }
-template <DType T>
-struct ExactFill {
-  void operator()(const ExactSpec& spec, int stream, std::size_t first, std::size_t count, const std::uint8_t* e,
-                  typename Element<T>::Bits* out) const {
-    fill_exact<T>(spec, stream, first, count, e, out);
-  }
-};
-template <DType T>
-struct RandomFill {
-  void operator()(const SpecialsSpec& spec, int stream, std::size_t first, std::size_t count,
-                  typename Element<T>::Bits* out) const {
-    fill_random<T>(spec, stream, first, count, out);
-  }
-};
-template <DType T>
-struct GammaFill {
-  void operator()(std::uint64_t seed, std::size_t hidden, typename Element<T>::Bits* out) const {
-    fill_gamma<T>(seed, out, hidden);
-  }
-};
 
 // The elements a rank input gets: all, or the rows of `partial` (rank_complete).
 struct ElementRange {
@@ -286,13 +267,14 @@ ElementRange rank_elements(const FusedConfig& c, const PartialInputs& partial, i
 Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DType dtype) {
   const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
   Tensor out(dtype, count);
-  typed_fill<ExactFill>(out, spec, stream, std::size_t{0}, count, exact_exponents(spec, count).data());
+  const std::vector<std::uint8_t> exponents = exact_exponents(spec, count);
+  typed_fill(out, [&]<DType T>(auto* bits) { fill_exact<T>(spec, stream, 0, count, exponents.data(), bits); });
   return out;
 }
 
 Tensor exact_gamma(std::uint64_t seed, int hidden, DType dtype) {
   Tensor out(dtype, static_cast<std::size_t>(hidden));
-  typed_fill<GammaFill>(out, seed, out.size());
+  typed_fill(out, [&]<DType T>(auto* bits) { fill_gamma<T>(seed, bits, out.size()); });
   return out;
 }
 
@@ -310,10 +292,12 @@ FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uin
   for (int r = 0; r < c.ranks; ++r) {
     const ElementRange range = rank_elements(c, partial, r);
     in.rank_inputs.emplace_back(c.dtype, count);
-    typed_fill<ExactFill>(in.rank_inputs.back(), spec, r, range.first, range.count, exponents.data());
+    typed_fill(in.rank_inputs.back(),
+               [&]<DType T>(auto* bits) { fill_exact<T>(spec, r, range.first, range.count, exponents.data(), bits); });
   }
   in.residual_in = Tensor(c.dtype, count);
-  typed_fill<ExactFill>(in.residual_in, spec, kResidualStream, std::size_t{0}, count, exponents.data());
+  typed_fill(in.residual_in,
+             [&]<DType T>(auto* bits) { fill_exact<T>(spec, kResidualStream, 0, count, exponents.data(), bits); });
   in.gamma = exact_gamma(seed, c.hidden, c.dtype);
   return in;
 }
@@ -322,7 +306,7 @@ Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, in
                             DType dtype) {
   const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
   Tensor out(dtype, count);
-  typed_fill<RandomFill>(out, spec, stream, std::size_t{0}, count);
+  typed_fill(out, [&]<DType T>(auto* bits) { fill_random<T>(spec, stream, 0, count, bits); });
   return out;
 }
 
@@ -336,7 +320,8 @@ FusedInputs make_random_inputs(const FusedConfig& c, const SpecialsSpec& spec, c
   for (int r = 0; r < c.ranks; ++r) {
     const ElementRange range = rank_elements(c, partial, r);
     in.rank_inputs.emplace_back(c.dtype, count);
-    typed_fill<RandomFill>(in.rank_inputs.back(), spec, r, range.first, range.count);
+    typed_fill(in.rank_inputs.back(),
+               [&]<DType T>(auto* bits) { fill_random<T>(spec, r, range.first, range.count, bits); });
   }
   in.residual_in = random_with_specials(spec, kResidualStream, c.tokens, c.hidden, c.dtype);
   in.gamma = exact_gamma(spec.seed, c.hidden, c.dtype);

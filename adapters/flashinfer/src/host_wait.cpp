@@ -3,7 +3,6 @@
 #include "host_wait.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
