@@ -275,6 +275,15 @@ void add_bench(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
       ->check(CLI::IsMember({"auto", "cluster", "no-cluster"}))
       ->default_str("auto");
   bench->add_flag_callback("--no-pdl", [o] { o->bench.use_pdl = false; }, "Launch the fused kernels without PDL");
+  static const std::map<std::string, kernels::Trigger> trigger{{"end", kernels::Trigger::at_end},
+                                                                {"early", kernels::Trigger::early}};
+  bench
+      ->add_option_function<std::string>(
+          "--trigger", [o](const std::string& v) { o->bench.trigger = trigger.at(v); },
+          "The fused kernels' PDL trigger: end (outputs visible at the trigger) or early (right after the "
+          "grid-dependency wait; for consumers that wait before reading, as the next call does)")
+      ->check(CLI::IsMember({"end", "early"}))
+      ->default_str("end");
   bench->add_option("--json", o->bench.json_out, "Write the table (rank 0)");
   bench->add_option("--compare", o->kernel, "Time another kernel beside ours in the same run: flashinfer")
       ->check(CLI::IsMember({"flashinfer"}));

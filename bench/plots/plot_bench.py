@@ -74,7 +74,9 @@ def plot_bench(data, path, out_dir, plt):
     columns, series = bench_series(data, path)
     stem = os.path.splitext(os.path.basename(path))[0]
     hiddens = sorted(series)
-    subtitle = f"{data.get('setup', '')}\nbf16 residual + RMSNorm, per call from CUDA graphs (median, p10-p90)"
+    trigger = f", PDL trigger {data['trigger']}" if data.get("trigger") == "early" else ""
+    subtitle = (f"{data.get('setup', '')}\nbf16 residual + RMSNorm, per call from CUDA graphs (median, p10-p90)"
+                f"{trigger}")
 
     def draw_latency(ax, hidden):
         for c in columns:
@@ -163,6 +165,45 @@ def plot_profile(data, path, out_dir, plt):
     return [out]
 
 
+def plot_steps(data, path, out_dir, plt):
+    """Thread 0's time per kernel step, one stacked bar per rank (profiles that record steps)."""
+    steps = data.get("steps")
+    if steps is None:
+        return []
+    if not isinstance(steps, list) or not steps:
+        raise BadInput(f"{path}: \"steps\" is not a list of step names")
+    durations = []
+    for r, entry in enumerate(need(data, "profile", path)):
+        blocks = need(entry, "blocks", f"{path}: profile[{r}]")
+        mean = [0.0] * len(steps)
+        for b in blocks:
+            ends = need(b, "step_end_us", f"{path}: profile[{r}].blocks")
+            if not isinstance(ends, list) or len(ends) != len(steps):
+                raise BadInput(f"{path}: profile[{r}]: a block's step_end_us does not have {len(steps)} entries")
+            for i, v in enumerate(ends):
+                number(v, f"{path}: profile[{r}].blocks")
+                mean[i] += (v - (ends[i - 1] if i > 0 else 0.0)) / len(blocks)
+        durations.append(mean)
+    fig, ax = plt.subplots(figsize=(9.0, 1.2 + 0.55 * len(durations)))
+    colours = plt.get_cmap("tab10")
+    for r, mean in enumerate(durations):
+        left = 0.0
+        for i, d in enumerate(mean):
+            ax.barh(r, d, left=left, color=colours(i % 10), label=steps[i] if r == 0 else None)
+            left += d
+    ax.set_yticks(range(len(durations)))
+    ax.set_yticklabels([f"rank {r}" for r in range(len(durations))])
+    ax.invert_yaxis()
+    ax.set_xlabel("us from the kernel's start (thread 0, mean over blocks and calls)")
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.35))
+    ax.set_title(f"one-shot steps, {data.get('tokens')} x {data.get('hidden')}", fontsize=9)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    out = os.path.join(out_dir, f"{stem}_steps.png")
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return [out]
+
+
 def main(argv):
     if len(argv) != 3:
         raise BadInput("usage: plot_bench.py IN.json OUT_DIR")
@@ -176,7 +217,10 @@ def main(argv):
         import matplotlib.pyplot as plt
     except ImportError:
         raise BadInput("matplotlib is not installed (Debian: python3-matplotlib; run ci/install_deps.sh)")
-    written = plot_profile(data, path, out_dir, plt) if "profile" in data else plot_bench(data, path, out_dir, plt)
+    if "profile" in data:
+        written = plot_profile(data, path, out_dir, plt) + plot_steps(data, path, out_dir, plt)
+    else:
+        written = plot_bench(data, path, out_dir, plt)
     for f in written:
         print(f)
 

@@ -36,6 +36,10 @@ inline constexpr std::uint64_t kBarrierFlagWords =
 struct DeviceWorkspace {
   protocol::ControlBlock* control = nullptr;
   const std::uint64_t* pointer_table = nullptr;
+  // The Lamport part of the table again, by value: a kernel reads it from its parameters
+  // (constant cache) rather than with a dependent global load on the path of every push.
+  // Entries [table_lamport(b, r, N)] for N ranks; the rest are 0.
+  std::uint64_t lamport[protocol::kLamportBuffers * protocol::kMaxRanks] = {};
   std::uint32_t* hang_claim = nullptr;       // device word: first expiring thread takes it
   HangRecord* hang_record = nullptr;         // host-mapped, device address
   WaitProfileEntry* wait_profile = nullptr;  // per block, only with FUSIONCHECK_WAIT_PROFILE

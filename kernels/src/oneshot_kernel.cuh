@@ -28,7 +28,8 @@ __device__ __forceinline__ void advance_control(protocol::ControlBlock* cb, std:
   v->flag = protocol::next_flag(f, M);
   v->clear_size = static_cast<std::uint64_t>(N) * size;
   if constexpr (M != Mutant::counter_not_reset) v->arrival_counter = 0u;
-  __threadfence();
+  // No fence here: the next call reads these after its grid-dependency wait (step 1), which
+  // sees every write of this grid; an at-end trigger fences them with the outputs (step 8).
 }
 
 // Input vector of K elements of T, widened to L where L is fp32.
@@ -87,38 +88,15 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   constexpr int K = 16 / sizeof(L);
   // The clock read at the start is part of what the bound costs: the unbounded instance skips it.
   const Deadline deadline{kBounded || kProfile ? clock64() : 0ll, a.budget};
-  pdl_wait<M>();  // step 1
-  if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
-
-  __shared__ std::uint32_t s_flag;
-  __shared__ std::uint64_t s_clear;
-  __shared__ float scratch[32];
-  protocol::ControlBlock* cb = a.ws.control;
-  if (threadIdx.x == 0) {  // step 2
-    s_flag = load_volatile_u32(&cb->flag);
-    s_clear = load_volatile_u64(&cb->clear_size);
-  }
-  __syncthreads();
-  const std::uint32_t f = s_flag;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(&cb->arrival_counter, 1u);
-    if constexpr (M == Mutant::flag_before_arrival)
-      if (blockIdx.x == 0) advance_control<N, M>(cb, f, a.size);
-  }
-  const int data_b = protocol::data_buffer_index(f, M);
-  const int clear_b = protocol::clear_buffer_index(f, M);
-  auto lamport = [&](int buffer, int rank) -> L* {
-    const int slot = M == Mutant::pointer_stride ? rank * protocol::kLamportBuffers + buffer
-                                                 : detail::table_lamport(buffer, rank, N);
-    return reinterpret_cast<L*>(a.ws.pointer_table[slot]);
+  // Profile only: when thread 0 finished each step (kWaitProfileStepNames).
+  long long step_end[kProfile ? kWaitProfileSteps : 1] = {};
+  auto step_done = [&](int step) {
+    if constexpr (kProfile)
+      if (threadIdx.x == 0) step_end[step] = clock64() - deadline.start;
   };
-  __shared__ unsigned long long s_poll[kProfile ? N : 1];
-  unsigned long long my_poll[N] = {};
-  if constexpr (kProfile) {
-    if (threadIdx.x < N) s_poll[threadIdx.x] = 0;
-    __syncthreads();
-  }
+  pdl_wait<M>();  // step 1
+  step_done(0);
+  if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
 
   const int C = a.cluster_size;
   const int groups = gridDim.x / C;
@@ -128,16 +106,56 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   const int v_end = v_begin + vrow / C;
   const std::uint64_t hidden = a.e.hidden;
 
+  // The thread's first input vector (step 3) is loaded before the state is read (step 2):
+  // it depends only on step 1, so the two memory latencies overlap instead of adding up.
+  const bool has_first = group < a.e.tokens && v_begin + static_cast<int>(threadIdx.x) < v_end;
+  uint4 first_in{};
+  if (has_first)
+    first_in = load_input_vector<T, L>(a.input, group * hidden + static_cast<std::uint64_t>(v_begin + threadIdx.x) * K);
+
+  __shared__ std::uint32_t s_flag;
+  __shared__ std::uint64_t s_clear;
+  __shared__ float scratch[32];
+  protocol::ControlBlock* cb = a.ws.control;
+  if (threadIdx.x == 0) {  // step 2
+    const std::uint32_t flag = load_volatile_u32(&cb->flag);
+    s_clear = load_volatile_u64(&cb->clear_size);
+    s_flag = flag;
+    // A release add: the arrival cannot become visible before the two reads above.
+    red_add_release_gpu(&cb->arrival_counter, 1u);
+    if constexpr (M == Mutant::flag_before_arrival)
+      if (blockIdx.x == 0) advance_control<N, M>(cb, flag, a.size);
+  }
+  step_done(1);
+  __syncthreads();
+  step_done(2);
+  const std::uint32_t f = s_flag;
+  const int data_b = protocol::data_buffer_index(f, M);
+  const int clear_b = protocol::clear_buffer_index(f, M);
+  auto lamport = [&](int buffer, int rank) -> L* {
+    const int slot = M == Mutant::pointer_stride ? rank * protocol::kLamportBuffers + buffer
+                                                 : detail::table_lamport(buffer, rank, N);
+    return reinterpret_cast<L*>(a.ws.lamport[slot]);
+  };
+  __shared__ unsigned long long s_poll[kProfile ? N : 1];
+  unsigned long long my_poll[N] = {};
+  if constexpr (kProfile) {
+    if (threadIdx.x < N) s_poll[threadIdx.x] = 0;
+    __syncthreads();
+  }
+
   // Step 3: push my rows' vectors into slot [my_rank] of every rank's data buffer.
   inject_delay(a.delay, a.rank, DelayPoint::before_push, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups) {
     for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
       const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
-      const uint4 vec = canonicalize_vector<L, M>(load_input_vector<T, L>(a.input, idx));
+      const bool first = t == group && v == v_begin + static_cast<int>(threadIdx.x);
+      const uint4 vec = canonicalize_vector<L, M>(first ? first_in : load_input_vector<T, L>(a.input, idx));
 #pragma unroll
       for (int r = 0; r < N; ++r) push_vector<L, M>(lamport(data_b, r) + a.rank * a.size + idx, vec);
     }
   }
+  step_done(3);
 
   // Step 4: clear what the previous call wrote into my clear buffer.
   {
@@ -149,6 +167,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
          i < n; i += stride)
       store16(buf + i, sentinel);
   }
+  step_done(4);
 
   // Steps 5 and 6: poll all N slots (bounded), reduce in rank order, epilogue.
   const L* mine = lamport(data_b, a.rank);
@@ -164,8 +183,11 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const L* p = mine + r * a.size + idx;
       const long long p0 = kProfile ? clock64() : 0;
       uint4 x = vals[r];
+      unsigned polls = 0;
       while (vector_has_sentinel<L, M>(x)) {
-        if (kBounded && deadline.expired()) {
+        // The deadline is tested on every kPollsPerClockRead-th failed poll (docs/bench.md
+        // has what the bound costs, and the loop shapes tried).
+        if (kBounded && ++polls % kPollsPerClockRead == 0 && deadline.expired()) {
           write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
                                            static_cast<std::uint32_t>(r), f, 0u, a.call_index,
                                            HangSite::lamport_poll},
@@ -192,16 +214,21 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       }
     }
   };
+  // Step 7's first read of the arrival counter is issued now, so that its latency hides
+  // behind the polls; by then every block has usually arrived, and step 7 need not read again.
+  std::uint32_t arrivals = 0;
+  if (blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_volatile_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups)
     process_row<T, K>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
+  step_done(5);
 
   // Step 7.
   __syncthreads();
   if constexpr (M != Mutant::flag_before_arrival) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       inject_delay(a.delay, a.rank, DelayPoint::before_flag, a.call_index);
-      std::uint32_t c = load_volatile_u32(&cb->arrival_counter);
+      std::uint32_t c = arrivals;
       bool arrived = true;
       while (c != gridDim.x) {
         if (kBounded && deadline.expired()) {
@@ -215,6 +242,13 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       }
       if (arrived) advance_control<N, M>(cb, f, a.size);
     }
+  }
+  step_done(6);
+  if (!a.trigger_early) {  // step 8, at the end: every thread's outputs (and step 7) are done
+    fence_acq_rel_gpu();
+    __syncthreads();
+    step_done(7);
+    if constexpr (!kProfile) pdl_trigger();  // the profile's bookkeeping triggers after it
   }
   if constexpr (kProfile) {
     // The clock is read before the profile's own bookkeeping; the per-thread sums meet one
@@ -238,13 +272,11 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const unsigned long long elapsed = end - deadline.start;
       w.poll_cycles = total;
       w.work_cycles = elapsed > total ? elapsed - total : 0ull;
+      for (int i = 0; i < kWaitProfileSteps; ++i) w.step_end_cycles[i] = static_cast<unsigned long long>(step_end[i]);
     }
   }
-  if (!a.trigger_early) {  // step 8, at the end: every thread's outputs (and step 7) are done
-    __threadfence();
-    __syncthreads();
-    pdl_trigger();
-  }
+  if constexpr (kProfile)
+    if (!a.trigger_early) pdl_trigger();
 }
 
 // Host side of one instance: launch, and the cluster-size query for its kernel.

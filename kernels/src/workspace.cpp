@@ -149,6 +149,7 @@ struct Workspace::Impl {
     }
     FC_CUDA_CHECK(cudaMemcpy(const_cast<std::uint64_t*>(view.pointer_table), table.data(),
                              table.size() * 8, cudaMemcpyHostToDevice));
+    for (int i = 0; i < protocol::kLamportBuffers * n; ++i) view.lamport[i] = table[i];
     view.twoshot_blocks = twoshot_blocks;
   }
 };

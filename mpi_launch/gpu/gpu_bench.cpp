@@ -89,6 +89,8 @@ bool baseline_uses_nccl(BaselineAllreduce choice, bool ranks_share_gpu, bool ncc
 
 namespace {
 
+const char* trigger_name(k::Trigger t) { return t == k::Trigger::early ? "early" : "end"; }
+
 class BenchRunner {
  public:
   BenchRunner(mpi::MpiComm& comm, const BenchOptions& options, const GpuPlacement& placement)
@@ -147,6 +149,7 @@ class BenchRunner {
         p.pattern = k::Pattern::residual_rmsnorm;
         p.cluster = options_.cluster;
         p.use_pdl = options_.use_pdl;
+        p.trigger = options_.trigger;
         p.input = input.get();
         p.residual_in = residual.get();
         p.gamma = gamma.get();
@@ -154,6 +157,8 @@ class BenchRunner {
         p.norm_out = norm_out.get();
         nlohmann::json row{{"tokens", tokens}, {"hidden", hidden}, {"graph", nlohmann::json::object()},
                            {"eager", nlohmann::json::object()}, {"blocks", nlohmann::json::object()}};
+        std::vector<Variant> captured;
+        std::vector<std::unique_ptr<CallGraph>> graphs;
         for (Variant v : variants_) {
           const std::string name = column(v);
           try {
@@ -162,13 +167,16 @@ class BenchRunner {
               row["blocks"][name] = last_.grid;
             if (v == Variant::automatic) row["auto picks"] = last_.twoshot ? "two-shot" : "one-shot";
             row["eager"][name] = options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
-            row["graph"][name] = time_graph(v, p, allreduced.get());
+            graphs.push_back(capture_graph(v, p, allreduced.get()));
+            captured.push_back(v);
           } catch (const k::InvalidLaunch& e) {  // same decision on every rank
             row["graph"][name] = nullptr;  // an eager figure taken before a refused capture stays
             if (!row["eager"].contains(name)) row["eager"][name] = nullptr;
             if (comm_.rank() == 0) fmt::print("  {} refused: {}\n", name, e.what());
           }
         }
+        const std::vector<nlohmann::json> timed = time_graphs_interleaved(captured, graphs);
+        for (std::size_t i = 0; i < captured.size(); ++i) row["graph"][column(captured[i])] = timed[i];
         if (row["graph"].contains(kUnboundedColumn))
           row[kBoundRatioKey] = {{"graph", bound_ratio(row, "graph")}, {"eager", bound_ratio(row, "eager")}};
         rows.push_back(row);
@@ -261,11 +269,9 @@ class BenchRunner {
     return slowest_rank({median(us)})[0];
   }
 
-  // Graph: graph_calls calls captured in one CUDA graph; each repeat releases the ranks
-  // together (barrier), queues the graph behind a spin kernel, and times it with one event
-  // pair: per call = graph time / calls. Median and p10/p90 over repeats of the slowest rank.
-  nlohmann::json time_graph(Variant v, const k::FusedParams& p, void* allreduced) {
-    CallGraph graph;
+  // Graph: graph_calls calls captured in one CUDA graph, launched once untimed (the upload).
+  std::unique_ptr<CallGraph> capture_graph(Variant v, const k::FusedParams& p, void* allreduced) {
+    auto graph = std::make_unique<CallGraph>();
     mpi::set_phase("bench: capturing a graph");
     cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
     cudaGraph_t captured = nullptr;
@@ -280,28 +286,45 @@ class BenchRunner {
     const cudaError_t ended = cudaStreamEndCapture(stream_, &captured);
     if (ended != cudaSuccess && captured != nullptr) cudaGraphDestroy(captured);
     cuda_check(ended, "cudaStreamEndCapture");
-    const cudaError_t made = cudaGraphInstantiate(&graph.exec, captured, 0);
+    const cudaError_t made = cudaGraphInstantiate(&graph->exec, captured, 0);
     cudaGraphDestroy(captured);
     cuda_check(made, "cudaGraphInstantiate");
-    cuda_check(cudaGraphLaunch(graph.exec, stream_), "cudaGraphLaunch");  // uploads it; untimed
+    cuda_check(cudaGraphLaunch(graph->exec, stream_), "cudaGraphLaunch");  // uploads it; untimed
     mpi::set_phase("bench: waiting for the first graph");
     wait_all(v);
+    return graph;
+  }
+
+  // Every repeat times each variant's graph once, in column order on even repeats and in
+  // reverse on odd ones, so that a drift of the GPU's clocks during a row (they ramp up after
+  // an idle spell) falls on all columns alike instead of on whichever is timed first; a ratio
+  // of two columns is then a side-by-side figure. One timing: the ranks meet at a barrier,
+  // the graph waits behind a spin kernel, an event pair around it; per call = graph time /
+  // calls. Per variant: median and p10/p90 over repeats of the slowest rank.
+  std::vector<nlohmann::json> time_graphs_interleaved(const std::vector<Variant>& variants,
+                                                      const std::vector<std::unique_ptr<CallGraph>>& graphs) {
+    const std::size_t n = variants.size();
+    std::vector<std::vector<double>> per_call(n);
     EventPair events;
-    std::vector<double> per_call;
-    for (int i = 0; i < options_.repeats; ++i) {
-      comm_.barrier("bench graph start");
-      mpi::set_phase("bench: launching a graph");
-      k::launch_spin(kSpinNs, stream_);
-      cuda_check(cudaEventRecord(events.start, stream_), "cudaEventRecord");
-      cuda_check(cudaGraphLaunch(graph.exec, stream_), "cudaGraphLaunch");
-      cuda_check(cudaEventRecord(events.stop, stream_), "cudaEventRecord");
-      mpi::set_phase("bench: waiting for a graph");
-      wait_all(v);
-      per_call.push_back(events.elapsed_us() / options_.graph_calls);
+    for (int i = 0; i < options_.repeats; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t col = i % 2 == 0 ? j : n - 1 - j;
+        comm_.barrier("bench graph start");
+        mpi::set_phase("bench: launching a graph");
+        k::launch_spin(kSpinNs, stream_);
+        cuda_check(cudaEventRecord(events.start, stream_), "cudaEventRecord");
+        cuda_check(cudaGraphLaunch(graphs[col]->exec, stream_), "cudaGraphLaunch");
+        cuda_check(cudaEventRecord(events.stop, stream_), "cudaEventRecord");
+        mpi::set_phase("bench: waiting for a graph");
+        wait_all(variants[col]);
+        per_call[col].push_back(events.elapsed_us() / options_.graph_calls);
+      }
+    std::vector<nlohmann::json> out;
+    for (std::size_t col = 0; col < n; ++col) {
+      const std::vector<double> slowest = slowest_rank(per_call[col]);
+      out.push_back({{"median", median(slowest)}, {"p10", percentile(slowest, 10)}, {"p90", percentile(slowest, 90)}});
     }
-    const std::vector<double> slowest = slowest_rank(per_call);
-    return nlohmann::json{{"median", median(slowest)}, {"p10", percentile(slowest, 10)},
-                          {"p90", percentile(slowest, 90)}};
+    return out;
   }
 
   void print_row(const nlohmann::json& row) const {
@@ -376,7 +399,7 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
   runner.prepare();
   const std::string method = fmt::format(
       "per call from a CUDA graph of {} calls queued behind a spin kernel, ranks released together; "
-      "median of {} graph launches, slowest rank (p10/p90 in the JSON); eager 1s: one-shot launched "
+      "median of {} graph launches, slowest rank (p10/p90 in the JSON), the columns' launches interleaved; eager 1s: one-shot launched "
       "from the host, event pair per call, median of {}",
       options.graph_calls, options.repeats, options.iters) +
       (k::oneshot_unbounded_polls_compiled(comm.size())
@@ -386,8 +409,8 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
            : "");
   if (comm.rank() == 0) {
     fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));
-    fmt::print("bf16, residual + RMSNorm; latency in microseconds; PDL {}, one-shot RMSNorm path {}\n{}\n",
-               options.use_pdl ? "on" : "off",
+    fmt::print("bf16, residual + RMSNorm; latency in microseconds; PDL {} (trigger {}), one-shot RMSNorm path {}\n{}\n",
+               options.use_pdl ? "on" : "off", trigger_name(options.trigger),
                options.cluster == k::ClusterMode::automatic       ? "auto"
                : options.cluster == k::ClusterMode::force_cluster ? "cluster"
                                                                   : "no-cluster",
@@ -402,6 +425,7 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
                                                   {"ranks", comm.size()},
                                                   {"method", method},
                                                   {"pdl", options.use_pdl},
+                                                  {"trigger", trigger_name(options.trigger)},
                                                   {"unfused_allreduce", runner.allreduce_kind()},
                                                   {"columns", runner.columns()},
                                                   {"rows", rows}}

@@ -56,7 +56,7 @@ nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
   int clock_khz = 0;
   cuda_check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, placement.device), "clock rate");
   const double us_per_cycle = 1e3 / std::max(1, clock_khz);
-  std::vector<double> poll_us, work_us;  // [block][peer], [block]
+  std::vector<double> poll_us, work_us, step_us;  // [block][peer], [block], [block][step]
   int grid = 0;
   for (int call = -3; call < o.calls; ++call) {  // three untimed calls first
     comm.barrier("wait profile call start");
@@ -73,9 +73,12 @@ nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
                                    entries.size()));
     poll_us.resize(static_cast<std::size_t>(grid) * n, 0.0);
     work_us.resize(grid, 0.0);
+    step_us.resize(static_cast<std::size_t>(grid) * k::kWaitProfileSteps, 0.0);
     for (int b = 0; b < grid; ++b) {
       for (int r = 0; r < n; ++r) poll_us[b * n + r] += entries[b].poll_cycles_by_peer[r] * us_per_cycle / o.calls;
       work_us[b] += entries[b].work_cycles * us_per_cycle / o.calls;
+      for (int i = 0; i < k::kWaitProfileSteps; ++i)
+        step_us[b * k::kWaitProfileSteps + i] += entries[b].step_end_cycles[i] * us_per_cycle / o.calls;
     }
   }
   cudaStreamDestroy(stream);
@@ -84,6 +87,7 @@ nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
     throw RunFailure("wait profile: the ranks launched different grids");
   std::vector<double> mine(poll_us);
   mine.insert(mine.end(), work_us.begin(), work_us.end());
+  mine.insert(mine.end(), step_us.begin(), step_us.end());
   std::vector<double> all(mine.size() * n);
   comm.gather(mine.data(), all.data(), mine.size() * sizeof(double), 0, "wait profile");
   if (comm.rank() != 0) return nlohmann::json::object();
@@ -93,27 +97,36 @@ nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
   fmt::print("one-shot, bf16, {} x {}, {} blocks per rank, mean of {} calls; {}\n", o.tokens, o.hidden, grid, o.calls,
              o.delay_rank >= 0 ? fmt::format("rank {} starts every call {} us late", o.delay_rank, o.delay_us)
                                : std::string("no injected delay"));
-  fmt::print("microseconds per block (mean over blocks): polling each peer's slot, then the rest\n");
+  fmt::print("microseconds per block (mean over blocks): polling each peer's slot, then the rest; then how long "
+             "thread 0 took for each step\n");
   for (int r = 0; r < n; ++r) {
     const double* base = all.data() + static_cast<std::size_t>(r) * mine.size();
     nlohmann::json blocks = nlohmann::json::array();
-    std::vector<double> mean_poll(n, 0.0);
+    std::vector<double> mean_poll(n, 0.0), mean_step(k::kWaitProfileSteps, 0.0);
     double mean_work = 0;
     for (int b = 0; b < grid; ++b) {
       std::vector<double> by_peer(base + b * n, base + (b + 1) * n);
       const double work = base[grid * n + b];
+      const double* ends = base + grid * n + grid + b * k::kWaitProfileSteps;
+      std::vector<double> step_end(ends, ends + k::kWaitProfileSteps);
       for (int q = 0; q < n; ++q) mean_poll[q] += by_peer[q] / grid;
+      for (int i = 0; i < k::kWaitProfileSteps; ++i) mean_step[i] += (ends[i] - (i > 0 ? ends[i - 1] : 0.0)) / grid;
       mean_work += work / grid;
-      blocks.push_back({{"poll_us_by_peer", by_peer}, {"work_us", work}});
+      blocks.push_back({{"poll_us_by_peer", by_peer}, {"work_us", work}, {"step_end_us", step_end}});
     }
     std::string line = fmt::format("  rank {}:", r);
     for (int q = 0; q < n; ++q) line += fmt::format(" peer {} {:8.2f}", q, mean_poll[q]);
     fmt::print("{}   work {:8.2f}\n", line, mean_work);
+    line = "          steps:";
+    for (int i = 0; i < k::kWaitProfileSteps; ++i) line += fmt::format(" {} {:.2f}", k::kWaitProfileStepNames[i], mean_step[i]);
+    fmt::print("{}\n", line);
     per_rank.push_back({{"rank", r}, {"blocks", blocks}});
   }
   nlohmann::json out{{"setup", describe(placement, n)}, {"ranks", n},      {"tokens", o.tokens},
                      {"hidden", o.hidden},              {"calls", o.calls}, {"delay_rank", o.delay_rank},
-                     {"delay_us", o.delay_us},          {"clock_khz", clock_khz}, {"profile", per_rank}};
+                     {"delay_us", o.delay_us},          {"clock_khz", clock_khz}, {"profile", per_rank},
+                     {"steps", std::vector<std::string>(k::kWaitProfileStepNames,
+                                                        k::kWaitProfileStepNames + k::kWaitProfileSteps)}};
   if (!o.json_out.empty()) write_file(o.json_out, out.dump(1) + "\n");
   return out;
 }

@@ -179,6 +179,9 @@ struct Deadline {
     return static_cast<unsigned long long>(clock64() - start) > budget;
   }
 };
+// A hot poll loop tests its deadline on every this-many failed polls (a few microseconds
+// late at most, against a budget of milliseconds or more).
+inline constexpr unsigned kPollsPerClockRead = 16;
 
 // ---- seeded injected delays (stress) -------------------------------------------------
 struct DelaySpec {
@@ -215,10 +218,13 @@ struct HangInfo {
   HangSite what;
 };
 
-__device__ __forceinline__ void write_hang_record(const DeviceWorkspace& ws, const HangInfo& h,
-                                                  const Deadline& d) {
-  if (atomicCAS(ws.hang_claim, 0u, 1u) != 0u) return;  // first writer wins
-  volatile HangRecord* r = ws.hang_record;
+// Out of line: the cold path stays out of the hot poll loops, whose code then spans fewer
+// instruction-cache lines (a call at one token is short enough for its instruction fetches
+// to show). Takes the two pointers rather than the workspace, which would be copied.
+static __device__ __noinline__ void write_hang_record_out_of_line(std::uint32_t* claim, HangRecord* record,
+                                                                  HangInfo h, long long start) {
+  if (atomicCAS(claim, 0u, 1u) != 0u) return;  // first writer wins
+  volatile HangRecord* r = record;
   r->rank = h.rank;
   r->block = blockIdx.x;
   r->token = h.token;
@@ -227,10 +233,22 @@ __device__ __forceinline__ void write_hang_record(const DeviceWorkspace& ws, con
   r->counter = h.counter;
   r->call_index = h.call_index;
   r->what = h.what;
-  r->cycles_waited = static_cast<std::uint64_t>(clock64() - d.start);
+  r->cycles_waited = static_cast<std::uint64_t>(clock64() - start);
   __threadfence_system();
   r->valid = 1u;
   __threadfence_system();
+}
+__device__ __forceinline__ void write_hang_record(const DeviceWorkspace& ws, const HangInfo& h,
+                                                  const Deadline& d) {
+  write_hang_record_out_of_line(ws.hang_claim, ws.hang_record, h, d.start);
+}
+
+// Release at GPU scope: the thread's earlier loads and stores are performed before what
+// follows (an acq_rel fence is MEMBAR.ALL.GPU; __threadfence's sequentially consistent one,
+// MEMBAR.SC.GPU, orders more than the protocol needs and costs more).
+__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ void red_add_release_gpu(std::uint32_t* p, std::uint32_t v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 __device__ __forceinline__ std::uint32_t load_volatile_u32(const std::uint32_t* p) {

@@ -110,11 +110,21 @@ struct KernelHang : std::runtime_error {
 // Blocks of a one-shot call the wait profile records (later blocks are not recorded).
 inline constexpr int kMaxWaitProfileBlocks = 1024;
 
-// Per block of a one-shot call, when built with FUSIONCHECK_WAIT_PROFILE.
+// The points of a one-shot call at which the wait profile reads thread 0's clock: the end
+// of step 1 (grid-dependency wait), of step 2's reads and arrival, of step 2's barrier, of
+// step 3 (pushes issued), step 4 (clear issued), steps 5-6 (polls and epilogue of the
+// block's rows), step 7 (after the block's barrier; block 0 also updates the state) and
+// step 8 (fence and barrier before an at-end trigger). docs/design.md numbers the steps.
+inline constexpr int kWaitProfileSteps = 8;
+inline constexpr const char* kWaitProfileStepNames[kWaitProfileSteps] = {
+    "grid-dependency wait", "state read", "barrier", "push", "clear", "poll + epilogue", "update", "fence"};
+
+// Per block of a one-shot call, from the wait-profile instance.
 struct WaitProfileEntry {
   std::uint64_t poll_cycles;                              // spent spinning on pushes
   std::uint64_t work_cycles;                              // everything else
   std::uint64_t poll_cycles_by_peer[protocol::kMaxRanks]; // where it spun
+  std::uint64_t step_end_cycles[kWaitProfileSteps];       // thread 0, from the kernel's start
 };
 
 

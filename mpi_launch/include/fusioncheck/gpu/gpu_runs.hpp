@@ -51,6 +51,9 @@ struct BenchOptions {
   BaselineAllreduce allreduce = BaselineAllreduce::automatic;
   kernels::ClusterMode cluster = kernels::ClusterMode::automatic;  // the one-shot RMSNorm path
   bool use_pdl = true;                                               // the fused kernels' launches
+  // The fused kernels' PDL trigger; early suits a consumer that waits before it reads, as
+  // every call of the benchmark does (the next call's step 1).
+  kernels::Trigger trigger = kernels::Trigger::at_end;
   std::optional<KernelChoice> compare;  // another kernel under test, timed beside ours (same calls)
   std::string json_out;
 };
