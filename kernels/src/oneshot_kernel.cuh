@@ -94,6 +94,15 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
     if constexpr (kProfile)
       if (threadIdx.x == 0) step_end[step] = clock64() - deadline.start;
   };
+  // The Lamport buffers' addresses are fixed per workspace: they are read from the parameters
+  // before step 1, so that no constant-cache miss lands on the path of the first push. A
+  // rank's three buffers are comm_size bytes apart (docs/design.md, Workspace).
+  constexpr bool kBasesInRegisters = N <= 4;  // at 8 and 16 ranks they would not fit in 64 registers
+  std::uint8_t* buffer0[kBasesInRegisters ? N : 1] = {};
+  if constexpr (kBasesInRegisters)
+#pragma unroll
+    for (int r = 0; r < N; ++r) buffer0[r] = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, r, N)]);
+  std::uint8_t* const my_buffer0 = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, a.rank, N)]);
   pdl_wait<M>();  // step 1
   step_done(0);
   if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
@@ -118,11 +127,11 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ float scratch[32];
   protocol::ControlBlock* cb = a.ws.control;
   if (threadIdx.x == 0) {  // step 2
-    const std::uint32_t flag = load_volatile_u32(&cb->flag);
-    s_clear = load_volatile_u64(&cb->clear_size);
+    // Acquire loads: the arrival below cannot become visible before them (no fence needed).
+    const std::uint32_t flag = load_acquire_gpu_u32(&cb->flag);
+    s_clear = load_acquire_gpu_u64(&cb->clear_size);
     s_flag = flag;
-    // A release add: the arrival cannot become visible before the two reads above.
-    red_add_release_gpu(&cb->arrival_counter, 1u);
+    atomicAdd(&cb->arrival_counter, 1u);
     if constexpr (M == Mutant::flag_before_arrival)
       if (blockIdx.x == 0) advance_control<N, M>(cb, flag, a.size);
   }
@@ -132,10 +141,19 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   const std::uint32_t f = s_flag;
   const int data_b = protocol::data_buffer_index(f, M);
   const int clear_b = protocol::clear_buffer_index(f, M);
+  // Buffer `buffer` of rank `rank` (a compile-time index into buffer0 where that is held in
+  // registers; pointer-stride reads the wrong entry of the table, as its bug does).
   auto lamport = [&](int buffer, int rank) -> L* {
-    const int slot = M == Mutant::pointer_stride ? rank * protocol::kLamportBuffers + buffer
-                                                 : detail::table_lamport(buffer, rank, N);
-    return reinterpret_cast<L*>(a.ws.lamport[slot]);
+    if constexpr (M == Mutant::pointer_stride)
+      return reinterpret_cast<L*>(a.ws.lamport[rank * protocol::kLamportBuffers + buffer]);
+    std::uint8_t* base;
+    if constexpr (kBasesInRegisters) base = buffer0[rank];
+    else base = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, rank, N)]);
+    return reinterpret_cast<L*>(base + static_cast<std::uint64_t>(buffer) * a.ws.comm_size);
+  };
+  auto my_lamport = [&](int buffer) -> L* {
+    if constexpr (M == Mutant::pointer_stride) return lamport(buffer, a.rank);
+    return reinterpret_cast<L*>(my_buffer0 + static_cast<std::uint64_t>(buffer) * a.ws.comm_size);
   };
   __shared__ unsigned long long s_poll[kProfile ? N : 1];
   unsigned long long my_poll[N] = {};
@@ -160,7 +178,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // Step 4: clear what the previous call wrote into my clear buffer.
   {
     const std::uint64_t n = protocol::elements_to_clear(s_clear, N * a.size, M);
-    L* buf = lamport(clear_b, a.rank);
+    L* buf = my_lamport(clear_b);
     const uint4 sentinel = sentinel_vector<L, M>();
     const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x * K;
     for (std::uint64_t i = (static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * K;
@@ -170,7 +188,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   step_done(4);
 
   // Steps 5 and 6: poll all N slots (bounded), reduce in rank order, epilogue.
-  const L* mine = lamport(data_b, a.rank);
+  const L* mine = my_lamport(data_b);
   auto sum_vector = [&](int t, int v, float (&ar)[K]) {
     const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
     // All N loads are issued before any is tested, so their latencies overlap; then each

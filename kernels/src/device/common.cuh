@@ -247,8 +247,15 @@ __device__ __forceinline__ void write_hang_record(const DeviceWorkspace& ws, con
 // follows (an acq_rel fence is MEMBAR.ALL.GPU; __threadfence's sequentially consistent one,
 // MEMBAR.SC.GPU, orders more than the protocol needs and costs more).
 __device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-__device__ __forceinline__ void red_add_release_gpu(std::uint32_t* p, std::uint32_t v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ std::uint32_t load_acquire_gpu_u32(const std::uint32_t* p) {
+  std::uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ std::uint64_t load_acquire_gpu_u64(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
 }
 
 __device__ __forceinline__ std::uint32_t load_volatile_u32(const std::uint32_t* p) {
