@@ -211,7 +211,7 @@ void add_smoke(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
 // --wait-profile: one configuration, our one-shot kernel alone.
 void run_wait_profile_mode(const CLI::App& bench, std::shared_ptr<GpuCliOptions> o, int& exit_code) {
   refuse_options(bench, {"--compare", "--graph-calls", "--repeats", "--no-eager", "--iters", "--warmup",
-                         "--allreduce", "--cluster", "--no-pdl"},
+                         "--allreduce", "--cluster", "--no-pdl", "--trigger"},
                  "with --wait-profile", "it profiles the one-shot kernel at one configuration");
   if (o->bench.tokens.size() != 1 && bench.count("--tokens") > 0)
     throw UsageError("--wait-profile profiles one configuration: give one --tokens value");

@@ -308,7 +308,7 @@ class BenchRunner {
     EventPair events;
     for (int i = 0; i < options_.repeats; ++i)
       for (std::size_t j = 0; j < n; ++j) {
-        const std::size_t col = i % 2 == 0 ? j : n - 1 - j;
+        const std::size_t col = interleaved_column(i, j, n);
         comm_.barrier("bench graph start");
         mpi::set_phase("bench: launching a graph");
         k::launch_spin(kSpinNs, stream_);

@@ -130,6 +130,29 @@ TEST(BaselineAllreduce, NcclWithRanksSharingAGpuIsBadInput) {
   EXPECT_THROW(fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, false, false), fusioncheck::gpu::BadInput);
 }
 
+// Every round times each column once, and over two rounds every pair of columns is timed
+// in both orders (what makes a ratio of two columns a side-by-side figure).
+TEST(BenchInterleaving, EachColumnOncePerRoundBothOrdersOverTwo) {
+  for (std::size_t n : {1u, 2u, 5u, 7u}) {
+    std::vector<std::vector<std::size_t>> rounds;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::size_t> order;
+      for (std::size_t j = 0; j < n; ++j) order.push_back(fg::interleaved_column(round, j, n));
+      std::vector<std::size_t> sorted = order;
+      std::sort(sorted.begin(), sorted.end());
+      for (std::size_t c = 0; c < n; ++c) ASSERT_EQ(sorted[c], c) << n << " columns, round " << round;
+      rounds.push_back(order);
+    }
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = a + 1; b < n; ++b) {
+        auto before = [&](const std::vector<std::size_t>& order) {
+          return std::find(order.begin(), order.end(), a) < std::find(order.begin(), order.end(), b);
+        };
+        EXPECT_NE(before(rounds[0]), before(rounds[1])) << "columns " << a << " and " << b << " of " << n;
+      }
+  }
+}
+
 // MPS is "running" only while a daemon process is: its pipe file outlives `quit`.
 TEST(MpsDetection, NeedsADaemonProcess) {
   const auto proc = std::filesystem::temp_directory_path() / ("fc_fake_proc_" + std::to_string(::getpid()));

@@ -11,6 +11,7 @@
 //   wait profile: for one configuration, per rank, block and peer, the time the one-shot
 //          kernel spent polling versus working.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <optional>
@@ -39,6 +40,13 @@ enum class BaselineAllreduce { automatic, nccl, ours };
 // automatic: NCCL where it can run (built with it, one rank per GPU), else ours. nccl where
 // it cannot run throws BadInput naming why.
 bool baseline_uses_nccl(BaselineAllreduce choice, bool ranks_share_gpu, bool nccl_built);
+
+// gpu bench's graph timing: which of `columns` columns is timed `position`-th in round
+// `round` (column order on even rounds, reverse on odd ones, so that a drift of the GPU's
+// clocks during a row falls on every column alike).
+inline std::size_t interleaved_column(int round, std::size_t position, std::size_t columns) {
+  return round % 2 == 0 ? position : columns - 1 - position;
+}
 
 struct BenchOptions {
   std::vector<int> tokens{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
