@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // The Lamport buffers' addresses are fixed per workspace: they are read from the parameters
   // before step 1, so that no constant-cache miss lands on the path of the first push. A
   // rank's three buffers are comm_size bytes apart (docs/design.md, Workspace).
-  constexpr bool kBasesInRegisters = N <= 4;  // at 8 and 16 ranks they would not fit in 64 registers
+  constexpr bool kBasesInRegisters = N <= 2;  // from 4 ranks on they make the kernel spill (ptxas -v)
   std::uint8_t* buffer0[kBasesInRegisters ? N : 1] = {};
   if constexpr (kBasesInRegisters)
 #pragma unroll
@@ -201,11 +201,10 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const L* p = mine + r * a.size + idx;
       const long long p0 = kProfile ? clock64() : 0;
       uint4 x = vals[r];
-      unsigned polls = 0;
       while (vector_has_sentinel<L, M>(x)) {
-        // The deadline is tested on every kPollsPerClockRead-th failed poll (docs/bench.md
-        // has what the bound costs, and the loop shapes tried).
-        if (kBounded && ++polls % kPollsPerClockRead == 0 && deadline.expired()) {
+        // The deadline is tested on every failed poll: testing it on every 16th only changed
+        // no time measurably and made the 16-rank instances spill more (docs/bench.md).
+        if (kBounded && deadline.expired()) {
           write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
                                            static_cast<std::uint32_t>(r), f, 0u, a.call_index,
                                            HangSite::lamport_poll},
@@ -235,7 +234,8 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // Step 7's first read of the arrival counter is issued now, so that its latency hides
   // behind the polls; by then every block has usually arrived, and step 7 need not read again.
   std::uint32_t arrivals = 0;
-  if (blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_volatile_u32(&cb->arrival_counter);
+  // Acquire loads: the state update of step 7 cannot be ordered before the arrivals it saw.
+  if (blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups)
     process_row<T, K>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
           arrived = false;
           break;
         }
-        c = load_volatile_u32(&cb->arrival_counter);
+        c = load_acquire_gpu_u32(&cb->arrival_counter);
       }
       if (arrived) advance_control<N, M>(cb, f, a.size);
     }

@@ -179,9 +179,6 @@ struct Deadline {
     return static_cast<unsigned long long>(clock64() - start) > budget;
   }
 };
-// A hot poll loop tests its deadline on every this-many failed polls (a few microseconds
-// late at most, against a budget of milliseconds or more).
-inline constexpr unsigned kPollsPerClockRead = 16;
 
 // ---- seeded injected delays (stress) -------------------------------------------------
 struct DelaySpec {
@@ -218,13 +215,10 @@ struct HangInfo {
   HangSite what;
 };
 
-// Out of line: the cold path stays out of the hot poll loops, whose code then spans fewer
-// instruction-cache lines (a call at one token is short enough for its instruction fetches
-// to show). Takes the two pointers rather than the workspace, which would be copied.
-static __device__ __noinline__ void write_hang_record_out_of_line(std::uint32_t* claim, HangRecord* record,
-                                                                  HangInfo h, long long start) {
-  if (atomicCAS(claim, 0u, 1u) != 0u) return;  // first writer wins
-  volatile HangRecord* r = record;
+__device__ __forceinline__ void write_hang_record(const DeviceWorkspace& ws, const HangInfo& h,
+                                                  const Deadline& d) {
+  if (atomicCAS(ws.hang_claim, 0u, 1u) != 0u) return;  // first writer wins
+  volatile HangRecord* r = ws.hang_record;
   r->rank = h.rank;
   r->block = blockIdx.x;
   r->token = h.token;
@@ -233,14 +227,10 @@ static __device__ __noinline__ void write_hang_record_out_of_line(std::uint32_t*
   r->counter = h.counter;
   r->call_index = h.call_index;
   r->what = h.what;
-  r->cycles_waited = static_cast<std::uint64_t>(clock64() - start);
+  r->cycles_waited = static_cast<std::uint64_t>(clock64() - d.start);
   __threadfence_system();
   r->valid = 1u;
   __threadfence_system();
-}
-__device__ __forceinline__ void write_hang_record(const DeviceWorkspace& ws, const HangInfo& h,
-                                                  const Deadline& d) {
-  write_hang_record_out_of_line(ws.hang_claim, ws.hang_record, h, d.start);
 }
 
 // Release at GPU scope: the thread's earlier loads and stores are performed before what
