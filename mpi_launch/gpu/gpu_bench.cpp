@@ -22,7 +22,7 @@ namespace {
 namespace k = kernels;
 
 // oneshot_unbounded: our one-shot compiled without the time bound on its polls (benchmark
-// only: a hang there spins for ever), timed right after it to show what the bound costs.
+// only: a hang there spins for ever), timed beside it (graphs interleaved) to show what the bound costs.
 // other_*: the same calls through another kernel under test (BenchOptions::compare).
 enum class Variant { oneshot, oneshot_unbounded, twoshot, automatic, unfused, other_oneshot, other_twoshot };
 constexpr const char* kVariantName[] = {"one-shot", "one-shot unbounded polls", "two-shot", "auto", "unfused",
@@ -404,7 +404,7 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
       options.graph_calls, options.repeats, options.iters) +
       (k::oneshot_unbounded_polls_compiled(comm.size())
            ? fmt::format("; {}: our one-shot built without the time bound on its polls (benchmark only), "
-                         "timed right after it; bnd/unbnd: one-shot over it (graph; the JSON's \"{}\" also eager)",
+                         "timed beside it; bnd/unbnd: one-shot over it (graph; the JSON's \"{}\" also eager)",
                          kUnboundedColumn, kBoundRatioKey)
            : "");
   if (comm.rank() == 0) {

@@ -191,6 +191,26 @@ std::vector<CallSpec> growing_twoshot_sequence(std::uint32_t delay_seed, fp::Mut
   return specs;
 }
 constexpr std::uint32_t kGrowingTwoShotSeeds = 6;
+
+// Six device buffers (input, residual in, gamma, allreduce, residual and norm out) of
+// tokens x hidden 16-bit elements, and the call parameters of rank 0 of two that use them.
+struct CallBuffers {
+  std::vector<fk::testing::DeviceBuffer> io;
+  fk::FusedParams params;
+  CallBuffers(int tokens, int hidden) {
+    for (int i = 0; i < 6; ++i) io.emplace_back(static_cast<std::size_t>(tokens) * hidden * 2);
+    params.ranks = 2;
+    params.rank = 0;
+    params.tokens = tokens;
+    params.hidden = hidden;
+    params.input = io[0].get();
+    params.residual_in = io[1].get();
+    params.gamma = io[2].get();
+    params.allreduce_out = io[3].get();
+    params.residual_out = io[4].get();
+    params.norm_out = io[5].get();
+  }
+};
 }  // namespace
 
 TEST_F(Gpu, TwoShotCallsOfChangingSizeBackToBackWithDelays) {
@@ -297,21 +317,10 @@ TEST_F(Gpu, DeviceLamportScanAgreesWithTheHostScanAndFindsEachCorruption) {
 
 TEST_F(Gpu, MissingPeerEndsInAHangRecordNotAHang) {
   Rig rig(2, fk::DType::bf16);
-  std::vector<fk::testing::DeviceBuffer> io;
-  for (int i = 0; i < 6; ++i) io.emplace_back(64 * 256 * 2);
-  fk::FusedParams p;
-  p.ranks = 2;
-  p.rank = 0;
-  p.tokens = 64;
-  p.hidden = 256;
+  CallBuffers call(64, 256);
+  fk::FusedParams& p = call.params;
   p.spin_budget_cycles = 1ull << 24;  // ~10 ms
-  p.input = io[0].get();
-  p.residual_in = io[1].get();
-  p.gamma = io[2].get();
-  p.allreduce_out = io[3].get();
-  p.residual_out = io[4].get();
-  p.norm_out = io[5].get();
-  io[0].fill(0x3f);  // non-sentinel input
+  call.io[0].fill(0x3f);  // non-sentinel input
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fill runs on the legacy stream
   const auto start = std::chrono::steady_clock::now();
   fk::launch_oneshot(p, rig.workspaces()[0], rig.stream(0));  // rank 1 never launches
@@ -377,20 +386,10 @@ TEST_F(Gpu, UnboundedPollsInstancesRefuseWhatTheyLack) {
   for (bool fp32_lamport : {false, true}) {
     const fk::DType dtype = fp32_lamport ? fk::DType::bf16 : fk::DType::f16;  // each lacks an instance
     Rig rig(2, dtype, fp32_lamport);
-    std::vector<fk::testing::DeviceBuffer> io;
-    for (int i = 0; i < 6; ++i) io.emplace_back(16 * 1024 * 2);
-    fk::FusedParams p;
-    p.ranks = 2;
-    p.tokens = 16;
-    p.hidden = 1024;
+    CallBuffers call(16, 1024);
+    fk::FusedParams& p = call.params;
     p.dtype = dtype;
     p.fp32_lamport = fp32_lamport;
-    p.input = io[0].get();
-    p.residual_in = io[1].get();
-    p.gamma = io[2].get();
-    p.allreduce_out = io[3].get();
-    p.residual_out = io[4].get();
-    p.norm_out = io[5].get();
     try {
       fk::launch_oneshot_unbounded_polls(p, rig.workspaces()[0], rig.stream(0));
       ADD_FAILURE() << "launched an unbounded-polls instance with fp32_lamport=" << fp32_lamport;
