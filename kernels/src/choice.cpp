@@ -1,5 +1,6 @@
 #include "fusioncheck/kernels/choice.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace fusioncheck::kernels {
@@ -7,15 +8,20 @@ namespace fusioncheck::kernels {
 // One-shot moves (N-1) x size per rank over the links and reduces the whole tensor on every
 // rank; two-shot moves 2 (N-1)/N x size and reduces 1/N of it, but pays a second round of
 // synchronisation. At 2 ranks both move the same bytes, so one-shot is never slower
-// (measured up to 2048 x 8192 on two H200s, docs/bench.md). The 4- to 16-rank sizes are
-// estimates from that ratio and from 4 ranks sharing one H200 (two-shot faster from 1 MiB
-// per rank): our runs of more ranks share one GPU, which says nothing about links.
+// (measured up to 2048 x 8192 on two H200s, docs/bench.md). At 4 ranks, one per H200 over
+// NVLink, two-shot is faster from 2 MiB per rank (256 x 4096, 128 x 8192; at 1 MiB the two
+// are within 1 %). The 8- and 16-rank sizes are estimates from the ratio of bytes moved:
+// no machine with 8 GPUs was lent to measure them.
 bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank) {
   std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
-  if (ranks == 4) from = 1u << 20;
+  if (ranks == 4) from = 2u << 20;
   if (ranks == 8) from = 256u << 10;
   if (ranks == 16) from = 128u << 10;
   return input_bytes_per_rank >= from;
+}
+
+int co_resident_blocks(int sm_count, int sharers, int resident_kernels) {
+  return std::max(1, sm_count / (std::max(1, sharers) * std::max(1, resident_kernels)));
 }
 
 }  // namespace fusioncheck::kernels

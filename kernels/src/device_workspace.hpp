@@ -25,7 +25,7 @@ FC_HD constexpr int table_barrier(int rank, int ranks) { return 4 * ranks + rank
 int ranks_sharing_reported_sms(int ranks_on_device);
 
 // Two-shot barrier flags per rank: [2 phases][kMaxTwoShotBlocks][kMaxRanks] uint32.
-inline constexpr int kMaxTwoShotBlocks = 64;
+inline constexpr int kMaxTwoShotBlocks = 256;
 inline constexpr int kBarrierPhases = 2;
 FC_HD constexpr int barrier_index(int phase, int block, int rank) {
   return (phase * kMaxTwoShotBlocks + block) * protocol::kMaxRanks + rank;

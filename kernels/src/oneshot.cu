@@ -109,18 +109,21 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
 
   const int K = fp32_lamport ? 4 : 8;
   const int vrow = p.hidden / K;
-  // Every rank's blocks must be resident at once. Where ranks share a GPU, a kernel launched
-  // with PDL may also be made resident early, behind its rank's previous kernel, and take
+  // Every rank's blocks must be resident at once. Where ranks share a GPU, kernels launched
+  // with PDL may also be made resident early, behind their rank's previous kernel, and take
   // the room a late peer's blocks need (found at 4 and 8 ranks under MPS: every rank
-  // waiting for rank 0). Up to two kernels per rank may then be resident: half the share.
-  const int pdl_kernels = ws.ranks_on_device() > 1 && (p.use_pdl || p.trigger == Trigger::early) ? 2 : 1;
+  // waiting for one peer). Up to kResidentKernelsPerSharingRank kernels per rank may then be
+  // resident: that fraction of the share.
+  const int pdl_kernels = ws.ranks_on_device() > 1 && (p.use_pdl || p.trigger == Trigger::early)
+                              ? kResidentKernelsPerSharingRank
+                              : 1;
   // With the GPU to itself a rank may fill every SM with as many blocks as fit (up to 4):
   // large calls are bound by how many vectors are in flight, not by arithmetic. Ranks that
   // share a GPU keep one block per SM of their share.
   const int threads_no_cluster = round_up_warp(std::min(1024, vrow));
   const int per_sm = ws.ranks_on_device() == 1 ? std::min(4, blocks_per_sm(*entry, threads_no_cluster)) : 1;
   const int sm_share =
-      std::max(1, sm_count() / (detail::ranks_sharing_reported_sms(ws.ranks_on_device()) * pdl_kernels));
+      co_resident_blocks(sm_count(), detail::ranks_sharing_reported_sms(ws.ranks_on_device()), pdl_kernels);
   const int max_blocks = p.max_blocks > 0 ? p.max_blocks : sm_share * per_sm;
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed

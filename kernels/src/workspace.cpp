@@ -161,14 +161,14 @@ void check_config(const WorkspaceConfig& c) {
   if (c.comm_size == 0 || c.comm_size % 256 != 0)
     throw InvalidLaunch("workspace comm_size=" + std::to_string(c.comm_size) + " must be a positive multiple of 256");
   if (c.max_twoshot_blocks < 1 || c.max_twoshot_blocks > detail::kMaxTwoShotBlocks)
-    throw InvalidLaunch("workspace max_twoshot_blocks must be in [1, 64]");
+    throw InvalidLaunch("workspace max_twoshot_blocks must be in [1, " + std::to_string(detail::kMaxTwoShotBlocks) + "]");
 }
-// Where ranks share a GPU, half their share of SMs: a PDL-launched next kernel may be
-// resident beside this one (see the one-shot launcher).
+// One block per SM of the rank's share; where ranks share a GPU, a third of it (choice.hpp:
+// other kernels of the rank may be resident beside this one).
 int twoshot_grid(const WorkspaceConfig& c, int sm_count, int ranks_on_device) {
-  const int kernels_per_rank = ranks_on_device > 1 ? 2 : 1;
+  const int kernels_per_rank = ranks_on_device > 1 ? kResidentKernelsPerSharingRank : 1;
   const int sharers = detail::ranks_sharing_reported_sms(ranks_on_device);
-  return std::max(1, std::min(c.max_twoshot_blocks, sm_count / (sharers * kernels_per_rank)));
+  return std::min(c.max_twoshot_blocks, co_resident_blocks(sm_count, sharers, kernels_per_rank));
 }
 }  // namespace
 

@@ -397,11 +397,34 @@ TEST(AutomaticChoice, TwoRanksAlwaysOneShot) {
 }
 
 TEST(AutomaticChoice, SwitchesAtTheCrossoverOfEachRankCount) {
-  const struct { int ranks; std::uint64_t from; } crossover[] = {{4, 1u << 20}, {8, 256u << 10}, {16, 128u << 10}};
+  const struct { int ranks; std::uint64_t from; } crossover[] = {{4, 2u << 20}, {8, 256u << 10}, {16, 128u << 10}};
   for (const auto& c : crossover) {
     EXPECT_FALSE(fk::twoshot_preferred(c.ranks, c.from - 1)) << c.ranks << " ranks";
     EXPECT_TRUE(fk::twoshot_preferred(c.ranks, c.from)) << c.ranks << " ranks";
   }
+}
+
+// ---- the co-residency bound of the grids (choice.hpp) -------------------------------------
+TEST(CoResidency, EveryRanksResidentKernelsFitTogether) {
+  for (int sms = 1; sms <= 200; ++sms)
+    for (int sharers : {1, 2, 4, 8, 16})
+      for (int kernels : {1, fk::kResidentKernelsPerSharingRank}) {
+        const int share = fk::co_resident_blocks(sms, sharers, kernels);
+        EXPECT_GE(share, 1);
+        // Whenever the SMs allow more than one block each, all of them fit at once.
+        if (share > 1) EXPECT_LE(sharers * kernels * share, sms) << sms << " SMs, " << sharers << " sharers";
+        // And no SM is left idle that a whole block per kernel could use.
+        EXPECT_GT(sharers * kernels * (share + 1), sms) << sms << " SMs, " << sharers << " sharers";
+      }
+}
+
+TEST(CoResidency, EightRanksOnOneH200LeaveRoomForThreeKernelsEach) {
+  // 132 SMs: 5 blocks per kernel, 8 x 3 x 5 = 120 SMs at most. With room for two kernels
+  // each (8 blocks, 128 SMs) 8 ranks under MPS hung in every run (docs/bench.md).
+  EXPECT_EQ(fk::kResidentKernelsPerSharingRank, 3);
+  EXPECT_EQ(fk::co_resident_blocks(132, 8, fk::kResidentKernelsPerSharingRank), 5);
+  EXPECT_EQ(fk::co_resident_blocks(132, 1, 1), 132);
+  EXPECT_EQ(fk::co_resident_blocks(8, 16, 3), 1);
 }
 
 TEST(AutomaticChoice, OnceTwoShotAlwaysTwoShotForLargerCalls) {

@@ -46,7 +46,9 @@ struct WorkspaceConfig {
   int ranks = 2;
   std::uint64_t comm_size = 1u << 20;  // bytes per Lamport buffer (3 of them)
   bool fp32_lamport = false;           // Lamport element width: fp32, else 16-bit
-  int max_twoshot_blocks = 32;         // the two-shot grid (fixed per workspace, <= 64)
+  // The two-shot grid, fixed per workspace: one block per SM of the rank's share, at most
+  // this many (<= 256). A grid of 32 left two H200s' links half idle at large calls.
+  int max_twoshot_blocks = 256;
 };
 
 // Snapshot of one rank's protocol state, for the invariant checks (invariants.hpp).
