@@ -72,6 +72,13 @@ void validate_lamport_request(const LamportScanRequest& request) {
   for (const auto& input : request.inputs)
     if (input.size() != request.inputs.front().size())
       throw std::invalid_argument("Lamport scan: the ranks' inputs differ in length");
+  if (request.slots != SlotScan::my_slot_everywhere) return;
+  if (request.inputs.size() != 1)
+    throw std::invalid_argument("Lamport scan of my slot everywhere: " + std::to_string(request.inputs.size()) +
+                                " inputs, expected this rank's alone");
+  if (request.ranks < 1 || request.ranks > protocol::kMaxRanks || request.rank < 0 || request.rank >= request.ranks)
+    throw std::invalid_argument("Lamport scan of my slot everywhere: rank " + std::to_string(request.rank) +
+                                " of " + std::to_string(request.ranks) + " ranks");
 }
 
 }  // namespace
@@ -85,11 +92,14 @@ std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int ele
 
 LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes, std::uint64_t per_buffer) {
   validate_lamport_request(request);
-  const std::size_t n = request.inputs.size();
+  const bool mine = request.slots == SlotScan::my_slot_everywhere;
+  const std::size_t n = mine ? static_cast<std::size_t>(request.ranks) : request.inputs.size();
   LamportScan scan;
+  scan.slot_scan = request.slots;
+  scan.rank = mine ? request.rank : 0;
   scan.data_buffer = request.data_buffer;
   scan.elem_bytes = elem_bytes;
-  scan.slot_elems = n > 0 ? request.inputs[0].size() : 0;
+  scan.slot_elems = request.inputs.empty() ? 0 : request.inputs[0].size();
   scan.slots_fit = n * scan.slot_elems <= per_buffer;
   scan.slots.resize(n);
   return scan;
@@ -98,6 +108,8 @@ LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes
 LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest& request) {
   if (a.lamport.size() != protocol::kLamportBuffers * a.comm_size)
     throw std::invalid_argument("Lamport scan on the host: the state was read without its Lamport buffers");
+  if (request.slots == SlotScan::my_slot_everywhere)
+    throw std::invalid_argument("Lamport scan on the host: my_slot_everywhere needs the peers' buffers (device scanner)");
   const int n = static_cast<int>(request.inputs.size());
   const std::uint64_t per_buffer = a.comm_size / a.elem_bytes;
   LamportScan scan = empty_lamport_scan(request, a.elem_bytes, per_buffer);
@@ -123,15 +135,19 @@ std::vector<std::string> lamport_violations(int r, const LamportScan& scan, cons
   std::vector<std::string> out;
   const std::string rank = std::to_string(r);
   // Invariant 4: the data buffer holds every rank's canonicalised input, then -0.
-  for (std::size_t src = 0; src < scan.slots.size(); ++src) {
-    const LamportSlotScan& slot = scan.slots[src];
+  // In a my_slot_everywhere scan, slots[i] is slot `scan.rank` of rank i's buffer.
+  const bool mine = scan.slot_scan == SlotScan::my_slot_everywhere;
+  for (std::size_t i = 0; i < scan.slots.size(); ++i) {
+    const LamportSlotScan& slot = scan.slots[i];
     if (slot.mismatches == 0) continue;
+    const std::size_t owner = mine ? i : static_cast<std::size_t>(r);
+    const std::size_t pusher = mine ? static_cast<std::size_t>(scan.rank) : i;
     const std::uint32_t want =
-        pushed_lamport_bits(request.inputs[src][slot.first_index], request.dtype, scan.elem_bytes);
-    out.push_back("invariant 4: rank " + rank + " buffer " + std::to_string(scan.data_buffer) + " slot " +
-                  std::to_string(src) + ": " + std::to_string(slot.mismatches) + " elements differ from rank " +
-                  std::to_string(src) + "'s input, first at " + std::to_string(slot.first_index) + ": " +
-                  hex(slot.first_value) + " instead of " + hex(want));
+        pushed_lamport_bits(request.inputs[mine ? 0 : i][slot.first_index], request.dtype, scan.elem_bytes);
+    out.push_back("invariant 4: rank " + std::to_string(owner) + " buffer " + std::to_string(scan.data_buffer) +
+                  " slot " + std::to_string(pusher) + ": " + std::to_string(slot.mismatches) +
+                  " elements differ from rank " + std::to_string(pusher) + "'s input, first at " +
+                  std::to_string(slot.first_index) + ": " + hex(slot.first_value) + " instead of " + hex(want));
   }
   // Invariant 4 past N * size, and invariant 5 (the other two buffers): all -0; invariant 6:
   // no fp32 element holds the 16-bit sentinel pair.

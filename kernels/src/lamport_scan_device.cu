@@ -33,7 +33,11 @@ struct ScanArgs {
   int data_buffer = 0;
   int slots = 0;                   // ranks; the slots are compared only when they fit
   std::uint64_t slot_elems = 0;
-  const std::uint16_t* inputs = nullptr;  // slots * slot_elems, T bits
+  // every_slot_here (my_slot < 0): slots * slot_elems, every rank's input; my_slot_everywhere:
+  // slot_elems, this rank's, compared with slot [my_slot] of each data_buffers[owner].
+  const std::uint16_t* inputs = nullptr;  // T bits
+  int my_slot = -1;
+  const void* data_buffers[protocol::kMaxRanks] = {};  // every rank's data buffer, mapped here
   bool bf16 = true;
   ScanCounters* out = nullptr;
 };
@@ -78,6 +82,7 @@ __global__ void __launch_bounds__(256) fc_lamport_scan_kernel(const ScanArgs a) 
          i += stride) {
       const std::uint32_t v = load_elem<kElemBytes>(a.lamport, base + i);
       if (b == a.data_buffer && i < slot_end) {
+        if (a.my_slot >= 0) continue;  // each slot is compared by the rank that pushed it
         const int slot = static_cast<int>(i / a.slot_elems);
         const std::uint64_t local = i - slot * a.slot_elems;
         if (v != pushed_bits<kElemBytes>(a.inputs[i], a.bf16)) {
@@ -92,6 +97,20 @@ __global__ void __launch_bounds__(256) fc_lamport_scan_kernel(const ScanArgs a) 
           atomicMin(&block.first_not_sentinel[b], (i << 32) | v);
           if (kElemBytes == 4 && v == 0x80008000u) atomicAdd(&block.narrow[b], 1ull);
         }
+      }
+    }
+  }
+  // my_slot_everywhere: what this rank pushed, in every rank's data buffer.
+  if (a.my_slot >= 0 && slot_end > 0) {
+    const std::uint64_t total = static_cast<std::uint64_t>(a.slots) * a.slot_elems;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+         i += stride) {
+      const int owner = static_cast<int>(i / a.slot_elems);
+      const std::uint64_t local = i - owner * a.slot_elems;
+      const std::uint32_t v = load_elem<kElemBytes>(a.data_buffers[owner], a.my_slot * a.slot_elems + local);
+      if (v != pushed_bits<kElemBytes>(a.inputs[local], a.bf16)) {
+        atomicAdd(&block.mismatches[owner], 1ull);
+        atomicMin(&block.first_mismatch[owner], (local << 32) | v);
       }
     }
   }
@@ -150,6 +169,7 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   if (per_buffer >= (1ull << 32)) throw InvalidLaunch("Lamport scan: a buffer of 2^32 elements or more");
   LamportScan scan = empty_lamport_scan(request, elem_bytes, per_buffer);
 
+  const bool mine = request.slots == SlotScan::my_slot_everywhere;
   const std::uint64_t input_elems = scan.slots_fit ? n * scan.slot_elems : 0;
   scratch_->reserve_inputs(std::max<std::uint64_t>(input_elems, 1));
   for (int r = 0; r < n && input_elems > 0; ++r)
@@ -171,10 +191,16 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   args.lamport = workspace.lamport_device();
   args.per_buffer = per_buffer;
   args.data_buffer = request.data_buffer;
-  args.slots = n;  // the kernel compares the slots only when they fit, as the host scanner
+  args.slots = static_cast<int>(scan.slots.size());  // compared only when they fit, as on the host
   args.slot_elems = scan.slot_elems;
   args.inputs = scratch_->inputs;
   args.bf16 = request.dtype == DType::bf16;
+  if (mine) {
+    args.my_slot = request.rank;
+    for (int r = 0; r < request.ranks; ++r)
+      args.data_buffers[r] = static_cast<const std::uint8_t*>(workspace.lamport_device(r)) +
+                             static_cast<std::uint64_t>(request.data_buffer) * per_buffer * elem_bytes;
+  }
   args.out = scratch_->counters;
   constexpr int kThreads = 256;
   const std::uint64_t wanted_blocks = (per_buffer + kThreads * 8 - 1) / (kThreads * 8);
@@ -195,7 +221,7 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
       buf.first_value = static_cast<std::uint32_t>(got.first_not_sentinel[b]);
     }
   }
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < static_cast<int>(scan.slots.size()); ++r) {
     LamportSlotScan& slot = scan.slots[static_cast<std::size_t>(r)];
     slot.mismatches = got.mismatches[r];
     if (slot.mismatches > 0) {

@@ -251,6 +251,12 @@ const detail::DeviceWorkspace& Workspace::device_view() const { return impl_->vi
 const void* Workspace::lamport_device() const {
   return static_cast<const std::uint8_t*>(impl_->shared) + impl_->layout.lamport;
 }
+const void* Workspace::lamport_device(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(impl_->peer_shared.size()))
+    throw InvalidLaunch("workspace: no rank " + std::to_string(rank) + " of " +
+                        std::to_string(impl_->peer_shared.size()));
+  return impl_->peer_shared[static_cast<std::size_t>(rank)] + impl_->layout.lamport;
+}
 std::uint32_t Workspace::next_call_index() { return impl_->calls++; }
 
 LaunchLimits Workspace::limits() const {

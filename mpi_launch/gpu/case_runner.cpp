@@ -159,13 +159,16 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   // What this rank needs of each input: its own whole (uploaded), the residual and gamma
   // whole (uploaded), and its checked rows of every peer's input (the reference). The
   // Lamport scan after the last call of a checked group, when one-shot, compares every
-  // rank's whole input (check_invariants): then all are generated whole. Skipping the other
-  // rows saves most of the generation at 4 and 8 ranks.
+  // rank's whole input (check_invariants) unless the kernel lets each rank compare its own
+  // slot everywhere: then all are generated whole. Skipping the other rows saves most of
+  // the generation at 4 and 8 ranks.
   const bool last_of_group =
       c.mode == IssueMode::checked_each_call || position + 1 == static_cast<int>(c.calls.size());
+  const bool scan_needs_all =
+      last_of_group && !spec.twoshot && !kernel_.scans_my_slot_everywhere();
   const RowShare share = checked_rows(c, spec, comm_.rank(), kernel_.traits().rotated_reduction);
   ref::PartialInputs partial;
-  if (!(last_of_group && !spec.twoshot) && share.count < static_cast<std::size_t>(spec.tokens)) {
+  if (!scan_needs_all && share.count < static_cast<std::size_t>(spec.tokens)) {
     partial.complete_ranks.assign(static_cast<std::size_t>(c.ranks), false);
     partial.complete_ranks[static_cast<std::size_t>(comm_.rank())] = true;
     partial.first_row = static_cast<int>(share.first);
@@ -354,12 +357,20 @@ void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const 
   } else {
     const std::size_t elems = static_cast<std::size_t>(c.calls[last].tokens) * c.hidden;
     violations = k::check_oneshot_control_invariants(comm_.rank(), before, after, c.ranks, elems);
-    if (!last_call.complete_inputs)  // prepare_call generates them whole for this call
-      throw std::logic_error("the Lamport scan needs every rank's whole input of the last call");
     k::LamportScanRequest request;
     request.data_buffer = static_cast<int>(before.control.flag % protocol::kLamportBuffers);
     request.dtype = c.dtype;
-    for (const auto& t : last_call.inputs.rank_inputs) request.inputs.push_back(t.bits16().first(elems));
+    if (kernel_.scans_my_slot_everywhere()) {
+      request.slots = k::SlotScan::my_slot_everywhere;
+      request.rank = comm_.rank();
+      request.ranks = c.ranks;
+      const auto& mine = last_call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())];
+      request.inputs.push_back(mine.bits16().first(elems));
+    } else {
+      if (!last_call.complete_inputs)  // prepare_call generates them whole for this call
+        throw std::logic_error("the Lamport scan needs every rank's whole input of the last call");
+      for (const auto& t : last_call.inputs.rank_inputs) request.inputs.push_back(t.bits16().first(elems));
+    }
     const auto lamport = k::lamport_violations(comm_.rank(), kernel_.scan_lamport(request), request);
     violations.insert(violations.end(), lamport.begin(), lamport.end());
   }

@@ -291,6 +291,46 @@ TEST(InvariantChecker, LamportScanRefusesWhatItCannotScan) {
   EXPECT_THROW(fk::scan_lamport_on_host(s.after[0], ragged), std::invalid_argument);
 }
 
+// A my_slot_everywhere scan (each rank compares the slot it pushed, in every rank's buffer)
+// is shaped by the rank count, names the rank whose buffer is wrong, and needs exactly one
+// input and a rank inside the job; the host scanner, which sees one rank's buffers, refuses it.
+TEST(InvariantChecker, MySlotEverywhereScanNamesTheBufferOwner) {
+  Synthetic s = correct_call(4);
+  fk::LamportScanRequest request;
+  request.dtype = fk::DType::bf16;
+  request.slots = fk::SlotScan::my_slot_everywhere;
+  request.rank = 2;
+  request.ranks = 4;
+  request.inputs.emplace_back(s.inputs[2]);
+  const fk::LamportScan empty = fk::empty_lamport_scan(request, 2, 1u << 20);
+  EXPECT_EQ(empty.slots.size(), 4u);
+  EXPECT_EQ(empty.slot_elems, s.inputs[2].size());
+  EXPECT_TRUE(empty.slots_fit);
+  EXPECT_FALSE(fk::empty_lamport_scan(request, 2, 4 * s.inputs[2].size() - 1).slots_fit);
+
+  fk::LamportScan scan = empty;
+  EXPECT_TRUE(fk::lamport_violations(2, scan, request).empty());
+  scan.slots[3].mismatches = 5;  // rank 3's buffer holds rank 2's slot wrong
+  scan.slots[3].first_index = 4;
+  scan.slots[3].first_value = 0x2222;
+  const auto lines = fk::lamport_violations(2, scan, request);
+  ASSERT_EQ(lines.size(), 1u);
+  // Rank 2's element 4 is 0x3f80 + 2 * 64 + 4 (correct_call), pushed unchanged.
+  EXPECT_EQ(lines[0], "invariant 4: rank 3 buffer 0 slot 2: 5 elements differ from rank 2's input, first at 4: "
+                      "0x2222 instead of 0x4004");
+
+  EXPECT_THROW(fk::scan_lamport_on_host(s.after[2], request), std::invalid_argument);
+  fk::LamportScanRequest two_inputs = request;
+  two_inputs.inputs.emplace_back(s.inputs[3]);
+  EXPECT_THROW(fk::empty_lamport_scan(two_inputs, 2, 1u << 20), std::invalid_argument);
+  for (const auto& [rank, ranks] : {std::pair{4, 4}, std::pair{-1, 4}, std::pair{0, 0}, std::pair{0, 17}}) {
+    fk::LamportScanRequest bad = request;
+    bad.rank = rank;
+    bad.ranks = ranks;
+    EXPECT_THROW(fk::empty_lamport_scan(bad, 2, 1u << 20), std::invalid_argument) << rank << " of " << ranks;
+  }
+}
+
 TEST(InvariantChecker, TwoShotFlagsAndStateSeparation) {
   Synthetic s = correct_call(2);
   for (auto& a : s.after) {

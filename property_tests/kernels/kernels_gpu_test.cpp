@@ -315,6 +315,78 @@ TEST_F(Gpu, DeviceLamportScanAgreesWithTheHostScanAndFindsEachCorruption) {
   }
 }
 
+// The scan gpu check runs with our kernels: each rank compares the slot it pushed in every
+// rank's data buffer (SlotScan::my_slot_everywhere). It must agree with every owner's own
+// slot-by-slot scan, transposed, and name the owner of a corrupted slot.
+TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
+  constexpr int kRanks = 4;
+  constexpr std::uint64_t kElems = 200;
+  constexpr int kDataBuffer = 2;
+  for (const bool fp32 : {false, true}) {
+    Rig rig(kRanks, fk::DType::bf16, fp32, 64u << 10);
+    const int elem_bytes = fp32 ? 4 : 2;
+    const std::uint64_t per_buffer = rig.workspaces()[0].config().comm_size / elem_bytes;
+    std::vector<std::vector<std::uint16_t>> inputs(kRanks, std::vector<std::uint16_t>(kElems));
+    for (int r = 0; r < kRanks; ++r)
+      for (std::uint64_t i = 0; i < kElems; ++i) inputs[r][i] = static_cast<std::uint16_t>(0x3f80 + 5 * i + 64 * r);
+    inputs[2][9] = 0x8000;  // -0: every slot must hold +0
+    auto write = [&](int owner, std::uint64_t index, std::uint32_t bits) {
+      auto* lamport = static_cast<std::uint8_t*>(const_cast<void*>(rig.workspaces()[owner].lamport_device()));
+      ASSERT_EQ(cudaMemcpy(lamport + (kDataBuffer * per_buffer + index) * elem_bytes, &bits, elem_bytes,
+                           cudaMemcpyHostToDevice), cudaSuccess);
+    };
+    for (int owner = 0; owner < kRanks; ++owner)
+      for (int r = 0; r < kRanks; ++r)
+        for (std::uint64_t i = 0; i < kElems; ++i)
+          write(owner, r * kElems + i, fk::pushed_lamport_bits(inputs[r][i], fk::DType::bf16, elem_bytes));
+
+    fk::LamportScanRequest every;  // an owner's slot-by-slot scan, on the host
+    every.data_buffer = kDataBuffer;
+    for (const auto& in : inputs) every.inputs.emplace_back(in);
+    auto my_slot_request = [&](int r) {
+      fk::LamportScanRequest mine;
+      mine.data_buffer = kDataBuffer;
+      mine.slots = fk::SlotScan::my_slot_everywhere;
+      mine.rank = r;
+      mine.ranks = kRanks;
+      mine.inputs.emplace_back(inputs[r]);
+      return mine;
+    };
+    fk::DeviceLamportScanner scanner;
+    auto agree = [&](const char* when) {
+      std::vector<fk::LamportScan> owners;
+      for (auto& ws : rig.workspaces()) owners.push_back(fk::scan_lamport_on_host(fk::read_control_state(ws), every));
+      for (int r = 0; r < kRanks; ++r) {
+        const fk::LamportScan mine = scanner.scan(rig.workspaces()[r], my_slot_request(r));
+        ASSERT_EQ(mine.slots.size(), static_cast<std::size_t>(kRanks));
+        for (int owner = 0; owner < kRanks; ++owner)
+          EXPECT_TRUE(mine.slots[owner] == owners[owner].slots[r])
+              << when << ", fp32=" << fp32 << ": rank " << r << "'s slot in rank " << owner << "'s buffer";
+        EXPECT_TRUE(mine.buffers == owners[r].buffers) << when << ", fp32=" << fp32 << ": rank " << r;
+      }
+    };
+    agree("clean");
+    for (int r = 0; r < kRanks; ++r)
+      EXPECT_TRUE(fk::lamport_violations(r, scanner.scan(rig.workspaces()[r], my_slot_request(r)), my_slot_request(r))
+                      .empty())
+          << "fp32=" << fp32 << ": rank " << r;
+
+    write(3, 1 * kElems + 7, 0x1234u);  // rank 1's slot in rank 3's buffer
+    write(0, 2 * kElems + 9, fp32 ? fp::kNegZero32 : fp::kNegZero16);  // rank 2's -0, not canonicalised
+    agree("corrupted");
+    const auto one = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)), my_slot_request(1));
+    ASSERT_EQ(one.size(), 1u) << "fp32=" << fp32;
+    EXPECT_NE(one[0].find("invariant 4: rank 3 buffer 2 slot 1: 1 elements differ from rank 1's input, first at 7: 0x1234"),
+              std::string::npos) << one[0];
+    const auto two = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)), my_slot_request(2));
+    ASSERT_EQ(two.size(), 1u) << "fp32=" << fp32;
+    EXPECT_NE(two[0].find("invariant 4: rank 0 buffer 2 slot 2: 1 elements differ from rank 2's input, first at 9"),
+              std::string::npos) << two[0];
+    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)), my_slot_request(3))
+                    .empty()) << "fp32=" << fp32 << ": rank 3 pushed nothing wrong; its buffer's slots are its peers' to check";
+  }
+}
+
 TEST_F(Gpu, MissingPeerEndsInAHangRecordNotAHang) {
   Rig rig(2, fk::DType::bf16);
   CallBuffers call(64, 256);

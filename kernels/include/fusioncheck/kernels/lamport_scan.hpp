@@ -19,12 +19,25 @@ namespace fusioncheck::kernels {
 struct ControlState;
 class Workspace;
 
+// Which slots a scan compares, and against what.
+enum class SlotScan {
+  // Slot by slot, this rank's data buffer against every rank's input (`inputs`: one per rank).
+  every_slot_here,
+  // Slot [rank] of every rank's data buffer against this rank's input (`inputs`: this rank's
+  // alone; `ranks` slots per buffer). Each rank checks the slot it pushed everywhere, so no
+  // rank needs a peer's whole input. The device scanner only (it reads the peers' buffers).
+  my_slot_everywhere,
+};
+
 // What to compare: the data buffer of the call (its flag before the call) holds one slot
 // per rank with that rank's canonicalised input; everything else must be the sentinel.
 struct LamportScanRequest {
   int data_buffer = 0;
-  std::vector<std::span<const std::uint16_t>> inputs;  // per rank, the call's input as T bits
+  std::vector<std::span<const std::uint16_t>> inputs;  // the call's input(s) as T bits (SlotScan)
   DType dtype = DType::bf16;
+  SlotScan slots = SlotScan::every_slot_here;
+  int rank = 0;   // my_slot_everywhere: this rank
+  int ranks = 0;  // my_slot_everywhere: the ranks (slots per buffer)
 };
 
 struct LamportBufferScan {  // elements that are not the sentinel (data buffer: past N * size)
@@ -43,26 +56,33 @@ struct LamportSlotScan {  // elements of a slot that differ from the rank's push
 };
 
 struct LamportScan {
+  SlotScan slot_scan = SlotScan::every_slot_here;
+  int rank = 0;  // my_slot_everywhere: the slot compared
   int data_buffer = 0;
   int elem_bytes = 2;
   std::uint64_t slot_elems = 0;  // the call's tokens * hidden
   bool slots_fit = true;         // N * slot_elems fits in a buffer (else the slots are not compared)
   std::array<LamportBufferScan, protocol::kLamportBuffers> buffers{};
-  std::vector<LamportSlotScan> slots;  // one per rank
+  // One per rank. every_slot_here: slot i of this rank's data buffer; my_slot_everywhere:
+  // slot `rank` of rank i's data buffer.
+  std::vector<LamportSlotScan> slots;
   bool operator==(const LamportScan&) const = default;
 };
 
 // A scan with nothing found yet, shaped for the request: the slot length, whether the slots
 // fit in a buffer of per_buffer elements, one slot per rank. Throws std::invalid_argument
 // when the request cannot be scanned: data_buffer outside [0, kLamportBuffers), more than
-// kMaxRanks inputs, or inputs of different lengths.
+// kMaxRanks inputs, inputs of different lengths, or (my_slot_everywhere) not exactly one
+// input, ranks outside [1, kMaxRanks] or rank outside [0, ranks).
 LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes, std::uint64_t per_buffer);
 
 // Over the Lamport bytes of a ControlState read back with the buffers (throws
-// std::invalid_argument for a state read without them, or a bad request).
+// std::invalid_argument for a state read without them, a bad request, or
+// my_slot_everywhere, which needs the peers' buffers).
 LamportScan scan_lamport_on_host(const ControlState& after, const LamportScanRequest& request);
 
-// The "invariant 4/5/6: ..." lines for rank r (empty when the buffers are as they must be).
+// The "invariant 4/5/6: ..." lines of rank r's scan (empty when the buffers are as they must
+// be). A my_slot_everywhere scan names the rank whose buffer holds the wrong slot.
 std::vector<std::string> lamport_violations(int r, const LamportScan& scan, const LamportScanRequest& request);
 
 // The Lamport element a rank pushes for an input element (T bits): -0 becomes +0; with an

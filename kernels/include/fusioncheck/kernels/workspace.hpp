@@ -97,6 +97,9 @@ class Workspace {
   const detail::DeviceWorkspace& device_view() const;
   // Device address of this rank's three Lamport buffers (kLamportBuffers * comm_size bytes).
   const void* lamport_device() const;
+  // The same for rank `rank`'s buffers, as mapped in this process (throws InvalidLaunch for
+  // a rank outside [0, ranks)).
+  const void* lamport_device(int rank) const;
   std::uint32_t next_call_index();
 
   struct Impl;

@@ -85,6 +85,9 @@ class KernelUnderTest {
   virtual kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) {
     return kernels::scan_lamport_on_host(read_state(kernels::LamportCopy::with_buffers), request);
   }
+  // Whether scan_lamport takes SlotScan::my_slot_everywhere: each rank compares the slot it
+  // pushed in every rank's buffer, so it needs no peer's whole input (else every_slot_here).
+  virtual bool scans_my_slot_everywhere() const { return false; }
   // The control block alone (the state a case starts from); override where it is cheaper.
   virtual protocol::ControlBlock read_control() { return read_state(kernels::LamportCopy::without_buffers).control; }
   // Waits for the calls enqueued on `stream`. Our kernels bound their own polls (a hang is
@@ -124,6 +127,7 @@ class OurKernels final : public KernelUnderTest {
     return kernels::read_control_state(*current_, lamport);
   }
   kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) override;
+  bool scans_my_slot_everywhere() const override { return true; }
   protocol::ControlBlock read_control() override { return kernels::read_control_block(*current_); }
   kernels::HangRecord hang_record() override { return current_->hang_record(); }
   void clear_hang_record() override { current_->clear_hang_record(); }
