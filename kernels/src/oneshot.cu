@@ -127,24 +127,22 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   const int max_blocks = p.max_blocks > 0 ? p.max_blocks : sm_share * per_sm;
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed
-  // shared memory. Chosen where the device and the occupancy query allow it.
-  int cluster = 1;
-  if (p.cluster != ClusterMode::force_no_cluster && device_supports_clusters()) {
-    for (int c : {8, 4, 2}) {
-      const bool divides = vrow % c == 0 && (p.pattern != Pattern::nvfp4 || (p.hidden / 16) % c == 0);
-      if (!divides || vrow / c < 32 || c > max_blocks) continue;
-      if (max_cluster_size(*entry, round_up_warp(std::min(1024, vrow / c))) < c) continue;
-      cluster = c;
-      break;
-    }
-    // automatic: only for long rows (a block of 1024 threads or more per row) and few of
-    // them (the split rows fit one block per SM of the share), where splitting a row adds
-    // parallelism. Elsewhere the cluster's synchronisation costs more than it saves.
-    // Graph-timed on two H200s (docs/bench.md): hidden 4096, 1 token: 5.66 us with the
-    // cluster, 5.08 without; hidden 8192: 5.84 vs 6.35 at 1 token, 6.94 vs 7.12 at 16, but
-    // 14.6 vs 8.8 at 64 (64 x 8 blocks > 132 SMs).
-    if (p.cluster == ClusterMode::automatic && (vrow < 1024 || p.tokens * cluster > sm_share)) cluster = 1;
-  }
+  // shared memory, where the device and the occupancy query allow it. Automatic mode splits
+  // long rows only, into 8 or 4 blocks as the share holds them (choose_cluster). Graph-timed on
+  // two H200s (docs/bench.md): hidden 4096, 1 token: 5.66 us with the cluster, 5.08 without;
+  // hidden 8192: 5.84 vs 6.35 at 1 token, 6.94 vs 7.12 at 16, but 14.6 vs 8.8 at 64 with 8
+  // blocks a row (64 x 8 blocks > 132 SMs).
+  ClusterChoice choice;
+  choice.mode = p.cluster;
+  choice.row_vectors = vrow;
+  choice.hidden = p.hidden;
+  choice.nvfp4 = p.pattern == Pattern::nvfp4;
+  choice.tokens = p.tokens;
+  choice.max_blocks = max_blocks;
+  choice.sm_share = sm_share;
+  const int cluster = choose_cluster(choice, [&](int c) {
+    return device_supports_clusters() && max_cluster_size(*entry, round_up_warp(std::min(1024, vrow / c))) >= c;
+  });
   if (p.cluster == ClusterMode::force_cluster && cluster == 1)
     throw InvalidLaunch("cluster path forced but not available: device cluster launch=" +
                         std::string(device_supports_clusters() ? "yes" : "no") + ", hidden=" +

@@ -467,6 +467,65 @@ TEST(CoResidency, EightRanksOnOneH200LeaveRoomForThreeKernelsEach) {
   EXPECT_EQ(fk::co_resident_blocks(8, 16, 3), 1);
 }
 
+// ---- the one-shot cluster size (choice.hpp) -------------------------------------------------
+fk::ClusterChoice long_rows(int tokens) {  // hidden 8192, bf16: 1024 vectors a row, 132 SMs
+  fk::ClusterChoice in;
+  in.row_vectors = 1024;
+  in.hidden = 8192;
+  in.tokens = tokens;
+  in.max_blocks = 528;
+  in.sm_share = 132;
+  return in;
+}
+const auto any_cluster = [](int) { return true; };
+
+TEST(ClusterChoice, AutomaticTakesTheLargestSplitThatFitsTheShare) {
+  EXPECT_EQ(fk::choose_cluster(long_rows(1), any_cluster), 8);
+  EXPECT_EQ(fk::choose_cluster(long_rows(16), any_cluster), 8);   // 128 blocks
+  EXPECT_EQ(fk::choose_cluster(long_rows(17), any_cluster), 4);   // 136 > 132: four a row
+  EXPECT_EQ(fk::choose_cluster(long_rows(33), any_cluster), 4);
+  EXPECT_EQ(fk::choose_cluster(long_rows(34), any_cluster), 1);  // 2 a row measured slower than none
+  EXPECT_EQ(fk::choose_cluster(long_rows(66), any_cluster), 1);
+  for (int tokens = 1; tokens <= 300; ++tokens) {
+    const int c = fk::choose_cluster(long_rows(tokens), any_cluster);
+    EXPECT_TRUE(c == 1 || tokens * c <= 132) << tokens << " tokens: " << c << " blocks a row overfill the share";
+  }
+}
+
+TEST(ClusterChoice, ShortRowsTheDeviceAndTheModeDecide) {
+  fk::ClusterChoice short_rows = long_rows(1);
+  short_rows.row_vectors = 512;  // hidden 4096: measured slower with a cluster
+  short_rows.hidden = 4096;
+  EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 1);
+  short_rows.mode = fk::ClusterMode::force_cluster;
+  EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 8);  // 64 vectors a block
+  fk::ClusterChoice forced = long_rows(128);
+  forced.mode = fk::ClusterMode::force_cluster;
+  EXPECT_EQ(fk::choose_cluster(forced, any_cluster), 8);  // forced: the share does not limit it
+  forced.max_blocks = 4;
+  EXPECT_EQ(fk::choose_cluster(forced, any_cluster), 4);
+  forced.mode = fk::ClusterMode::force_no_cluster;
+  EXPECT_EQ(fk::choose_cluster(forced, any_cluster), 1);
+  // The device's answer: no cluster launch, or the occupancy query refusing 8 (or 8 and 4).
+  EXPECT_EQ(fk::choose_cluster(long_rows(1), [](int) { return false; }), 1);
+  EXPECT_EQ(fk::choose_cluster(long_rows(1), [](int c) { return c <= 4; }), 4);
+  EXPECT_EQ(fk::choose_cluster(long_rows(1), [](int c) { return c <= 2; }), 1);
+  forced = long_rows(1);
+  forced.mode = fk::ClusterMode::force_cluster;
+  EXPECT_EQ(fk::choose_cluster(forced, [](int c) { return c <= 2; }), 2);
+  // NVFP4: every block holds whole 16-element groups (hidden 8192 + 16 has 513: odd).
+  fk::ClusterChoice nvfp4 = long_rows(1);
+  nvfp4.nvfp4 = true;
+  nvfp4.row_vectors = 1026;
+  nvfp4.hidden = 8208;
+  EXPECT_EQ(fk::choose_cluster(nvfp4, any_cluster), 1);
+  // Blocks of fewer than 32 vectors are never made.
+  fk::ClusterChoice narrow = long_rows(1);
+  narrow.mode = fk::ClusterMode::force_cluster;
+  narrow.row_vectors = 96;
+  EXPECT_EQ(fk::choose_cluster(narrow, any_cluster), 2);  // 48 a block; 4 would make 24
+}
+
 TEST(AutomaticChoice, OnceTwoShotAlwaysTwoShotForLargerCalls) {
   for (int ranks : {2, 4, 8, 16}) {
     bool seen_twoshot = false;

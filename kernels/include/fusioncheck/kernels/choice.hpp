@@ -2,6 +2,9 @@
 // The automatic one-/two-shot choice (launch_automatic in launch.hpp uses it): host-only, so
 // that it is tested without a GPU.
 #include <cstdint>
+#include <functional>
+
+#include "fusioncheck/kernels/types.hpp"
 
 namespace fusioncheck::kernels {
 
@@ -21,5 +24,26 @@ inline constexpr int kResidentKernelsPerSharingRank = 3;
 // `resident_kernels` kernels each fit on `sm_count` SMs at once; at least 1. `sharers` is 1
 // where an MPS share reported as the rank's SM count is its own.
 int co_resident_blocks(int sm_count, int sharers, int resident_kernels);
+
+// What the one-shot launcher knows when it picks the cluster size of the RMSNorm path.
+struct ClusterChoice {
+  ClusterMode mode = ClusterMode::automatic;
+  int row_vectors = 0;  // 16-byte vectors of one token row of the Lamport buffer
+  int hidden = 0;
+  bool nvfp4 = false;   // a block must then hold whole 16-element scale groups
+  int tokens = 0;
+  int max_blocks = 0;   // the grid bound (co-residency)
+  int sm_share = 0;     // SMs of the rank's share, one block each
+};
+
+// The cluster size C (1: none): the largest of 8, 4, 2 that splits a row into blocks of at
+// least 32 vectors (whole scale groups for NVFP4), is at most max_blocks, and that the device
+// allows (`device_allows(C)`: cluster launch and the occupancy query). Automatic mode splits
+// only rows of 1024 vectors or more, into 8 or 4 blocks, and only as many as fit the share:
+// tokens x C <= sm_share (hidden 8192, bf16, 132 SMs: 8 blocks a row up to 16 tokens, 4 up
+// to 33). On two H200s 4 blocks a row made 32 x 8192 3-4 % faster than none, and 2 blocks a
+// row made 64 x 8192 4-5 % slower, so automatic mode never splits in 2 (docs/bench.md).
+// force_no_cluster: 1; force_cluster ignores the share and may split in 2.
+int choose_cluster(const ClusterChoice& in, const std::function<bool(int)>& device_allows);
 
 }  // namespace fusioncheck::kernels
