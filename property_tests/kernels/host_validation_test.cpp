@@ -513,12 +513,20 @@ TEST(ClusterChoice, ShortRowsTheDeviceAndTheModeDecide) {
   forced = long_rows(1);
   forced.mode = fk::ClusterMode::force_cluster;
   EXPECT_EQ(fk::choose_cluster(forced, [](int c) { return c <= 2; }), 2);
-  // NVFP4: every block holds whole 16-element groups (hidden 8192 + 16 has 513: odd).
+  // NVFP4: every block holds whole 16-element groups. Hidden 8256 has 516 groups (4 divide
+  // them, 8 do not), hidden 8208 has 513 (2 does not divide them).
   fk::ClusterChoice nvfp4 = long_rows(1);
+  nvfp4.row_vectors = 1032;
+  nvfp4.hidden = 8256;
+  EXPECT_EQ(fk::choose_cluster(nvfp4, any_cluster), 8);
   nvfp4.nvfp4 = true;
+  EXPECT_EQ(fk::choose_cluster(nvfp4, any_cluster), 4);
+  nvfp4.mode = fk::ClusterMode::force_cluster;
   nvfp4.row_vectors = 1026;
   nvfp4.hidden = 8208;
   EXPECT_EQ(fk::choose_cluster(nvfp4, any_cluster), 1);
+  nvfp4.nvfp4 = false;
+  EXPECT_EQ(fk::choose_cluster(nvfp4, any_cluster), 2);
   // Blocks of fewer than 32 vectors are never made.
   fk::ClusterChoice narrow = long_rows(1);
   narrow.mode = fk::ClusterMode::force_cluster;

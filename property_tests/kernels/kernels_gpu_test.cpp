@@ -330,11 +330,12 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
     for (int r = 0; r < kRanks; ++r)
       for (std::uint64_t i = 0; i < kElems; ++i) inputs[r][i] = static_cast<std::uint16_t>(0x3f80 + 5 * i + 64 * r);
     inputs[2][9] = 0x8000;  // -0: every slot must hold +0
-    auto write = [&](int owner, std::uint64_t index, std::uint32_t bits) {
+    auto write_in = [&](int owner, int buffer, std::uint64_t index, std::uint32_t bits) {
       auto* lamport = static_cast<std::uint8_t*>(const_cast<void*>(rig.workspaces()[owner].lamport_device()));
-      ASSERT_EQ(cudaMemcpy(lamport + (kDataBuffer * per_buffer + index) * elem_bytes, &bits, elem_bytes,
+      ASSERT_EQ(cudaMemcpy(lamport + (buffer * per_buffer + index) * elem_bytes, &bits, elem_bytes,
                            cudaMemcpyHostToDevice), cudaSuccess);
     };
+    auto write = [&](int owner, std::uint64_t index, std::uint32_t bits) { write_in(owner, kDataBuffer, index, bits); };
     for (int owner = 0; owner < kRanks; ++owner)
       for (int r = 0; r < kRanks; ++r)
         for (std::uint64_t i = 0; i < kElems; ++i)
@@ -384,6 +385,23 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
               std::string::npos) << two[0];
     EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)), my_slot_request(3))
                     .empty()) << "fp32=" << fp32 << ": rank 3 pushed nothing wrong; its buffer's slots are its peers' to check";
+
+    // Outside the slots each rank scans its own buffers: past N * size of its data buffer,
+    // and the other two buffers.
+    write(1, kRanks * kElems + 3, 0x42u);
+    write_in(2, 0, 5, 0x43u);
+    agree("corrupted outside the slots");
+    const auto past = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)), my_slot_request(1));
+    EXPECT_TRUE(std::any_of(past.begin(), past.end(), [](const std::string& l) {
+      return l.find("invariant 4 (past N*size): rank 1 buffer 2: 1 elements are not -0, first at element 803") !=
+             std::string::npos;
+    })) << "fp32=" << fp32 << ": " << past.size() << " lines";
+    const auto other = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)), my_slot_request(2));
+    EXPECT_TRUE(std::any_of(other.begin(), other.end(), [](const std::string& l) {
+      return l.find("invariant 5: rank 2 buffer 0: 1 elements are not -0, first at element 5 = 0x43") != std::string::npos;
+    })) << "fp32=" << fp32 << ": " << other.size() << " lines";
+    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)), my_slot_request(3))
+                    .empty()) << "fp32=" << fp32 << ": rank 3's buffers are clean";
   }
 }
 

@@ -21,8 +21,9 @@ bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank);
 inline constexpr int kResidentKernelsPerSharingRank = 3;
 
 // The blocks (one per SM) one kernel of a rank may take so that `sharers` ranks with
-// `resident_kernels` kernels each fit on `sm_count` SMs at once; at least 1. `sharers` is 1
-// where an MPS share reported as the rank's SM count is its own.
+// `resident_kernels` kernels each fit on `sm_count` SMs at once. At least 1: with fewer SMs
+// than sharers x resident_kernels that over-commits them (no grid can be smaller). `sharers`
+// is 1 where an MPS share reported as the rank's SM count is its own.
 int co_resident_blocks(int sm_count, int sharers, int resident_kernels);
 
 // What the one-shot launcher knows when it picks the cluster size of the RMSNorm path.

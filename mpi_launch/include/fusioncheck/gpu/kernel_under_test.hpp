@@ -147,7 +147,7 @@ class OurKernels final : public KernelUnderTest {
 // each rank makes it (a mutant id: none, or one of the kernel's mutants()).
 struct KernelChoice {
   std::string name = "ours";
-  // Its grid is sized from the SM count and spins (it does not halve it where ranks share a
+  // Its grid is sized from the SM count and spins (it does not shrink it where ranks share a
   // GPU, as ours does): ranks sharing a GPU under MPS then get a share of the SMs each.
   bool share_sms = false;
   std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&, protocol::Mutant)> make =
