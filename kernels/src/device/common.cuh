@@ -251,9 +251,6 @@ __device__ __forceinline__ std::uint64_t load_acquire_gpu_u64(const std::uint64_
 __device__ __forceinline__ std::uint32_t load_volatile_u32(const std::uint32_t* p) {
   return *reinterpret_cast<const volatile std::uint32_t*>(p);
 }
-__device__ __forceinline__ std::uint64_t load_volatile_u64(const std::uint64_t* p) {
-  return *reinterpret_cast<const volatile std::uint64_t*>(p);
-}
 
 // Two-shot barrier flags: full-word release stores and acquire loads at system scope.
 // barrier-no-release uses plain volatile accesses and no fences.
