@@ -76,6 +76,12 @@ __device__ __forceinline__ void push_vector(L* dst, uint4 v) {
 //                    (oneshot_unbounded_polls.cu). A lost push spins for ever: never for checking.
 enum class Instrument { none, wait_profile, unbounded_polls };
 
+// Polls of one Lamport slot before the first read of the clock (see sum_vector). None at 16
+// ranks, where the extra loops doubled the kernel's spills (ptxas -v: 1164 instead of 528
+// bytes of spill stores, fp16); 16 ranks were never timed here.
+template <int N>
+inline constexpr int kPollsBeforeClock = N <= 8 ? 8 : 0;
+
 template <int N, typename T, typename L, Mutant M, Instrument I>
 __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs a) {
   if constexpr (M == Mutant::empty_body) {
@@ -107,12 +113,17 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   step_done(0);
   if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
 
+  // Without a cluster a block is a group and holds the whole row: the integer divisions of
+  // the cluster path would otherwise sit on the way to the first load.
   const int C = a.cluster_size;
-  const int groups = gridDim.x / C;
-  const int group = blockIdx.x / C;
   const int vrow = a.e.hidden / K;
-  const int v_begin = (blockIdx.x % C) * (vrow / C);
-  const int v_end = v_begin + vrow / C;
+  int groups = gridDim.x, group = blockIdx.x, v_begin = 0, v_end = vrow;
+  if (C > 1) {
+    groups = gridDim.x / C;
+    group = blockIdx.x / C;
+    v_begin = (blockIdx.x % C) * (vrow / C);
+    v_end = v_begin + vrow / C;
+  }
   const std::uint64_t hidden = a.e.hidden;
 
   // The thread's first input vector (step 3) is loaded before the state is read (step 2):
@@ -127,9 +138,12 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ float scratch[32];
   protocol::ControlBlock* cb = a.ws.control;
   if (threadIdx.x == 0) {  // step 2
-    // Acquire loads: the arrival below cannot become visible before them (no fence needed).
-    const std::uint32_t flag = load_acquire_gpu_u32(&cb->flag);
-    s_clear = load_acquire_gpu_u64(&cb->clear_size);
+    // One acquire load of clear_size and the word holding the flag (they share 16 bytes,
+    // protocol/workspace.hpp): the arrival below cannot become visible before it.
+    std::uint64_t clear_size = 0, flag_word = 0;
+    load_acquire_gpu_v2_u64(&cb->clear_size, clear_size, flag_word);
+    const std::uint32_t flag = static_cast<std::uint32_t>(flag_word);  // flag is the low half
+    s_clear = clear_size;
     s_flag = flag;
     atomicAdd(&cb->arrival_counter, 1u);
     if constexpr (M == Mutant::flag_before_arrival)
@@ -201,9 +215,11 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const L* p = mine + r * a.size + idx;
       const long long p0 = kProfile ? clock64() : 0;
       uint4 x = vals[r];
+      // The first polls do not read the clock. A loop that reads it on every turn saw a
+      // landed push 0.2-0.5 us later at 1-16 tokens on two H200s (docs/bench.md, session 9);
+      // these polls lengthen the bound by at most kPollsBeforeClock<N> load latencies.
+      for (int i = 0; i < kPollsBeforeClock<N> && vector_has_sentinel<L, M>(x); ++i) x = load_volatile16(p);
       while (vector_has_sentinel<L, M>(x)) {
-        // The deadline is tested on every failed poll: testing it on every 16th only changed
-        // no time measurably and made the 16-rank instances spill more (docs/bench.md).
         if (kBounded && deadline.expired()) {
           write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
                                            static_cast<std::uint32_t>(r), f, 0u, a.call_index,

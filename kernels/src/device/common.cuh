@@ -242,10 +242,9 @@ __device__ __forceinline__ std::uint32_t load_acquire_gpu_u32(const std::uint32_
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ std::uint64_t load_acquire_gpu_u64(const std::uint64_t* p) {
-  std::uint64_t v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
+// Two adjacent 64-bit words (16-byte aligned) read by one acquire load.
+__device__ __forceinline__ void load_acquire_gpu_v2_u64(const std::uint64_t* p, std::uint64_t& lo, std::uint64_t& hi) {
+  asm volatile("ld.acquire.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
 }
 
 __device__ __forceinline__ std::uint32_t load_volatile_u32(const std::uint32_t* p) {
