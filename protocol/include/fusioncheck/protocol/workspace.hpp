@@ -24,21 +24,30 @@ FC_HD constexpr bool is_supported_rank_count(int ranks) {
   return ranks == 2 || ranks == 4 || ranks == 8 || ranks == 16;
 }
 
-struct ControlBlock {
+// Aligned to 16 bytes because the one-shot kernel reads the word at offset 16 with one
+// 16-byte load.
+struct alignas(16) ControlBlock {
   std::uint64_t guard_front;       // kGuardWord
   std::uint64_t comm_size;         // bytes per Lamport buffer
   std::uint64_t clear_size;        // elements the next one-shot call clears
   std::uint32_t flag;              // Lamport flag f in {0,1,2}
-  std::uint32_t arrival_counter;   // blocks of the current one-shot call that arrived
   std::uint32_t two_shot_flag;     // barrier flag of the two-shot path, in {0,1,2}
+  std::uint32_t arrival_counter;   // blocks of the current one-shot call that arrived
   std::uint32_t two_shot_counter;  // arrival counter of the two-shot path
   std::uint64_t guard_back;        // kGuardWord
 };
 static_assert(sizeof(ControlBlock) == 48, "ControlBlock layout is part of the protocol");
 // The one-shot kernel reads clear_size and flag with one 16-byte load (one memory round trip
-// instead of two on the path of every call): they share an aligned 16-byte word.
-static_assert(offsetof(ControlBlock, clear_size) == 16 && offsetof(ControlBlock, flag) == 24,
-              "clear_size and flag must share the 16-byte word at offset 16");
+// instead of two on the path of every call), so they share the aligned 16-byte word at
+// offset 16, flag in its low half of the second 8 bytes. The other 4 bytes of that word hold
+// two_shot_flag, written only by earlier kernels on the stream; the arrival counters, which
+// other blocks of the same call increment while the word is read, must stay outside it (a
+// 16-byte load overlapping 4-byte atomics would be a mixed-size race).
+static_assert(offsetof(ControlBlock, clear_size) == 16 && offsetof(ControlBlock, flag) == 24 &&
+                  offsetof(ControlBlock, two_shot_flag) == 28 &&
+                  offsetof(ControlBlock, arrival_counter) >= 32 &&
+                  offsetof(ControlBlock, two_shot_counter) >= 32,
+              "clear_size and flag share the 16-byte word at offset 16; the counters lie outside it");
 
 FC_HD constexpr ControlBlock initial_control_block(std::uint64_t comm_size) {
   return ControlBlock{kGuardWord, comm_size, 0u, 0u, 0u, 0u, 0u, kGuardWord};
