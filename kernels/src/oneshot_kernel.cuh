@@ -20,12 +20,17 @@ struct OneShotArgs {
   DelaySpec delay;
 };
 
-// Step 7 (block 0, one thread, after all blocks arrived).
+// Step 7 (block 0, one thread, after all blocks arrived). The other blocks of this call read
+// clear_size and the 8 bytes holding f and the two-shot flag with one 16-byte load in step 2:
+// each is written here as one 8-byte store, the size of an element of that load, so that no
+// store overlaps it partially (a mixed-size access, which the PTX memory model leaves
+// unordered). The two-shot flag, which no one-shot call changes, is written back as read.
 template <int N, Mutant M>
 __device__ __forceinline__ void advance_control(protocol::ControlBlock* cb, std::uint32_t f,
-                                                std::uint64_t size) {
+                                                std::uint32_t two_shot_flag, std::uint64_t size) {
   volatile protocol::ControlBlock* v = cb;
-  v->flag = protocol::next_flag(f, M);
+  store_relaxed_gpu_u64(&cb->flag, static_cast<std::uint64_t>(protocol::next_flag(f, M)) |
+                                       (static_cast<std::uint64_t>(two_shot_flag) << 32));
   v->clear_size = static_cast<std::uint64_t>(N) * size;
   if constexpr (M != Mutant::counter_not_reset) v->arrival_counter = 0u;
   // No fence here: the next call reads these after its grid-dependency wait (step 1), which
@@ -137,17 +142,19 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ std::uint64_t s_clear;
   __shared__ float scratch[32];
   protocol::ControlBlock* cb = a.ws.control;
+  std::uint32_t two_shot_flag = 0;  // thread 0: written back unchanged by step 7
   if (threadIdx.x == 0) {  // step 2
     // One acquire load of clear_size and the word holding the flag (they share 16 bytes,
     // protocol/workspace.hpp): the arrival below cannot become visible before it.
     std::uint64_t clear_size = 0, flag_word = 0;
     load_acquire_gpu_v2_u64(&cb->clear_size, clear_size, flag_word);
     const std::uint32_t flag = static_cast<std::uint32_t>(flag_word);  // flag is the low half
+    two_shot_flag = static_cast<std::uint32_t>(flag_word >> 32);
     s_clear = clear_size;
     s_flag = flag;
     atomicAdd(&cb->arrival_counter, 1u);
     if constexpr (M == Mutant::flag_before_arrival)
-      if (blockIdx.x == 0) advance_control<N, M>(cb, flag, a.size);
+      if (blockIdx.x == 0) advance_control<N, M>(cb, flag, two_shot_flag, a.size);
   }
   step_done(1);
   __syncthreads();
@@ -274,7 +281,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
         }
         c = load_acquire_gpu_u32(&cb->arrival_counter);
       }
-      if (arrived) advance_control<N, M>(cb, f, a.size);
+      if (arrived) advance_control<N, M>(cb, f, two_shot_flag, a.size);
     }
   }
   step_done(6);

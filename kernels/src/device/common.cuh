@@ -247,6 +247,12 @@ __device__ __forceinline__ void load_acquire_gpu_v2_u64(const std::uint64_t* p, 
   asm volatile("ld.acquire.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
 }
 
+// One 8-byte relaxed store at GPU scope to an 8-byte aligned address (here: two adjacent
+// 32-bit fields written together).
+__device__ __forceinline__ void store_relaxed_gpu_u64(void* p, std::uint64_t v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 __device__ __forceinline__ std::uint32_t load_volatile_u32(const std::uint32_t* p) {
   return *reinterpret_cast<const volatile std::uint32_t*>(p);
 }
