@@ -11,9 +11,14 @@ namespace fusioncheck::kernels {
 // (measured up to 2048 x 8192 on two H200s, docs/bench.md). At 4 ranks, one per H200 over
 // NVLink, two-shot is faster from 2 MiB per rank (256 x 4096, 128 x 8192; at 1 MiB the two
 // are within 1 %). The 8- and 16-rank sizes are estimates from the ratio of bytes moved:
-// no machine with 8 GPUs was lent to measure them.
-bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank) {
+// no machine with 8 GPUs was lent to measure them. 2 ranks sharing one H200 under MPS run
+// each kernel on a capped grid (22 blocks); there two-shot was the faster from 2 MiB per rank
+// in three runs (128 x 8192, 512 x 4096, 512 and 2048 x 8192: 3-17 %; at 1 MiB the two tie,
+// at 2048 x 4096 one run in three had one-shot ahead by 5 %). Other counts of ranks sharing
+// a GPU were not measured and keep the sizes of a GPU each.
+bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank, int ranks_on_device) {
   std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
+  if (ranks == 2 && ranks_on_device > 1) from = 2u << 20;
   if (ranks == 4) from = 2u << 20;
   if (ranks == 8) from = 256u << 10;
   if (ranks == 16) from = 128u << 10;

@@ -430,17 +430,24 @@ TEST(PeerAccess, MissingP2PNamesThePair) {
 }
 
 // ---- the automatic one-/two-shot choice (choice.hpp) --------------------------------------
-TEST(AutomaticChoice, TwoRanksAlwaysOneShot) {
+TEST(AutomaticChoice, TwoRanksOnTwoGpusAlwaysOneShot) {
   // At 2 ranks both kernels move the same bytes; one-shot was faster at every measured size.
   for (std::uint64_t bytes = 16; bytes <= (std::uint64_t{1} << 40); bytes *= 2)
-    EXPECT_FALSE(fk::twoshot_preferred(2, bytes)) << bytes << " bytes per rank";
+    EXPECT_FALSE(fk::twoshot_preferred(2, bytes, 1)) << bytes << " bytes per rank";
+}
+
+TEST(AutomaticChoice, TwoRanksSharingAGpuSwitchAtTwoMiB) {
+  // Under MPS on one H200 two-shot was the faster from 2 MiB per rank (docs/bench.md).
+  EXPECT_FALSE(fk::twoshot_preferred(2, (2u << 20) - 1, 2));
+  EXPECT_TRUE(fk::twoshot_preferred(2, 2u << 20, 2));
+  EXPECT_FALSE(fk::twoshot_preferred(2, 2u << 20, 1));  // the same size on two GPUs
 }
 
 TEST(AutomaticChoice, SwitchesAtTheCrossoverOfEachRankCount) {
   const struct { int ranks; std::uint64_t from; } crossover[] = {{4, 2u << 20}, {8, 256u << 10}, {16, 128u << 10}};
   for (const auto& c : crossover) {
-    EXPECT_FALSE(fk::twoshot_preferred(c.ranks, c.from - 1)) << c.ranks << " ranks";
-    EXPECT_TRUE(fk::twoshot_preferred(c.ranks, c.from)) << c.ranks << " ranks";
+    EXPECT_FALSE(fk::twoshot_preferred(c.ranks, c.from - 1, 1)) << c.ranks << " ranks";
+    EXPECT_TRUE(fk::twoshot_preferred(c.ranks, c.from, 1)) << c.ranks << " ranks";
   }
 }
 
@@ -535,13 +542,14 @@ TEST(ClusterChoice, ShortRowsTheDeviceAndTheModeDecide) {
 }
 
 TEST(AutomaticChoice, OnceTwoShotAlwaysTwoShotForLargerCalls) {
-  for (int ranks : {2, 4, 8, 16}) {
-    bool seen_twoshot = false;
-    for (std::uint64_t bytes = 16; bytes <= (std::uint64_t{1} << 34); bytes += bytes / 3 + 16) {
-      const bool two = fk::twoshot_preferred(ranks, bytes);
-      EXPECT_FALSE(seen_twoshot && !two) << ranks << " ranks: back to one-shot at " << bytes << " bytes";
-      seen_twoshot |= two;
+  for (int ranks : {2, 4, 8, 16})
+    for (int on_device : {1, 2}) {
+      bool seen_twoshot = false;
+      for (std::uint64_t bytes = 16; bytes <= (std::uint64_t{1} << 34); bytes += bytes / 3 + 16) {
+        const bool two = fk::twoshot_preferred(ranks, bytes, on_device);
+        EXPECT_FALSE(seen_twoshot && !two) << ranks << " ranks: back to one-shot at " << bytes << " bytes";
+        seen_twoshot |= two;
+      }
+      EXPECT_EQ(seen_twoshot, ranks > 2 || on_device > 1) << ranks << " ranks, " << on_device << " on a GPU";
     }
-    EXPECT_EQ(seen_twoshot, ranks > 2) << ranks << " ranks";
-  }
 }

@@ -9,9 +9,9 @@
 namespace fusioncheck::kernels {
 
 // Whether two-shot is chosen for `input_bytes_per_rank` (tokens x hidden x element size) on
-// `ranks` ranks: from a per-rank-count size on. The sizes come from gpu bench's crossover
-// (docs/bench.md).
-bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank);
+// `ranks` ranks, `ranks_on_device` of which share this rank's GPU (1: a GPU each): from a
+// size on that depends on both. The sizes come from gpu bench's crossover (docs/bench.md).
+bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank, int ranks_on_device);
 
 // The spinning kernels deadlock unless every rank's blocks are resident at once. Where ranks
 // share a GPU, up to this many kernels of one rank may be resident together: the running
