@@ -41,10 +41,10 @@ static_assert(sizeof(ControlBlock) == 48, "ControlBlock layout is part of the pr
 // instead of two on the path of every call), so they share the aligned 16-byte word at
 // offset 16, flag in the low half of its second 8 bytes and two_shot_flag in the high half.
 // The PTX memory model treats that load as two 8-byte loads; whatever writes the word while
-// a call reads it must write whole 8-byte halves (step 7 of the same call does: clear_size,
-// then flag and two_shot_flag as one 8-byte store), or partial overlaps would be mixed-size
-// races. For the same reason the arrival counters, which other blocks of the same call
-// increment while the word is read, stay outside it.
+// a call reads it must write whole 8-byte halves (step 7 of the same call does: flag and
+// two_shot_flag as one 8-byte store, clear_size as another), or partial overlaps would be
+// mixed-size races. For the same reason the arrival counters, which other blocks of the
+// same call increment while the word is read, stay outside it.
 static_assert(offsetof(ControlBlock, clear_size) == 16 && offsetof(ControlBlock, flag) == 24 &&
                   offsetof(ControlBlock, two_shot_flag) == 28 &&
                   offsetof(ControlBlock, arrival_counter) >= 32 &&
