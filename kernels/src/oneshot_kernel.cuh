@@ -20,11 +20,10 @@ struct OneShotArgs {
   DelaySpec delay;
 };
 
-// Step 7 (block 0, one thread, after all blocks arrived). The other blocks of this call read
-// clear_size and the 8 bytes holding f and the two-shot flag with one 16-byte load in step 2:
-// each is written here as one 8-byte store, the size of an element of that load, so that no
-// store overlaps it partially (a mixed-size access, which the PTX memory model leaves
-// unordered). The two-shot flag, which no one-shot call changes, is written back as read.
+// Step 7 (block 0, one thread, after all blocks arrived). clear_size and the 8 bytes holding
+// f and the two-shot flag are each written whole, as the other blocks' 16-byte load in step 2
+// reads them (protocol/workspace.hpp says why); the two-shot flag, which no one-shot call
+// changes, is written back as read.
 template <int N, Mutant M>
 __device__ __forceinline__ void advance_control(protocol::ControlBlock* cb, std::uint32_t f,
                                                 std::uint32_t two_shot_flag, std::uint64_t size) {
