@@ -25,6 +25,16 @@ bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank, int ranks_
   return input_bytes_per_rank >= from;
 }
 
+bool epilogue_serves(EpilogueScope scope, Pattern pattern, bool fp32_accumulation) {
+  if (scope == EpilogueScope::full) return true;
+  return fp32_accumulation && (pattern == Pattern::allreduce || pattern == Pattern::residual_rmsnorm);
+}
+
+EpilogueScope epilogue_scope_for(Pattern pattern, bool fp32_accumulation) {
+  return epilogue_serves(EpilogueScope::plain, pattern, fp32_accumulation) ? EpilogueScope::plain
+                                                                           : EpilogueScope::full;
+}
+
 int co_resident_blocks(int sm_count, int sharers, int resident_kernels) {
   return std::max(1, sm_count / (std::max(1, sharers) * std::max(1, resident_kernels)));
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The table of compiled kernel instances: each oneshot_*.cu / twoshot.cu file exports its
-// entries, and the dispatchers pick one by (ranks, dtype, Lamport width, mutant).
+// entries, and the dispatchers pick one by (ranks, dtype, Lamport width, mutant) and, of
+// those that serve the call's epilogue, the narrowest (EpilogueScope, choice.hpp).
 #include <cuda_runtime.h>
 
 #include <span>
@@ -29,6 +30,7 @@ struct OneShotEntry {
   DType dtype;
   bool fp32_lamport;
   protocol::Mutant mutant;
+  EpilogueScope scope;  // the calls its epilogue serves (choice.hpp)
   cudaError_t (*launch)(const device::OneShotArgs&, const LaunchShape&, cudaStream_t);
   int (*max_cluster_size)(int threads);
   cudaError_t (*preload)();  // loads the kernel into the current context (see preload_kernels)
@@ -39,12 +41,15 @@ struct TwoShotEntry {
   int ranks;
   DType dtype;
   protocol::Mutant mutant;
+  EpilogueScope scope;
   cudaError_t (*launch)(const device::TwoShotArgs&, const LaunchShape&, cudaStream_t);
   cudaError_t (*preload)();
 };
 
 std::span<const OneShotEntry> oneshot_entries_f16();
 std::span<const OneShotEntry> oneshot_entries_bf16();
+std::span<const OneShotEntry> oneshot_entries_plain_f16();   // EpilogueScope::plain
+std::span<const OneShotEntry> oneshot_entries_plain_bf16();  // EpilogueScope::plain
 std::span<const OneShotEntry> oneshot_entries_mutants();
 std::span<const TwoShotEntry> twoshot_entries();
 std::span<const OneShotEntry> oneshot_entries_wait_profile();  // Instrument::wait_profile (wait_profile.cu)

@@ -13,12 +13,25 @@
 namespace fusioncheck::kernels {
 namespace {
 
-const detail::OneShotEntry* find_oneshot(int ranks, DType dtype, bool fp32_lamport, protocol::Mutant m) {
-  for (auto entries : {detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
-                       detail::oneshot_entries_mutants()})
+using EntryTable = std::span<const detail::OneShotEntry>;
+
+// The instance of `tables` for the call and mutant m (narrower_instance, choice.hpp), or nullptr.
+const detail::OneShotEntry* find_oneshot(std::span<const EntryTable> tables, const FusedParams& p,
+                                         protocol::Mutant m) {
+  const detail::OneShotEntry* found = nullptr;
+  for (EntryTable entries : tables)
     for (const auto& e : entries)
-      if (e.ranks == ranks && e.dtype == dtype && e.fp32_lamport == fp32_lamport && e.mutant == m) return &e;
-  return nullptr;
+      if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport && e.mutant == m)
+        found = narrower_instance(found, e, p.pattern, p.fp32_accumulation);
+  return found;
+}
+
+// Every instance launch_oneshot may pick: the normal ones and the mutants.
+std::span<const EntryTable> oneshot_tables() {
+  static const EntryTable tables[] = {detail::oneshot_entries_plain_f16(), detail::oneshot_entries_plain_bf16(),
+                                      detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
+                                      detail::oneshot_entries_mutants()};
+  return tables;
 }
 
 int current_device() {
@@ -83,7 +96,7 @@ std::vector<protocol::Mutant> oneshot_mutants_compiled() {
 LaunchInfo launch_oneshot(const FusedParams& p, Workspace& ws, cudaStream_t stream, protocol::Mutant mutant) {
   validate_oneshot(p, ws.limits());
   const bool fp32_lamport = p.fp32_lamport;
-  const detail::OneShotEntry* entry = find_oneshot(p.ranks, p.dtype, fp32_lamport, mutant);
+  const detail::OneShotEntry* entry = find_oneshot(oneshot_tables(), p, mutant);
   if (entry == nullptr)
     throw InvalidLaunch("no one-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
                         " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)) +
@@ -95,11 +108,13 @@ LaunchInfo launch_oneshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
 LaunchInfo detail::launch_matching_oneshot(std::span<const OneShotEntry> entries, const std::string& which_exist,
                                           const FusedParams& p, Workspace& ws, cudaStream_t stream) {
   validate_oneshot(p, ws.limits());
-  for (const auto& e : entries)
-    if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport)
-      return launch_oneshot_entry(e, p, ws, stream);
+  const EntryTable tables[] = {entries};
+  if (const OneShotEntry* e = find_oneshot(tables, p, protocol::Mutant::none))
+    return launch_oneshot_entry(*e, p, ws, stream);
   throw InvalidLaunch(which_exist + "; asked ranks=" + std::to_string(p.ranks) + " dtype=" +
-                      std::string(dtype_name(p.dtype)) + " fp32_lamport=" + (p.fp32_lamport ? "true" : "false"));
+                      std::string(dtype_name(p.dtype)) + " fp32_lamport=" + (p.fp32_lamport ? "true" : "false") +
+                      " pattern=" + std::string(pattern_name(p.pattern)) +
+                      " fp32_accumulation=" + (p.fp32_accumulation ? "true" : "false"));
 }
 
 LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams& p, Workspace& ws,
@@ -128,10 +143,10 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed
   // shared memory, where the device and the occupancy query allow it. Automatic mode splits
-  // long rows only, into 8 or 4 blocks as the share holds them (choose_cluster). Graph-timed on
-  // two H200s (docs/bench.md): hidden 4096, 1 token: 5.66 us with the cluster, 5.08 without;
-  // hidden 8192: 5.84 vs 6.35 at 1 token, 6.94 vs 7.12 at 16, but 14.6 vs 8.8 at 64 with 8
-  // blocks a row (64 x 8 blocks > 132 SMs).
+  // long rows only, into 8 or 4 blocks as the share holds them (choose_cluster). Graph-timed
+  // on two H200s (docs/bench-history.md): hidden 4096, 1 token: 5.66 us with the cluster,
+  // 5.08 without; hidden 8192: 5.84 vs 6.35 at 1 token, 6.94 vs 7.12 at 16, but 14.6 vs 8.8
+  // at 64 with 8 blocks a row (64 x 8 blocks > 132 SMs).
   ClusterChoice choice;
   choice.mode = p.cluster;
   choice.row_vectors = vrow;
@@ -166,7 +181,7 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   args.budget = p.spin_budget_cycles;
   args.delay = device::DelaySpec{p.delay_seed, p.delay_max_ns};
   FC_CUDA_CHECK(entry->launch(args, shape, stream));
-  return LaunchInfo{shape.grid, shape.threads, cluster, args.call_index};
+  return LaunchInfo{shape.grid, shape.threads, cluster, args.call_index, false, entry->scope};
 }
 
 // ---- PDL consumer (early-trigger negative control) ------------------------------------
@@ -212,7 +227,8 @@ void preload_kernels() {
       throw CudaError(std::string("preload_kernels: cudaFuncGetAttributes on a ") + what +
                       " kernel failed: " + cudaGetErrorString(e));
   };
-  for (auto entries : {detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
+  for (auto entries : {detail::oneshot_entries_plain_f16(), detail::oneshot_entries_plain_bf16(),
+                       detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
                        detail::oneshot_entries_mutants(), detail::oneshot_entries_wait_profile(),
                        detail::oneshot_entries_unbounded_polls()})
     for (const auto& e : entries) load(e.preload, "one-shot");

@@ -1,4 +1,5 @@
-// One-shot instances, f16, correct protocol: ranks 2/4/8/16 x Lamport element (f16 or fp32).
+// One-shot instances, f16, correct protocol, every pattern (EpilogueScope::full): ranks
+// 2/4/8/16 x Lamport element (f16 or fp32).
 #include "oneshot_kernel.cuh"
 
 namespace fusioncheck::kernels::detail {

@@ -1,7 +1,8 @@
 #pragma once
 // The one-shot Lamport fused kernel (docs/design.md steps 1-8) and its launcher template.
-// Instantiated per (ranks N, element type T, Lamport element L, mutant M, instrument I) in
-// the oneshot_*.cu and wait_profile.cu files; dispatched at run time by oneshot.cu.
+// Instantiated per (ranks N, element type T, Lamport element L, mutant M, instrument I,
+// epilogue scope S) in the oneshot_*.cu and wait_profile.cu files; dispatched at run time by
+// oneshot.cu.
 #include "device/epilogue.cuh"
 #include "instances.hpp"
 
@@ -86,7 +87,7 @@ enum class Instrument { none, wait_profile, unbounded_polls };
 template <int N>
 inline constexpr int kPollsBeforeClock = N <= 8 ? 8 : 0;
 
-template <int N, typename T, typename L, Mutant M, Instrument I>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
 __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs a) {
   if constexpr (M == Mutant::empty_body) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
@@ -222,8 +223,9 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const long long p0 = kProfile ? clock64() : 0;
       uint4 x = vals[r];
       // The first polls do not read the clock. A loop that reads it on every turn saw a
-      // landed push 0.2-0.5 us later at 1-16 tokens on two H200s (docs/bench.md, session 9);
-      // these polls lengthen the bound by at most kPollsBeforeClock<N> load latencies.
+      // landed push 0.2-0.5 us later at 1-16 tokens on two H200s (docs/bench-history.md,
+      // session 9); these polls lengthen the bound by at most kPollsBeforeClock<N> load
+      // latencies.
       for (int i = 0; i < kPollsBeforeClock<N> && vector_has_sentinel<L, M>(x); ++i) x = load_volatile16(p);
       while (vector_has_sentinel<L, M>(x)) {
         if (kBounded && deadline.expired()) {
@@ -240,7 +242,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
     }
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      if (a.e.fp32_accumulation) {
+      if (fp32_accumulation_of<S>(a.e)) {
         float s = elem_float<L>(vals[0], k);
 #pragma unroll
         for (int r = 1; r < N; ++r) s += elem_float<L>(vals[r], k);
@@ -260,7 +262,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   if (blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups)
-    process_row<T, K>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
+    process_row<T, K, S>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
   step_done(5);
 
   // Step 7.
@@ -320,7 +322,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
 }
 
 // Host side of one instance: launch, and the cluster-size query for its kernel.
-template <int N, typename T, typename L, Mutant M, Instrument I>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
 cudaError_t launch_oneshot_instance(const OneShotArgs& args, const detail::LaunchShape& shape,
                                     cudaStream_t stream) {
   cudaLaunchConfig_t config{};
@@ -343,16 +345,16 @@ cudaError_t launch_oneshot_instance(const OneShotArgs& args, const detail::Launc
   }
   config.attrs = attrs;
   config.numAttrs = n;
-  return cudaLaunchKernelEx(&config, fc_oneshot_pdl_kernel<N, T, L, M, I>, args);
+  return cudaLaunchKernelEx(&config, fc_oneshot_pdl_kernel<N, T, L, M, I, S>, args);
 }
 
-template <int N, typename T, typename L, Mutant M, Instrument I>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
 int max_cluster_size_instance(int threads) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(8);
   config.blockDim = dim3(threads);
   int size = 0;
-  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, I>, &config) !=
+  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, I, S>, &config) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
@@ -360,10 +362,10 @@ int max_cluster_size_instance(int threads) {
   return size;
 }
 
-template <int N, typename T, typename L, Mutant M, Instrument I>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
 int blocks_per_sm_instance(int threads) {
   int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, I>, threads, 0) !=
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, I, S>, threads, 0) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
@@ -373,18 +375,19 @@ int blocks_per_sm_instance(int threads) {
 
 // cudaFuncGetAttributes needs the kernel's function in the current context, so it loads
 // the kernel now, while nothing of ours runs, rather than at a launch (see preload_kernels).
-template <int N, typename T, typename L, Mutant M, Instrument I>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
 cudaError_t preload_oneshot_instance() {
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, fc_oneshot_pdl_kernel<N, T, L, M, I>);
+  return cudaFuncGetAttributes(&attributes, fc_oneshot_pdl_kernel<N, T, L, M, I, S>);
 }
 
-template <int N, typename T, typename L, Mutant M, Instrument I = Instrument::none>
+template <int N, typename T, typename L, Mutant M, Instrument I = Instrument::none,
+          EpilogueScope S = EpilogueScope::full>
 constexpr detail::OneShotEntry oneshot_entry(DType dtype) {
-  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, &launch_oneshot_instance<N, T, L, M, I>,
-                              &max_cluster_size_instance<N, T, L, M, I>,
-                              &preload_oneshot_instance<N, T, L, M, I>,
-                              &blocks_per_sm_instance<N, T, L, M, I>};
+  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, S, &launch_oneshot_instance<N, T, L, M, I, S>,
+                              &max_cluster_size_instance<N, T, L, M, I, S>,
+                              &preload_oneshot_instance<N, T, L, M, I, S>,
+                              &blocks_per_sm_instance<N, T, L, M, I, S>};
 }
 
 }  // namespace fusioncheck::kernels::device

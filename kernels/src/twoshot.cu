@@ -58,7 +58,7 @@ __device__ __forceinline__ void barrier(const TwoShotArgs& a, int phase, bool al
   __syncthreads();
 }
 
-template <int N, typename T, Mutant M>
+template <int N, typename T, Mutant M, EpilogueScope S>
 __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs a) {
   constexpr int K = 8;
   const Deadline deadline{clock64(), a.budget};
@@ -106,12 +106,13 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
     if (gv >= vectors) break;
     float sum[K];
     float x[K];
+    const bool fp32_accumulation = fp32_accumulation_of<S>(a.e);
     load_row_vector<T, K>(data(a.rank), static_cast<std::uint64_t>(0) * a.chunk + local * K, sum);
-    if (!a.e.fp32_accumulation)
+    if (!fp32_accumulation)
       for (int k = 0; k < K; ++k) sum[k] = round_to<T>(sum[k]);
     for (int r = 1; r < N; ++r) {
       load_row_vector<T, K>(data(a.rank), r * a.chunk + local * K, x);
-      for (int k = 0; k < K; ++k) sum[k] = a.e.fp32_accumulation ? sum[k] + x[k] : round_to<T>(sum[k] + x[k]);
+      for (int k = 0; k < K; ++k) sum[k] = fp32_accumulation ? sum[k] + x[k] : round_to<T>(sum[k] + x[k]);
     }
     for (int r = 0; r < N; ++r) store_row_vector<T, K>(data(r), gather + gv * K, sum);
   }
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
     load_row_vector<T, K>(gathered, static_cast<std::uint64_t>(t) * a.e.hidden + static_cast<std::uint64_t>(v) * K, ar);
   };
   for (int t = blockIdx.x; t < a.e.tokens; t += gridDim.x)
-    process_row<T, K>(a.e, t, 0, a.e.hidden / K, 1, scratch, sum_vector);
+    process_row<T, K, S>(a.e, t, 0, a.e.hidden / K, 1, scratch, sum_vector);
 
   __syncthreads();
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
   }
 }
 
-template <int N, typename T, Mutant M>
+template <int N, typename T, Mutant M, EpilogueScope S>
 cudaError_t launch_twoshot_instance(const TwoShotArgs& args, const detail::LaunchShape& shape, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(shape.grid);
@@ -165,13 +166,18 @@ cudaError_t launch_twoshot_instance(const TwoShotArgs& args, const detail::Launc
   attr.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attr;
   config.numAttrs = shape.use_pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&config, fc_twoshot_pdl_kernel<N, T, M>, args);
+  return cudaLaunchKernelEx(&config, fc_twoshot_pdl_kernel<N, T, M, S>, args);
 }
 
-template <int N, typename T, Mutant M>
+template <int N, typename T, Mutant M, EpilogueScope S>
 cudaError_t preload_twoshot_instance() {  // see preload_kernels (launch.hpp)
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, fc_twoshot_pdl_kernel<N, T, M>);
+  return cudaFuncGetAttributes(&attributes, fc_twoshot_pdl_kernel<N, T, M, S>);
+}
+
+template <int N, typename T, Mutant M, EpilogueScope S = EpilogueScope::full>
+constexpr detail::TwoShotEntry twoshot_entry(DType dtype) {
+  return detail::TwoShotEntry{N, dtype, M, S, &launch_twoshot_instance<N, T, M, S>, &preload_twoshot_instance<N, T, M, S>};
 }
 
 }  // namespace device
@@ -181,28 +187,20 @@ std::span<const TwoShotEntry> twoshot_entries() {
   using protocol::Mutant;
   using B = __nv_bfloat16;
   using H = __half;
+  using device::twoshot_entry;
+  constexpr auto kPlain = EpilogueScope::plain;
+  // Per (ranks, dtype) the plain instance and the one of every pattern (choice.hpp).
   static const TwoShotEntry entries[] = {
-      {2, DType::bf16, Mutant::none, &device::launch_twoshot_instance<2, B, Mutant::none>,
-       &device::preload_twoshot_instance<2, B, Mutant::none>},
-      {4, DType::bf16, Mutant::none, &device::launch_twoshot_instance<4, B, Mutant::none>,
-       &device::preload_twoshot_instance<4, B, Mutant::none>},
-      {8, DType::bf16, Mutant::none, &device::launch_twoshot_instance<8, B, Mutant::none>,
-       &device::preload_twoshot_instance<8, B, Mutant::none>},
-      {16, DType::bf16, Mutant::none, &device::launch_twoshot_instance<16, B, Mutant::none>,
-       &device::preload_twoshot_instance<16, B, Mutant::none>},
-      {2, DType::f16, Mutant::none, &device::launch_twoshot_instance<2, H, Mutant::none>,
-       &device::preload_twoshot_instance<2, H, Mutant::none>},
-      {4, DType::f16, Mutant::none, &device::launch_twoshot_instance<4, H, Mutant::none>,
-       &device::preload_twoshot_instance<4, H, Mutant::none>},
-      {8, DType::f16, Mutant::none, &device::launch_twoshot_instance<8, H, Mutant::none>,
-       &device::preload_twoshot_instance<8, H, Mutant::none>},
-      {16, DType::f16, Mutant::none, &device::launch_twoshot_instance<16, H, Mutant::none>,
-       &device::preload_twoshot_instance<16, H, Mutant::none>},
-      {2, DType::bf16, Mutant::barrier_no_release, &device::launch_twoshot_instance<2, B, Mutant::barrier_no_release>,
-       &device::preload_twoshot_instance<2, B, Mutant::barrier_no_release>},
-      {2, DType::bf16, Mutant::twoshot_gather_overlap,
-       &device::launch_twoshot_instance<2, B, Mutant::twoshot_gather_overlap>,
-       &device::preload_twoshot_instance<2, B, Mutant::twoshot_gather_overlap>},
+      twoshot_entry<2, B, Mutant::none, kPlain>(DType::bf16),  twoshot_entry<2, B, Mutant::none>(DType::bf16),
+      twoshot_entry<4, B, Mutant::none, kPlain>(DType::bf16),  twoshot_entry<4, B, Mutant::none>(DType::bf16),
+      twoshot_entry<8, B, Mutant::none, kPlain>(DType::bf16),  twoshot_entry<8, B, Mutant::none>(DType::bf16),
+      twoshot_entry<16, B, Mutant::none, kPlain>(DType::bf16), twoshot_entry<16, B, Mutant::none>(DType::bf16),
+      twoshot_entry<2, H, Mutant::none, kPlain>(DType::f16),   twoshot_entry<2, H, Mutant::none>(DType::f16),
+      twoshot_entry<4, H, Mutant::none, kPlain>(DType::f16),   twoshot_entry<4, H, Mutant::none>(DType::f16),
+      twoshot_entry<8, H, Mutant::none, kPlain>(DType::f16),   twoshot_entry<8, H, Mutant::none>(DType::f16),
+      twoshot_entry<16, H, Mutant::none, kPlain>(DType::f16),  twoshot_entry<16, H, Mutant::none>(DType::f16),
+      twoshot_entry<2, B, Mutant::barrier_no_release>(DType::bf16),
+      twoshot_entry<2, B, Mutant::twoshot_gather_overlap>(DType::bf16),
   };
   return entries;
 }
@@ -219,7 +217,8 @@ LaunchInfo launch_twoshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
   validate_twoshot(p, ws.limits());
   const detail::TwoShotEntry* entry = nullptr;
   for (const auto& e : detail::twoshot_entries())
-    if (e.ranks == p.ranks && e.dtype == p.dtype && e.mutant == mutant) entry = &e;
+    if (e.ranks == p.ranks && e.dtype == p.dtype && e.mutant == mutant)
+      entry = narrower_instance(entry, e, p.pattern, p.fp32_accumulation);
   if (entry == nullptr)
     throw InvalidLaunch("no two-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
                         " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)));
@@ -239,7 +238,7 @@ LaunchInfo launch_twoshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
   args.budget = p.spin_budget_cycles;
   args.delay = device::DelaySpec{p.delay_seed, p.delay_max_ns};
   FC_CUDA_CHECK(entry->launch(args, shape, stream));
-  return LaunchInfo{shape.grid, shape.threads, 1, args.call_index};
+  return LaunchInfo{shape.grid, shape.threads, 1, args.call_index, false, entry->scope};
 }
 
 }  // namespace fusioncheck::kernels

@@ -11,22 +11,29 @@
 namespace fusioncheck::kernels {
 namespace device {
 
-template <typename T>
+template <typename T, EpilogueScope S>
 __global__ void __launch_bounds__(1024) fc_residual_rmsnorm_kernel(const EpilogueArgs e, const void* allreduced) {
   __shared__ float scratch[32];
   auto sum_vector = [&](int t, int v, float (&ar)[8]) {
     load_row_vector<T, 8>(allreduced, static_cast<std::uint64_t>(t) * e.hidden + static_cast<std::uint64_t>(v) * 8, ar);
   };
-  for (int t = blockIdx.x; t < e.tokens; t += gridDim.x) process_row<T, 8>(e, t, 0, e.hidden / 8, 1, scratch, sum_vector);
+  for (int t = blockIdx.x; t < e.tokens; t += gridDim.x) process_row<T, 8, S>(e, t, 0, e.hidden / 8, 1, scratch, sum_vector);
 }
 
 }  // namespace device
 
 cudaError_t detail::preload_unfused_kernels() {  // see preload_kernels (launch.hpp)
+  using device::fc_residual_rmsnorm_kernel;
+  constexpr auto kPlain = EpilogueScope::plain, kFull = EpilogueScope::full;
   cudaFuncAttributes attributes{};
-  const cudaError_t e = cudaFuncGetAttributes(&attributes, device::fc_residual_rmsnorm_kernel<__nv_bfloat16>);
-  if (e != cudaSuccess) return e;
-  return cudaFuncGetAttributes(&attributes, device::fc_residual_rmsnorm_kernel<__half>);
+  for (const void* kernel : {reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__nv_bfloat16, kPlain>),
+                             reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__nv_bfloat16, kFull>),
+                             reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__half, kPlain>),
+                             reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__half, kFull>)}) {
+    const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduced, cudaStream_t stream) {
@@ -43,10 +50,18 @@ void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduce
   e.allreduce_out = nullptr;  // the allreduce already happened
   const int threads = std::max(32, std::min(1024, (p.hidden / 8 + 31) / 32 * 32));
   const int grid = std::min(p.tokens, 65535);
-  if (p.dtype == DType::bf16)
-    device::fc_residual_rmsnorm_kernel<__nv_bfloat16><<<grid, threads, 0, stream>>>(e, allreduced);
+  // The same two instances per dtype as the fused kernels (choice.hpp), so that the baseline
+  // is not slowed by code it does not run; it sums nothing, so only the pattern decides.
+  const bool plain = epilogue_scope_for(p.pattern, true) == EpilogueScope::plain;
+  using device::fc_residual_rmsnorm_kernel;
+  if (p.dtype == DType::bf16 && plain)
+    fc_residual_rmsnorm_kernel<__nv_bfloat16, EpilogueScope::plain><<<grid, threads, 0, stream>>>(e, allreduced);
+  else if (p.dtype == DType::bf16)
+    fc_residual_rmsnorm_kernel<__nv_bfloat16, EpilogueScope::full><<<grid, threads, 0, stream>>>(e, allreduced);
+  else if (plain)
+    fc_residual_rmsnorm_kernel<__half, EpilogueScope::plain><<<grid, threads, 0, stream>>>(e, allreduced);
   else
-    device::fc_residual_rmsnorm_kernel<__half><<<grid, threads, 0, stream>>>(e, allreduced);
+    fc_residual_rmsnorm_kernel<__half, EpilogueScope::full><<<grid, threads, 0, stream>>>(e, allreduced);
   FC_CUDA_CHECK(cudaGetLastError());
 }
 

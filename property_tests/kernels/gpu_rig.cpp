@@ -280,7 +280,10 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
         case Path::twoshot: info = launch_twoshot(p, ws_[r], streams_[r], spec.mutant); break;
         case Path::unfused: launch_unfused_baseline(p, ws_[r], b.allreduce.get(), streams_[r]); break;
       }
-      if (r == 0 && k == 0) f.cluster_size = info.cluster_size;
+      if (r == 0 && k == 0) {
+        f.cluster_size = info.cluster_size;
+        f.epilogue = info.epilogue;
+      }
       // The consumer goes on the rank's stream right behind its fused kernel, as a next layer
       // would. Every kernel was loaded when the workspaces were made (preload_kernels), so
       // this launch cannot stall the context while rank r's kernel waits for later ranks.

@@ -70,6 +70,7 @@ struct CallSpec {
 struct Findings {
   std::vector<std::string> lines;  // each: what went wrong, one line
   int cluster_size = 1;            // of rank 0's launch
+  EpilogueScope epilogue = EpilogueScope::full;  // of rank 0's fused instance
   bool hung = false;
   bool consumer_read_stale = false;  // the PDL consumer's copy differs from norm_out
   bool ok() const { return lines.empty(); }

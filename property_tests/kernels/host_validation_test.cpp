@@ -467,7 +467,7 @@ TEST(CoResidency, EveryRanksResidentKernelsFitTogether) {
 
 TEST(CoResidency, EightRanksOnOneH200LeaveRoomForThreeKernelsEach) {
   // 132 SMs: 5 blocks per kernel, 8 x 3 x 5 = 120 SMs at most. With room for two kernels
-  // each (8 blocks, 128 SMs) 8 ranks under MPS hung in every run (docs/bench.md).
+  // each (8 blocks, 128 SMs) 8 ranks under MPS hung in every run (docs/bench-history.md).
   EXPECT_EQ(fk::kResidentKernelsPerSharingRank, 3);
   EXPECT_EQ(fk::co_resident_blocks(132, 8, fk::kResidentKernelsPerSharingRank), 5);
   EXPECT_EQ(fk::co_resident_blocks(132, 1, 1), 132);
@@ -552,4 +552,44 @@ TEST(AutomaticChoice, OnceTwoShotAlwaysTwoShotForLargerCalls) {
       }
       EXPECT_EQ(seen_twoshot, ranks > 2 || on_device > 1) << ranks << " ranks, " << on_device << " on a GPU";
     }
+}
+
+TEST(EpilogueScope, PlainServesTheUnquantisedPatternsWithFp32SumsOnly) {
+  const fk::Pattern all[] = {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_static,
+                             fk::Pattern::fp8_dynamic, fk::Pattern::nvfp4};
+  for (fk::Pattern pattern : all)
+    for (bool fp32_sum : {true, false}) {
+      const bool plain_ok =
+          fp32_sum && (pattern == fk::Pattern::allreduce || pattern == fk::Pattern::residual_rmsnorm);
+      const std::string what = std::string(fk::pattern_name(pattern)) + (fp32_sum ? " fp32 sum" : " rounded sum");
+      EXPECT_TRUE(fk::epilogue_serves(fk::EpilogueScope::full, pattern, fp32_sum)) << what;
+      EXPECT_EQ(fk::epilogue_serves(fk::EpilogueScope::plain, pattern, fp32_sum), plain_ok) << what;
+      // The launchers take the narrowest scope that serves the call, and it must serve it.
+      const fk::EpilogueScope picked = fk::epilogue_scope_for(pattern, fp32_sum);
+      EXPECT_EQ(picked, plain_ok ? fk::EpilogueScope::plain : fk::EpilogueScope::full) << what;
+      EXPECT_TRUE(fk::epilogue_serves(picked, pattern, fp32_sum)) << what;
+    }
+}
+
+TEST(EpilogueScope, DispatchTakesThePlainInstanceOnlyForPlainCalls) {
+  struct Instance {
+    fk::EpilogueScope scope;
+  };
+  const Instance plain{fk::EpilogueScope::plain}, full{fk::EpilogueScope::full};
+  // Whichever comes first in a table, a plain call gets the plain instance...
+  for (bool plain_first : {true, false}) {
+    const Instance* a = plain_first ? &plain : &full;
+    const Instance* b = plain_first ? &full : &plain;
+    const Instance* got = fk::narrower_instance(fk::narrower_instance<Instance>(nullptr, *a, fk::Pattern::residual_rmsnorm, true),
+                                                *b, fk::Pattern::residual_rmsnorm, true);
+    EXPECT_EQ(got, &plain) << "plain first: " << plain_first;
+    // ... and a call the plain instance cannot compute gets the full one.
+    for (auto [pattern, fp32_sum] : {std::pair{fk::Pattern::fp8_dynamic, true}, std::pair{fk::Pattern::residual_rmsnorm, false}}) {
+      got = fk::narrower_instance(fk::narrower_instance<Instance>(nullptr, *a, pattern, fp32_sum), *b, pattern, fp32_sum);
+      EXPECT_EQ(got, &full) << fk::pattern_name(pattern) << " fp32 sum " << fp32_sum << " plain first: " << plain_first;
+    }
+  }
+  // With only a plain instance (the wait-profile and unbounded-polls tables) nothing serves
+  // a quantised call: the launcher then refuses it.
+  EXPECT_EQ(fk::narrower_instance<Instance>(nullptr, plain, fk::Pattern::fp8_static, true), nullptr);
 }

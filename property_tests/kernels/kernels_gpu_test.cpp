@@ -130,6 +130,27 @@ TEST_F(Gpu, TwoShotMatchesReferenceAndKeepsItsOwnState) {
     }
 }
 
+// Each fused kernel is compiled with the plain epilogue and with every pattern's (choice.hpp):
+// a call must run on the narrowest instance that serves it, and match the reference there.
+TEST_F(Gpu, EachCallRunsOnTheNarrowestInstanceThatServesIt) {
+  Rig rig(2, fk::DType::bf16);
+  for (Path path : {Path::oneshot, Path::twoshot})
+    for (fk::Pattern pattern : {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_static})
+      for (bool fp32_sum : {true, false}) {
+        CallSpec spec;
+        spec.path = path;
+        spec.pattern = pattern;
+        spec.fp32_accumulation = fp32_sum;
+        spec.hidden = 1024;
+        spec.tokens = 5;
+        const Findings f = rig.call(spec);
+        const std::string what = std::string(path == Path::oneshot ? "one-shot " : "two-shot ") +
+                                 std::string(fk::pattern_name(pattern)) + (fp32_sum ? " fp32 sum" : " rounded sum");
+        ASSERT_TRUE(f.ok()) << what << ":\n" << f.summary();
+        EXPECT_EQ(f.epilogue, fk::epilogue_scope_for(pattern, fp32_sum)) << what;
+      }
+}
+
 TEST_F(Gpu, AlternatingOneShotAndTwoShotCallsStayIndependent) {
   Rig rig(2, fk::DType::bf16);
   for (int k = 0; k < 8; ++k) {
@@ -486,6 +507,16 @@ TEST_F(Gpu, UnboundedPollsInstancesRefuseWhatTheyLack) {
     } catch (const fk::InvalidLaunch& e) {
       EXPECT_NE(std::string(e.what()).find("unbounded-polls"), std::string::npos) << e.what();
     }
+  }
+  // The instances have the plain epilogue only: a rounded sum is refused, not computed wrong.
+  Rig rig(2, fk::DType::bf16);
+  CallBuffers call(16, 1024);
+  call.params.fp32_accumulation = false;
+  try {
+    fk::launch_oneshot_unbounded_polls(call.params, rig.workspaces()[0], rig.stream(0));
+    ADD_FAILURE() << "launched an unbounded-polls instance for a rounded sum";
+  } catch (const fk::InvalidLaunch& e) {
+    EXPECT_NE(std::string(e.what()).find("fp32 accumulation"), std::string::npos) << e.what();
   }
 }
 

@@ -22,6 +22,7 @@
 #endif
 
 #include "device/common.cuh"
+#include "fusioncheck/kernels/choice.hpp"
 
 namespace fusioncheck::kernels::device {
 
@@ -53,6 +54,20 @@ inline EpilogueArgs epilogue_args(const FusedParams& p) {
                       p.fp8_inv_scale, p.nvfp4_global_scale, p.nvfp4_layout, p.residual_in,
                       p.gamma, p.allreduce_out, p.residual_out, p.norm_out, p.quant_out,
                       p.scale_out};
+}
+
+// What an instance compiled for scope S computes (choice.hpp): a plain instance knows at
+// compile time that the pattern is allreduce or residual + RMSNorm and the sum fp32, so the
+// code of the other patterns and of the per-add rounding is not in it.
+template <EpilogueScope S>
+__device__ __forceinline__ Pattern pattern_of(const EpilogueArgs& e) {
+  if constexpr (S == EpilogueScope::plain)
+    return e.pattern == Pattern::allreduce ? Pattern::allreduce : Pattern::residual_rmsnorm;
+  return e.pattern;
+}
+template <EpilogueScope S>
+__device__ __forceinline__ bool fp32_accumulation_of(const EpilogueArgs& e) {
+  return S == EpilogueScope::plain || e.fp32_accumulation;
 }
 
 template <typename T>
@@ -152,10 +167,11 @@ __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, in
 
 // One token row, vectors [v_begin, v_end) of K elements, by this block's threads.
 // sum_vector(t, v, float(&)[K]) returns the T-rounded allreduce values.
-template <typename T, int K, typename SumVector>
+template <typename T, int K, EpilogueScope S, typename SumVector>
 __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_begin, int v_end,
                                             int cluster_size, float* scratch,
                                             SumVector&& sum_vector) {
+  const Pattern pattern = pattern_of<S>(e);
   const std::uint64_t row = static_cast<std::uint64_t>(t) * e.hidden;
   const int first_v = v_begin + threadIdx.x;
   // The thread's first vector stays in registers between the passes (at small sizes it is
@@ -166,11 +182,11 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
   for (int v = first_v; v < v_end; v += blockDim.x) {
     const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
     float res[K];
-    if (e.pattern != Pattern::allreduce) load_row_vector<T, K>(e.residual_in, idx, res);
+    if (pattern != Pattern::allreduce) load_row_vector<T, K>(e.residual_in, idx, res);
     float ar[K];
     sum_vector(t, v, ar);
     if (e.allreduce_out != nullptr) store_row_vector<T, K>(e.allreduce_out, idx, ar);
-    if (e.pattern == Pattern::allreduce) continue;
+    if (pattern == Pattern::allreduce) continue;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       res[k] = round_to<T>(ar[k] + res[k]);
@@ -182,7 +198,7 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
       for (int k = 0; k < K; ++k) first_x[k] = res[k];
     }
   }
-  if (e.pattern == Pattern::allreduce) return;
+  if (pattern == Pattern::allreduce) return;
 
   if (first_v < v_end) load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(first_v) * K, first_g);
   ss = row_reduce<false>(ss, scratch, cluster_size);
@@ -204,7 +220,7 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
       amax = fmaxf(amax, fabsf(x[k]));
     }
     store_row_vector<T, K>(e.norm_out, idx, x);
-    if (e.pattern == Pattern::fp8_static) {
+    if (pattern == Pattern::fp8_static) {
       std::uint32_t w[K / 4];
 #pragma unroll
       for (int k = 0; k < K / 4; ++k) {
@@ -218,7 +234,7 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
       else *reinterpret_cast<std::uint32_t*>(q) = w[0];
     }
   }
-  if (e.pattern == Pattern::fp8_dynamic) {
+  if (pattern == Pattern::fp8_dynamic) {
     amax = row_reduce<true>(amax, scratch, cluster_size);
     const float scale = fmaxf(amax / kFp8Max, kFp8MinScale);
     const float inv = 1.0f / scale;
@@ -231,7 +247,7 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
 #pragma unroll
       for (int k = 0; k < K; ++k) q[k] = to_e4m3(x[k] * inv);
     }
-  } else if (e.pattern == Pattern::nvfp4) {
+  } else if (pattern == Pattern::nvfp4) {
     __syncthreads();  // a 16-element block spans vectors of different threads
     const int b_begin = v_begin * K / 16, b_end = v_end * K / 16;
     for (int b = b_begin + threadIdx.x; b < b_end; b += blockDim.x) nvfp4_block<T>(e, t, b);

@@ -10,14 +10,40 @@ namespace fusioncheck::kernels {
 
 // Whether two-shot is chosen for `input_bytes_per_rank` (tokens x hidden x element size) on
 // `ranks` ranks, `ranks_on_device` of which share this rank's GPU (1: a GPU each): from a
-// size on that depends on both. The sizes come from gpu bench's crossover (docs/bench.md).
+// size on that depends on both. The sizes come from gpu bench's crossover (docs/bench.md,
+// docs/bench-history.md).
 bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank, int ranks_on_device);
+
+// Which calls a kernel instance's epilogue serves. Every kernel is compiled twice:
+//   full   every pattern, either accumulation mode;
+//   plain  allreduce or residual + RMSNorm with fp32 accumulation (what a model runs),
+//          without the code of the quantised outputs and of the per-add rounding. On one
+//          H200 that made the one-shot kernel 1-11 % faster at every size, 0.06-0.55 us at
+//          1-16 tokens (docs/bench.md, session 11): at small sizes a call is a chain of
+//          latencies, and the unused branches were on it.
+enum class EpilogueScope : std::uint8_t { full, plain };
+
+// Whether an instance compiled for `scope` computes this call's outputs.
+bool epilogue_serves(EpilogueScope scope, Pattern pattern, bool fp32_accumulation);
+// The narrowest scope that serves the call: the launchers pick that instance.
+EpilogueScope epilogue_scope_for(Pattern pattern, bool fp32_accumulation);
+
+// The rule every dispatcher follows among the compiled instances for a call's (ranks, dtype,
+// Lamport width, mutant): of those that serve its epilogue, the one of the narrowest scope.
+// Returns the better of `best` (nullptr: none yet) and `candidate` (any type with `scope`).
+template <typename Instance>
+const Instance* narrower_instance(const Instance* best, const Instance& candidate, Pattern pattern,
+                                  bool fp32_accumulation) {
+  if (!epilogue_serves(candidate.scope, pattern, fp32_accumulation)) return best;
+  if (best == nullptr || candidate.scope == epilogue_scope_for(pattern, fp32_accumulation)) return &candidate;
+  return best;
+}
 
 // The spinning kernels deadlock unless every rank's blocks are resident at once. Where ranks
 // share a GPU, up to this many kernels of one rank may be resident together: the running
 // fused kernel, the next one that PDL makes resident early, and a PDL consumer behind them.
 // With 2, 8 ranks on one H200 under MPS hung in 7 of 7 runs (a peer's blocks found no room
-// among spinning ones); with 3 and with 4 none did in 4 (docs/bench.md).
+// among spinning ones); with 3 and with 4 none did in 4 (docs/bench-history.md).
 inline constexpr int kResidentKernelsPerSharingRank = 3;
 
 // The blocks (one per SM) one kernel of a rank may take so that `sharers` ranks with
@@ -43,7 +69,8 @@ struct ClusterChoice {
 // only rows of 1024 vectors or more, into 8 or 4 blocks, and only as many as fit the share:
 // tokens x C <= sm_share (hidden 8192, bf16, 132 SMs: 8 blocks a row up to 16 tokens, 4 up
 // to 33). On two H200s 4 blocks a row made 32 x 8192 3-4 % faster than none, and 2 blocks a
-// row made 64 x 8192 4-5 % slower, so automatic mode never splits in 2 (docs/bench.md).
+// row made 64 x 8192 4-5 % slower, so automatic mode never splits in 2
+// (docs/bench-history.md, session 8).
 // force_no_cluster: 1; force_cluster ignores the share and may split in 2.
 int choose_cluster(const ClusterChoice& in, const std::function<bool(int)>& device_allows);
 

@@ -20,10 +20,12 @@ struct LaunchInfo {
   int cluster_size = 1;  // > 1: the RMSNorm reduction went through a thread-block cluster
   std::uint32_t call_index = 0;
   bool twoshot = false;  // launch_automatic: which kernel it chose
+  EpilogueScope epilogue = EpilogueScope::full;  // the instance's (choice.hpp)
 };
 
 // One-shot Lamport kernel. mutant != none selects a negative-control instance (only for
-// bf16, 2 ranks: see oneshot_mutants_compiled()).
+// bf16, 2 ranks: see oneshot_mutants_compiled(); those serve every call, EpilogueScope::full).
+// Otherwise the instance of the narrowest epilogue scope that serves the call.
 LaunchInfo launch_oneshot(const FusedParams& params, Workspace& workspace, cudaStream_t stream,
                           protocol::Mutant mutant = protocol::Mutant::none);
 
@@ -39,12 +41,13 @@ LaunchInfo launch_automatic(const FusedParams& params, Workspace& workspace, cud
 // behind it then starts without the host's launch latency on its path (gpu bench's graphs).
 void launch_spin(std::uint64_t ns, cudaStream_t stream);
 
-// The same call through the wait-profile instance (bf16, 2 or 4 ranks): every block records
+// The same call through the wait-profile instance (bf16, 2 or 4 ranks, plain epilogue: allreduce
+// or residual + RMSNorm with fp32 accumulation): every block records
 // its poll and work cycles and the peers it waited on; read with Workspace::wait_profile().
 LaunchInfo launch_oneshot_wait_profile(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
 
 // BENCHMARK ONLY: the same call through an instance whose polls have no time bound (bf16,
-// 16-bit Lamport, 2, 4 or 8 ranks; anything else throws InvalidLaunch), for gpu bench to time
+// 16-bit Lamport, 2, 4 or 8 ranks, plain epilogue; anything else throws InvalidLaunch), for gpu bench to time
 // what the bound costs beside launch_oneshot. A hang there spins for ever (no hang record, no
 // end): no checking job may call it.
 LaunchInfo launch_oneshot_unbounded_polls(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
