@@ -101,12 +101,12 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
   barrier<N, M>(a, 0, false, next, f, deadline);
 
   // Part 2: reduce my chunk in rank order, push the result into every rank's gather region.
+  const bool fp32_accumulation = fp32_accumulation_of<S>(a.e);
   for (std::uint64_t local = gtid; local < chunk_vectors; local += gstride) {
     const std::uint64_t gv = a.rank * chunk_vectors + local;
     if (gv >= vectors) break;
     float sum[K];
     float x[K];
-    const bool fp32_accumulation = fp32_accumulation_of<S>(a.e);
     load_row_vector<T, K>(data(a.rank), static_cast<std::uint64_t>(0) * a.chunk + local * K, sum);
     if (!fp32_accumulation)
       for (int k = 0; k < K; ++k) sum[k] = round_to<T>(sum[k]);

@@ -20,6 +20,16 @@ __global__ void __launch_bounds__(1024) fc_residual_rmsnorm_kernel(const Epilogu
   for (int t = blockIdx.x; t < e.tokens; t += gridDim.x) process_row<T, 8, S>(e, t, 0, e.hidden / 8, 1, scratch, sum_vector);
 }
 
+// The plain instance (residual + RMSNorm only) or the one of every pattern (choice.hpp).
+template <typename T>
+void launch_residual_rmsnorm_instance(bool plain, int grid, int threads, cudaStream_t stream,
+                                      const EpilogueArgs& e, const void* allreduced) {
+  if (plain)
+    fc_residual_rmsnorm_kernel<T, EpilogueScope::plain><<<grid, threads, 0, stream>>>(e, allreduced);
+  else
+    fc_residual_rmsnorm_kernel<T, EpilogueScope::full><<<grid, threads, 0, stream>>>(e, allreduced);
+}
+
 }  // namespace device
 
 cudaError_t detail::preload_unfused_kernels() {  // see preload_kernels (launch.hpp)
@@ -53,15 +63,10 @@ void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduce
   // The same two instances per dtype as the fused kernels (choice.hpp), so that the baseline
   // is not slowed by code it does not run; it sums nothing, so only the pattern decides.
   const bool plain = epilogue_scope_for(p.pattern, true) == EpilogueScope::plain;
-  using device::fc_residual_rmsnorm_kernel;
-  if (p.dtype == DType::bf16 && plain)
-    fc_residual_rmsnorm_kernel<__nv_bfloat16, EpilogueScope::plain><<<grid, threads, 0, stream>>>(e, allreduced);
-  else if (p.dtype == DType::bf16)
-    fc_residual_rmsnorm_kernel<__nv_bfloat16, EpilogueScope::full><<<grid, threads, 0, stream>>>(e, allreduced);
-  else if (plain)
-    fc_residual_rmsnorm_kernel<__half, EpilogueScope::plain><<<grid, threads, 0, stream>>>(e, allreduced);
+  if (p.dtype == DType::bf16)
+    device::launch_residual_rmsnorm_instance<__nv_bfloat16>(plain, grid, threads, stream, e, allreduced);
   else
-    fc_residual_rmsnorm_kernel<__half, EpilogueScope::full><<<grid, threads, 0, stream>>>(e, allreduced);
+    device::launch_residual_rmsnorm_instance<__half>(plain, grid, threads, stream, e, allreduced);
   FC_CUDA_CHECK(cudaGetLastError());
 }
 

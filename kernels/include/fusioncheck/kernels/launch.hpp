@@ -41,14 +41,14 @@ LaunchInfo launch_automatic(const FusedParams& params, Workspace& workspace, cud
 // behind it then starts without the host's launch latency on its path (gpu bench's graphs).
 void launch_spin(std::uint64_t ns, cudaStream_t stream);
 
-// The same call through the wait-profile instance (bf16, 2 or 4 ranks, plain epilogue: allreduce
-// or residual + RMSNorm with fp32 accumulation): every block records
-// its poll and work cycles and the peers it waited on; read with Workspace::wait_profile().
+// The same call through the wait-profile instance (bf16, 2 or 4 ranks, plain epilogue:
+// allreduce or residual + RMSNorm with fp32 accumulation): every block records its poll and
+// work cycles and the peers it waited on; read with Workspace::wait_profile().
 LaunchInfo launch_oneshot_wait_profile(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
 
 // BENCHMARK ONLY: the same call through an instance whose polls have no time bound (bf16,
-// 16-bit Lamport, 2, 4 or 8 ranks, plain epilogue; anything else throws InvalidLaunch), for gpu bench to time
-// what the bound costs beside launch_oneshot. A hang there spins for ever (no hang record, no
+// 16-bit Lamport, 2, 4 or 8 ranks, plain epilogue; anything else throws InvalidLaunch), for
+// gpu bench to time what the bound costs beside launch_oneshot. A hang there spins for ever (no hang record, no
 // end): no checking job may call it.
 LaunchInfo launch_oneshot_unbounded_polls(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
 // Whether launch_oneshot_unbounded_polls has an instance for this rank count.
