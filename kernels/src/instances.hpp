@@ -25,6 +25,14 @@ struct LaunchShape {
   bool use_pdl = false;
 };
 
+// The same one-shot instance built without the cluster path (ClusterCode::left_out in
+// oneshot_kernel.cuh); launch_oneshot_entry runs it for the calls that take no cluster.
+struct ClusterFreeTwin {
+  cudaError_t (*launch)(const device::OneShotArgs&, const LaunchShape&, cudaStream_t) = nullptr;
+  cudaError_t (*preload)() = nullptr;
+  int (*blocks_per_sm)(int threads) = nullptr;
+};
+
 struct OneShotEntry {
   int ranks;
   DType dtype;
@@ -35,6 +43,7 @@ struct OneShotEntry {
   int (*max_cluster_size)(int threads);
   cudaError_t (*preload)();  // loads the kernel into the current context (see preload_kernels)
   int (*blocks_per_sm)(int threads);  // resident blocks of this size per SM (occupancy)
+  ClusterFreeTwin cluster_free{};     // launch null: no twin built
 };
 
 struct TwoShotEntry {

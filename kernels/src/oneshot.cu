@@ -79,7 +79,9 @@ int cached_query(int (*query)(int), const detail::OneShotEntry& e, int threads) 
   return cache.emplace(key, query(threads)).first->second;
 }
 int max_cluster_size(const detail::OneShotEntry& e, int threads) { return cached_query(e.max_cluster_size, e, threads); }
-int blocks_per_sm(const detail::OneShotEntry& e, int threads) { return cached_query(e.blocks_per_sm, e, threads); }
+int blocks_per_sm(const detail::OneShotEntry& e, bool cluster_free, int threads) {
+  return cached_query(cluster_free ? e.cluster_free.blocks_per_sm : e.blocks_per_sm, e, threads);
+}
 
 int round_up_warp(int n) { return std::max(32, (n + 31) / 32 * 32); }
 
@@ -136,10 +138,14 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   // large calls are bound by how many vectors are in flight, not by arithmetic. Ranks that
   // share a GPU keep one block per SM of their share.
   const int threads_no_cluster = round_up_warp(std::min(1024, vrow));
-  const int per_sm = ws.ranks_on_device() == 1 ? std::min(4, blocks_per_sm(*entry, threads_no_cluster)) : 1;
   const int sm_share =
       co_resident_blocks(sm_count(), detail::ranks_sharing_reported_sms(ws.ranks_on_device()), pdl_kernels);
-  const int max_blocks = p.max_blocks > 0 ? p.max_blocks : sm_share * per_sm;
+  const auto max_blocks_of = [&](bool cluster_free) {
+    const int per_sm =
+        ws.ranks_on_device() == 1 ? std::min(4, blocks_per_sm(*entry, cluster_free, threads_no_cluster)) : 1;
+    return p.max_blocks > 0 ? p.max_blocks : sm_share * per_sm;
+  };
+  const int max_blocks = max_blocks_of(false);
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed
   // shared memory, where the device and the occupancy query allow it. Automatic mode splits
@@ -163,10 +169,15 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
                         std::string(device_supports_clusters() ? "yes" : "no") + ", hidden=" +
                         std::to_string(p.hidden) + " has no split into >= 2 blocks of >= 32 vectors");
 
+  // A call without a cluster runs the twin built without the cluster path where there is one
+  // (ClusterFreeTwin), on a grid bound by that kernel's own occupancy.
+  const bool cluster_free = cluster == 1 && entry->cluster_free.launch != nullptr;
+  const int grid_bound = cluster_free ? max_blocks_of(true) : max_blocks;
+
   detail::LaunchShape shape;
   shape.cluster_size = cluster;
   shape.threads = round_up_warp(std::min(1024, vrow / cluster));
-  shape.grid = std::min(p.tokens, std::max(1, max_blocks / cluster)) * cluster;
+  shape.grid = std::min(p.tokens, std::max(1, grid_bound / cluster)) * cluster;
   shape.use_pdl = p.use_pdl;
 
   device::OneShotArgs args;
@@ -180,8 +191,8 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   args.call_index = ws.next_call_index();
   args.budget = p.spin_budget_cycles;
   args.delay = device::DelaySpec{p.delay_seed, p.delay_max_ns};
-  FC_CUDA_CHECK(entry->launch(args, shape, stream));
-  return LaunchInfo{shape.grid, shape.threads, cluster, args.call_index, false, entry->scope};
+  FC_CUDA_CHECK((cluster_free ? entry->cluster_free.launch : entry->launch)(args, shape, stream));
+  return LaunchInfo{shape.grid, shape.threads, cluster, args.call_index, false, entry->scope, cluster_free};
 }
 
 // ---- PDL consumer (early-trigger negative control) ------------------------------------
@@ -231,7 +242,10 @@ void preload_kernels() {
                        detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
                        detail::oneshot_entries_mutants(), detail::oneshot_entries_wait_profile(),
                        detail::oneshot_entries_unbounded_polls()})
-    for (const auto& e : entries) load(e.preload, "one-shot");
+    for (const auto& e : entries) {
+      load(e.preload, "one-shot");
+      if (e.cluster_free.preload != nullptr) load(e.cluster_free.preload, "one-shot (cluster-free twin)");
+    }
   for (const auto& e : detail::twoshot_entries()) load(e.preload, "two-shot");
   load(&detail::preload_unfused_kernels, "unfused residual+RMSNorm");
   load(&detail::preload_spin_kernel, "spin");

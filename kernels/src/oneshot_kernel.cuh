@@ -81,13 +81,20 @@ __device__ __forceinline__ void push_vector(L* dst, uint4 v) {
 //                    (oneshot_unbounded_polls.cu). A lost push spins for ever: never for checking.
 enum class Instrument { none, wait_profile, unbounded_polls };
 
+// Whether an instance carries the cluster path (a token row split over the blocks of a
+// thread-block cluster, the partial sums meeting in distributed shared memory). That code
+// costs 2-4 % at 1-16 tokens even where no call takes it (one H200, docs/bench.md), so
+// the instances of the normal calls also come built without it (left_out): a twin that
+// the calls taking no cluster run (OneShotEntry::cluster_free).
+enum class ClusterCode { compiled, left_out };
+
 // Polls of one Lamport slot before the first read of the clock (see sum_vector). None at 16
 // ranks, where the extra loops doubled the kernel's spills (ptxas -v: 1164 instead of 528
 // bytes of spill stores, fp16); 16 ranks were never timed here.
 template <int N>
 inline constexpr int kPollsBeforeClock = N <= 8 ? 8 : 0;
 
-template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S, ClusterCode R>
 __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs a) {
   if constexpr (M == Mutant::empty_body) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
@@ -119,8 +126,9 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
 
   // Without a cluster a block is a group and holds the whole row: the integer divisions of
-  // the cluster path would otherwise sit on the way to the first load.
-  const int C = a.cluster_size;
+  // the cluster path would otherwise sit on the way to the first load. A left_out instance
+  // is never launched with a cluster (launch_oneshot_instance refuses it).
+  const int C = R == ClusterCode::compiled ? a.cluster_size : 1;
   const int vrow = a.e.hidden / K;
   int groups = gridDim.x, group = blockIdx.x, v_begin = 0, v_end = vrow;
   if (C > 1) {
@@ -322,9 +330,11 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
 }
 
 // Host side of one instance: launch, and the cluster-size query for its kernel.
-template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S, ClusterCode R>
 cudaError_t launch_oneshot_instance(const OneShotArgs& args, const detail::LaunchShape& shape,
                                     cudaStream_t stream) {
+  if (R == ClusterCode::left_out && (shape.cluster_size > 1 || args.cluster_size > 1))
+    return cudaErrorInvalidValue;  // its blocks would each normalise a part of a row alone
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(shape.grid);
   config.blockDim = dim3(shape.threads);
@@ -345,16 +355,16 @@ cudaError_t launch_oneshot_instance(const OneShotArgs& args, const detail::Launc
   }
   config.attrs = attrs;
   config.numAttrs = n;
-  return cudaLaunchKernelEx(&config, fc_oneshot_pdl_kernel<N, T, L, M, I, S>, args);
+  return cudaLaunchKernelEx(&config, fc_oneshot_pdl_kernel<N, T, L, M, I, S, R>, args);
 }
 
 template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
-int max_cluster_size_instance(int threads) {
+int max_cluster_size_instance(int threads) {  // of the instance with the cluster path
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(8);
   config.blockDim = dim3(threads);
   int size = 0;
-  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, I, S>, &config) !=
+  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, I, S, ClusterCode::compiled>, &config) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
@@ -362,10 +372,10 @@ int max_cluster_size_instance(int threads) {
   return size;
 }
 
-template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S, ClusterCode R>
 int blocks_per_sm_instance(int threads) {
   int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, I, S>, threads, 0) !=
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, I, S, R>, threads, 0) !=
       cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
@@ -375,19 +385,32 @@ int blocks_per_sm_instance(int threads) {
 
 // cudaFuncGetAttributes needs the kernel's function in the current context, so it loads
 // the kernel now, while nothing of ours runs, rather than at a launch (see preload_kernels).
-template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S, ClusterCode R>
 cudaError_t preload_oneshot_instance() {
   cudaFuncAttributes attributes{};
-  return cudaFuncGetAttributes(&attributes, fc_oneshot_pdl_kernel<N, T, L, M, I, S>);
+  return cudaFuncGetAttributes(&attributes, fc_oneshot_pdl_kernel<N, T, L, M, I, S, R>);
 }
 
+// An instance with the cluster path, alone.
 template <int N, typename T, typename L, Mutant M, Instrument I = Instrument::none,
           EpilogueScope S = EpilogueScope::full>
 constexpr detail::OneShotEntry oneshot_entry(DType dtype) {
-  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, S, &launch_oneshot_instance<N, T, L, M, I, S>,
+  constexpr ClusterCode R = ClusterCode::compiled;
+  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, S, &launch_oneshot_instance<N, T, L, M, I, S, R>,
                               &max_cluster_size_instance<N, T, L, M, I, S>,
-                              &preload_oneshot_instance<N, T, L, M, I, S>,
-                              &blocks_per_sm_instance<N, T, L, M, I, S>};
+                              &preload_oneshot_instance<N, T, L, M, I, S, R>,
+                              &blocks_per_sm_instance<N, T, L, M, I, S, R>};
+}
+
+// An instance with the cluster path and its twin built without it (ClusterCode).
+template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S>
+constexpr detail::OneShotEntry oneshot_entry_with_cluster_free_twin(DType dtype) {
+  constexpr ClusterCode R = ClusterCode::left_out;
+  detail::OneShotEntry e = oneshot_entry<N, T, L, M, I, S>(dtype);
+  e.cluster_free = detail::ClusterFreeTwin{&launch_oneshot_instance<N, T, L, M, I, S, R>,
+                                           &preload_oneshot_instance<N, T, L, M, I, S, R>,
+                                           &blocks_per_sm_instance<N, T, L, M, I, S, R>};
+  return e;
 }
 
 }  // namespace fusioncheck::kernels::device

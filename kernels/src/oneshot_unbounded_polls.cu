@@ -18,9 +18,9 @@ std::span<const detail::OneShotEntry> detail::oneshot_entries_unbounded_polls() 
   constexpr auto kUnbounded = device::Instrument::unbounded_polls;
   constexpr auto kPlain = EpilogueScope::plain;
   static const detail::OneShotEntry entries[] = {
-      device::oneshot_entry<2, B, B, Mutant::none, kUnbounded, kPlain>(DType::bf16),
-      device::oneshot_entry<4, B, B, Mutant::none, kUnbounded, kPlain>(DType::bf16),
-      device::oneshot_entry<8, B, B, Mutant::none, kUnbounded, kPlain>(DType::bf16),
+      device::oneshot_entry_with_cluster_free_twin<2, B, B, Mutant::none, kUnbounded, kPlain>(DType::bf16),
+      device::oneshot_entry_with_cluster_free_twin<4, B, B, Mutant::none, kUnbounded, kPlain>(DType::bf16),
+      device::oneshot_entry_with_cluster_free_twin<8, B, B, Mutant::none, kUnbounded, kPlain>(DType::bf16),
   };
   return entries;
 }

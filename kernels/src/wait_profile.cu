@@ -13,8 +13,8 @@ std::span<const detail::OneShotEntry> detail::oneshot_entries_wait_profile() {
   constexpr auto kProfile = device::Instrument::wait_profile;
   constexpr auto kPlain = EpilogueScope::plain;
   static const detail::OneShotEntry entries[] = {
-      device::oneshot_entry<2, B, B, Mutant::none, kProfile, kPlain>(DType::bf16),
-      device::oneshot_entry<4, B, B, Mutant::none, kProfile, kPlain>(DType::bf16),
+      device::oneshot_entry_with_cluster_free_twin<2, B, B, Mutant::none, kProfile, kPlain>(DType::bf16),
+      device::oneshot_entry_with_cluster_free_twin<4, B, B, Mutant::none, kProfile, kPlain>(DType::bf16),
   };
   return entries;
 }

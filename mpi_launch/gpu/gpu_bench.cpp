@@ -165,6 +165,10 @@ class BenchRunner {
             warm_up(v, p, allreduced.get());
             if (v == Variant::oneshot || v == Variant::oneshot_unbounded || v == Variant::twoshot)
               row["blocks"][name] = last_.grid;
+            if (v == Variant::oneshot || v == Variant::oneshot_unbounded) {  // which one-shot build ran
+              row["cluster_size"][name] = last_.cluster_size;
+              row["cluster_free_build"][name] = last_.cluster_free;
+            }
             if (v == Variant::automatic) row["auto picks"] = last_.twoshot ? "two-shot" : "one-shot";
             row["eager"][name] = options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
             graphs.push_back(capture_graph(v, p, allreduced.get()));

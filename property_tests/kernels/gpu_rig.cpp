@@ -283,6 +283,7 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
       if (r == 0 && k == 0) {
         f.cluster_size = info.cluster_size;
         f.epilogue = info.epilogue;
+        f.cluster_free = info.cluster_free;
       }
       // The consumer goes on the rank's stream right behind its fused kernel, as a next layer
       // would. Every kernel was loaded when the workspaces were made (preload_kernels), so

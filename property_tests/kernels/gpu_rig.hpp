@@ -71,6 +71,7 @@ struct Findings {
   std::vector<std::string> lines;  // each: what went wrong, one line
   int cluster_size = 1;            // of rank 0's launch
   EpilogueScope epilogue = EpilogueScope::full;  // of rank 0's fused instance
+  bool cluster_free = false;       // rank 0's one-shot ran the twin without the cluster path
   bool hung = false;
   bool consumer_read_stale = false;  // the PDL consumer's copy differs from norm_out
   bool ok() const { return lines.empty(); }

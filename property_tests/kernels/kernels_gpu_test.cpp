@@ -151,6 +151,41 @@ TEST_F(Gpu, EachCallRunsOnTheNarrowestInstanceThatServesIt) {
       }
 }
 
+// The plain instances with a 16-bit Lamport element come twice, with and without the cluster
+// path (ClusterCode, oneshot_kernel.cuh); a call that takes no cluster runs the twin without
+// it, and every call matches the reference whichever build ran it.
+TEST_F(Gpu, CallsWithoutAClusterRunTheClusterFreeTwin) {
+  struct Case {
+    const char* what;
+    bool fp32_lamport;
+    fk::Pattern pattern;
+    fk::ClusterMode cluster;
+    int hidden;
+    bool expect_twin;
+  };
+  const Case cases[] = {
+      {"plain, automatic, short rows", false, fk::Pattern::residual_rmsnorm, fk::ClusterMode::automatic, 1024, true},
+      {"plain allreduce, no cluster", false, fk::Pattern::allreduce, fk::ClusterMode::force_no_cluster, 4096, true},
+      {"plain, cluster forced", false, fk::Pattern::residual_rmsnorm, fk::ClusterMode::force_cluster, 4096, false},
+      {"fp8 output (full epilogue)", false, fk::Pattern::fp8_static, fk::ClusterMode::force_no_cluster, 1024, false},
+      {"fp32 Lamport element", true, fk::Pattern::residual_rmsnorm, fk::ClusterMode::force_no_cluster, 1024, false},
+  };
+  Rig rig16(2, fk::DType::bf16);
+  Rig rig32(2, fk::DType::bf16, true);
+  for (const Case& c : cases) {
+    if (c.cluster == fk::ClusterMode::force_cluster && !fk::device_supports_clusters()) continue;
+    CallSpec spec;
+    spec.pattern = c.pattern;
+    spec.cluster = c.cluster;
+    spec.hidden = c.hidden;
+    spec.tokens = 3;
+    const Findings f = (c.fp32_lamport ? rig32 : rig16).call(spec);
+    ASSERT_TRUE(f.ok()) << c.what << ":\n" << f.summary();
+    EXPECT_EQ(f.cluster_free, c.expect_twin) << c.what << " (cluster size " << f.cluster_size << ")";
+    if (f.cluster_free) EXPECT_EQ(f.cluster_size, 1) << c.what;
+  }
+}
+
 TEST_F(Gpu, AlternatingOneShotAndTwoShotCallsStayIndependent) {
   Rig rig(2, fk::DType::bf16);
   for (int k = 0; k < 8; ++k) {

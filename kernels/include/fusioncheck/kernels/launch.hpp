@@ -21,6 +21,7 @@ struct LaunchInfo {
   std::uint32_t call_index = 0;
   bool twoshot = false;  // launch_automatic: which kernel it chose
   EpilogueScope epilogue = EpilogueScope::full;  // the instance's (choice.hpp)
+  bool cluster_free = false;  // one-shot: the instance's twin built without the cluster path ran
 };
 
 // One-shot Lamport kernel. mutant != none selects a negative-control instance (only for
