@@ -121,6 +121,20 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
 #pragma unroll
     for (int r = 0; r < N; ++r) buffer0[r] = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, r, N)]);
   std::uint8_t* const my_buffer0 = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, a.rank, N)]);
+  // The compiler reads most parameters where they are used, after the wait, and a launch's
+  // parameters are new to the SM's constant cache. So one thread other than thread 0 (which
+  // goes on to the state read) reads a word of each 64-byte parameter line the call needs
+  // before the wait, where a miss overlaps the previous kernel's tail: the control block's
+  // address and the buffer table, the buffer stride, the row shape. (The lines of the input
+  // and of the rank and trigger are read before the wait anyway.) The sum goes to shared
+  // memory through a volatile store so that the reads are not dropped. Doing this for the
+  // stride alone made 1-16 tokens 1.5-3 % faster on one H200 (docs/bench.md, session 12).
+  if (threadIdx.x == (blockDim.x > 32 ? 32u : 0u)) {
+    __shared__ std::uint64_t s_parameter_lines;
+    *reinterpret_cast<volatile std::uint64_t*>(&s_parameter_lines) =
+        reinterpret_cast<std::uintptr_t>(a.ws.control) ^ a.ws.lamport[detail::table_lamport(0, N - 1, N)] ^
+        a.ws.comm_size ^ static_cast<std::uint64_t>(a.e.tokens);
+  }
   pdl_wait<M>();  // step 1
   step_done(0);
   if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
