@@ -127,8 +127,9 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // before the wait, where a miss overlaps the previous kernel's tail: the control block's
   // address and the buffer table, the buffer stride, the row shape. (The lines of the input
   // and of the rank and trigger are read before the wait anyway.) The sum goes to shared
-  // memory through a volatile store so that the reads are not dropped. Doing this for the
-  // stride alone made 1-16 tokens 1.5-3 % faster on one H200 (docs/bench.md, session 12).
+  // memory through a volatile store so that the reads are not dropped. With the early
+  // trigger this made 1-16 tokens 1-6 % faster on one H200; with the at-end trigger no
+  // earlier kernel runs beside the wait and nothing changed (docs/bench.md, session 12).
   if (threadIdx.x == (blockDim.x > 32 ? 32u : 0u)) {
     __shared__ std::uint64_t s_parameter_lines;
     *reinterpret_cast<volatile std::uint64_t*>(&s_parameter_lines) =
