@@ -175,15 +175,19 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
     partial.rows = static_cast<int>(share.count);
   }
   call.complete_inputs = partial.complete_ranks.empty();
-  if (spec.exact_values) {
-    call.inputs = ref::make_exact_inputs(call.config, c.seed, call_index, c.neg_zero_inputs, partial);
-  } else {
-    ref::SpecialsSpec specials;
-    specials.seed = c.seed;
-    specials.call_index = call_index;
-    specials.with_neg_zero = c.neg_zero_inputs;
-    call.inputs = ref::make_random_inputs(call.config, specials, partial);
+  {
+    Timed timed(times_.inputs);
+    if (spec.exact_values) {
+      call.inputs = ref::make_exact_inputs(call.config, c.seed, call_index, c.neg_zero_inputs, partial);
+    } else {
+      ref::SpecialsSpec specials;
+      specials.seed = c.seed;
+      specials.call_index = call_index;
+      specials.with_neg_zero = c.neg_zero_inputs;
+      call.inputs = ref::make_random_inputs(call.config, specials, partial);
+    }
   }
+  Timed timed(times_.uploads);
   CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
   const std::size_t bytes = static_cast<std::size_t>(spec.tokens) * c.hidden * 2;
   b.input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), bytes, stream_);
@@ -491,11 +495,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
   try {
     if (c.mode == IssueMode::checked_each_call) {
       for (int i = 0; i < n; ++i) {
-        {
-          Timed timed(times_.inputs);
-          mpi::set_phase("generating and uploading inputs");
-          prepare_call(c, i, static_cast<std::uint64_t>(i), calls[i]);
-        }
+        mpi::set_phase("generating and uploading inputs");
+        prepare_call(c, i, static_cast<std::uint64_t>(i), calls[i]);  // times inputs and uploads
         const k::ControlState before = std::move(last_state_);
         {
           Timed timed(times_.kernels);
@@ -512,11 +513,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
       cudaGraphExec_t graph_exec = nullptr;
       bool stop = false;
       for (int replay = 0; replay < replays && !stop; ++replay) {
-        {
-          Timed timed(times_.inputs);
-          mpi::set_phase("generating and uploading inputs");
-          for (int i = 0; i < n; ++i) prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
-        }
+        mpi::set_phase("generating and uploading inputs");
+        for (int i = 0; i < n; ++i) prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
         const k::ControlState before = std::move(last_state_);
         {
           Timed timed(times_.kernels);

@@ -49,12 +49,13 @@ std::string summary_line(const CheckResult& r, int ranks) {
 std::string time_breakdown(const CheckResult& r) {
   const int n = std::max(1, r.cases + r.refused);
   const PhaseTimes& t = r.times;
-  const double other = r.seconds - t.inputs - t.kernels - t.reference - t.invariants - t.exchange;
+  const double other = r.seconds - t.inputs - t.uploads - t.kernels - t.reference - t.invariants - t.exchange;
   auto ms = [n](double s) { return 1e3 * s / n; };
-  return fmt::format("time per case, rank 0, ms: inputs {:.2f}, barrier+kernels {:.2f}, reference {:.2f}, "
-                     "invariants {:.2f}, report exchange {:.2f}, other (case generation and broadcast, "
-                     "workspace set-up) {:.2f}",
-                     ms(t.inputs), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange), ms(other));
+  return fmt::format("time per case, rank 0, ms: inputs {:.2f}, uploads {:.2f}, barrier+kernels {:.2f}, "
+                     "reference {:.2f}, invariants {:.2f}, report exchange {:.2f}, other (case generation and "
+                     "broadcast, workspace set-up) {:.2f}",
+                     ms(t.inputs), ms(t.uploads), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange),
+                     ms(other));
 }
 
 std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks) {
@@ -92,6 +93,7 @@ nlohmann::json to_json(const CheckResult& r) {
           {"findings", findings},
           {"replay", r.replay_command},
           {"seconds_by_phase", {{"inputs", r.times.inputs},
+                                {"uploads", r.times.uploads},
                                 {"kernels", r.times.kernels},
                                 {"reference", r.times.reference},
                                 {"invariants", r.times.invariants},

@@ -33,7 +33,8 @@ struct CaseVerdict {
 
 // Where a run's time goes, summed over its cases (seconds), for "what bounds it".
 struct PhaseTimes {
-  double inputs = 0;      // generating every rank's inputs, upload, canaries
+  double inputs = 0;      // generating the inputs this rank needs (its own whole, peers' checked rows)
+  double uploads = 0;     // copying them to the GPU, filling the output canaries
   double kernels = 0;     // barrier before the launch, launch, waiting for the kernels
   double reference = 0;   // output download, Eigen reference, comparison, consumer copy
   double invariants = 0;  // workspace read-back and the per-rank invariant scan
