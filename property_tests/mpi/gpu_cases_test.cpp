@@ -284,6 +284,26 @@ TEST(FailureReport, EveryFieldIsLabelled) {
     EXPECT_NE(report.find(part), std::string::npos) << part << " missing in\n" << report;
 }
 
+// The time per case names every phase, averages it over the cases run and refused, and
+// gives the rest of the run as "other".
+TEST(TimeBreakdown, EveryPhasePerCaseAndTheRestAsOther) {
+  fg::CheckResult r;
+  r.cases = 90;
+  r.refused = 10;  // 100 cases: 1 s is 10 ms per case
+  r.seconds = 10.0;
+  r.times.inputs = 1.0;
+  r.times.uploads = 0.5;
+  r.times.kernels = 2.0;
+  r.times.reference = 3.0;
+  r.times.invariants = 0.25;
+  r.times.exchange = 0.75;
+  const std::string line = fg::time_breakdown(r);
+  for (const char* part : {"inputs 10.00", "uploads 5.00", "barrier+kernels 20.00", "reference 30.00",
+                           "invariants 2.50", "report exchange 7.50", "other (case generation and broadcast, "
+                                                                      "workspace set-up) 25.00"})
+    EXPECT_NE(line.find(part), std::string::npos) << part << " missing in\n" << line;
+}
+
 // Which survivors a kill table excuses, per setup; every other survivor fails the run.
 TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
   fg::GpuPlacement h200_mps;
