@@ -125,11 +125,13 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // parameters are new to the SM's constant cache. So one thread other than thread 0 (which
   // goes on to the state read) reads a word of each 64-byte parameter line the call needs
   // before the wait, where a miss overlaps the previous kernel's tail: the control block's
-  // address and the buffer table, the buffer stride, the row shape. (The lines of the input
-  // and of the rank and trigger are read before the wait anyway.) The sum goes to shared
-  // memory through a volatile store so that the reads are not dropped. With the early
-  // trigger this made 1-16 tokens 1-6 % faster on one H200; with the at-end trigger no
-  // earlier kernel runs beside the wait and nothing changed (docs/bench.md, session 12).
+  // address (its line also holds the buffer table's first entries), the table's last entry
+  // for N ranks (up to 8 ranks the two cover the table; at 16 one line in the middle is
+  // left), the buffer stride and the row shape. The lines of the input, the rank and the
+  // trigger are read before the wait anyway. The sum goes to shared memory through a
+  // volatile store so that the reads are not dropped. With the early trigger this made 1-16
+  // tokens 1-6 % faster on one H200; with the at-end trigger no earlier kernel runs beside
+  // the wait and nothing changed (docs/bench.md, session 12).
   if (threadIdx.x == (blockDim.x > 32 ? 32u : 0u)) {
     __shared__ std::uint64_t s_parameter_lines;
     *reinterpret_cast<volatile std::uint64_t*>(&s_parameter_lines) =
@@ -379,8 +381,8 @@ int max_cluster_size_instance(int threads) {  // of the instance with the cluste
   config.gridDim = dim3(8);
   config.blockDim = dim3(threads);
   int size = 0;
-  if (cudaOccupancyMaxPotentialClusterSize(&size, fc_oneshot_pdl_kernel<N, T, L, M, I, S, ClusterCode::compiled>, &config) !=
-      cudaSuccess) {
+  const auto kernel = fc_oneshot_pdl_kernel<N, T, L, M, I, S, ClusterCode::compiled>;
+  if (cudaOccupancyMaxPotentialClusterSize(&size, kernel, &config) != cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
   }
