@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "fusioncheck/reference/generator_elements.hpp"
 #include "fusioncheck/reference/reference.hpp"
 #include "fusioncheck/reference/remainder.hpp"
 
@@ -190,7 +191,8 @@ RC_GTEST_PROP(RefGeneratorOracle, RandomInputsEqualThePlainDefinition, ()) {
 }
 
 // Partial inputs: the complete ranks as make_*_inputs gives them, the others equal on the
-// asked rows and +0 elsewhere; the residual and gamma whole.
+// asked rows and +0 elsewhere; the residual whole, or like the others with
+// residual_rows_only; gamma whole.
 RC_GTEST_PROP(RefGeneratorPartial, PartialInputsAreTheWholeCallsRows, ()) {
   FusedConfig c = gen_shape();
   c.ranks = *rc::gen::inRange(1, 9);
@@ -198,28 +200,84 @@ RC_GTEST_PROP(RefGeneratorPartial, PartialInputsAreTheWholeCallsRows, ()) {
   const int rows = *rc::gen::inRange(0, c.tokens - first + 1);
   PartialInputs partial{std::vector<bool>(static_cast<std::size_t>(c.ranks)), first, rows};
   for (int r = 0; r < c.ranks; ++r) partial.complete_ranks[static_cast<std::size_t>(r)] = *rc::gen::arbitrary<bool>();
+  partial.residual_rows_only = *rc::gen::arbitrary<bool>();
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();
   const bool exact = *rc::gen::arbitrary<bool>();
   const SpecialsSpec specials{seed, 3, 64, true, true};
   const FusedInputs whole = exact ? make_exact_inputs(c, seed, 3, true) : make_random_inputs(c, specials);
   const FusedInputs part = exact ? make_exact_inputs(c, seed, 3, true, partial) : make_random_inputs(c, specials, partial);
-  RC_ASSERT(part.residual_in == whole.residual_in);
   RC_ASSERT(part.gamma == whole.gamma);
   const auto hidden = static_cast<std::size_t>(c.hidden);
-  for (int r = 0; r < c.ranks; ++r) {
-    const Tensor& got = part.rank_inputs[static_cast<std::size_t>(r)];
-    const Tensor& want = whole.rank_inputs[static_cast<std::size_t>(r)];
+  auto expect_rows = [&](const Tensor& got, const Tensor& want, bool complete) {
     RC_ASSERT(got.size() == want.size());
-    if (partial.complete(r)) {
+    if (complete) {
       RC_ASSERT(got == want);
-      continue;
+      return;
     }
     for (std::size_t i = 0; i < got.size(); ++i) {
       const std::size_t row = i / hidden;
       const bool asked = row >= static_cast<std::size_t>(first) && row < static_cast<std::size_t>(first + rows);
       RC_ASSERT(got.bits_at(i) == (asked ? want.bits_at(i) : 0u));
     }
-  }
+  };
+  expect_rows(part.residual_in, whole.residual_in, !partial.residual_rows_only);
+  for (int r = 0; r < c.ranks; ++r)
+    expect_rows(part.rank_inputs[static_cast<std::size_t>(r)], whole.rank_inputs[static_cast<std::size_t>(r)],
+                partial.complete(r));
+}
+
+// The per-element forms the GPU runs (generator_elements.hpp), evaluated here on the host,
+// against the plain definitions: exact and random elements of any stream, both 16-bit types
+// (and fp32, whose host fills use the same pieces).
+RC_GTEST_PROP(RefGeneratorOracle, PerElementFormsEqualThePlainDefinition, ()) {
+  const DType t = *rc::gen::element(DType::f16, DType::bf16, DType::f32);
+  const int ranks = *rc::gen::inRange(1, 65);
+  const int stream = *rc::gen::element(0, ranks - 1, kResidualStream);
+  const std::size_t count = *rc::gen::inRange<std::size_t>(1, 3000);
+  const ExactSpec exact{*rc::gen::arbitrary<std::uint64_t>(), *rc::gen::arbitrary<std::uint64_t>(), ranks,
+                        *rc::gen::arbitrary<bool>()};
+  const auto want_exact = oracle::exact(exact, stream, count, t);
+  const std::uint64_t pre = elements::stream_prefix(exact.seed, exact.call_index, stream);
+  const std::uint64_t common = elements::stream_prefix(exact.seed, exact.call_index, elements::kCommonStream);
+  const std::int64_t max_m = elements::exact_max_m(t, ranks);
+  const bool neg_zeros = elements::exact_has_neg_zeros(exact.with_neg_zero, stream);
+  for (std::size_t k = 0; k < count; ++k)
+    RC_ASSERT(float_to_bits(t, elements::exact_element(pre, common, k, max_m, neg_zeros)) == want_exact[k]);
+
+  SpecialsSpec s;
+  s.seed = *rc::gen::arbitrary<std::uint64_t>();
+  s.call_index = *rc::gen::arbitrary<std::uint64_t>();
+  s.specials_per_256 = *rc::gen::element(0, 24, 128, 256);
+  s.with_inf_nan = *rc::gen::arbitrary<bool>();
+  s.with_neg_zero = *rc::gen::arbitrary<bool>();
+  const auto want_random = oracle::random(s, stream, count, t);
+  const elements::RandomShape shape{t, s.specials_per_256, s.with_inf_nan, s.with_neg_zero};
+  const std::uint64_t rpre = elements::stream_prefix(s.seed, s.call_index, stream);
+  for (std::size_t k = 0; k < count; ++k)
+    RC_ASSERT(float_to_bits(t, elements::random_element(shape, rpre, k)) == want_random[k]);
+}
+
+// The per-element forms can fail: a draw of the wrong stream or purpose differs from the
+// definition (the negative control of the property above).
+TEST(RefGeneratorOracle, PerElementFormsOfAnotherStreamDiffer) {
+  const ExactSpec exact{7, 3, 2, true};
+  const auto want = oracle::exact(exact, 0, 256, DType::bf16);
+  const std::uint64_t common = elements::stream_prefix(7, 3, elements::kCommonStream);
+  const std::uint64_t other = elements::stream_prefix(7, 3, 1);
+  int differ = 0;
+  for (std::size_t k = 0; k < want.size(); ++k)
+    differ += float_to_bits(DType::bf16, elements::exact_element(other, common, k, elements::exact_max_m(DType::bf16, 2),
+                                                                  true)) != want[k];
+  EXPECT_GT(differ, 128);
+  SpecialsSpec s;
+  s.seed = 7;
+  const auto want_random = oracle::random(s, 0, 256, DType::f16);
+  const elements::RandomShape shape{DType::f16, s.specials_per_256, s.with_inf_nan, s.with_neg_zero};
+  differ = 0;
+  for (std::size_t k = 0; k < want_random.size(); ++k)
+    differ += float_to_bits(DType::f16, elements::random_element(shape, elements::stream_prefix(7, 1, 0), k)) !=
+              want_random[k];
+  EXPECT_GT(differ, 128);
 }
 
 TEST(RefGeneratorPartial, RowsOutsideTheCallAreRefused) {

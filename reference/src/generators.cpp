@@ -1,8 +1,6 @@
 #include "fusioncheck/reference/generators.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -13,22 +11,15 @@
 namespace fusioncheck::reference {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using elements::splitmix64;
 
-// One 64-bit draw per (seed, call, stream, element, purpose): splitmix64 chained over
-// seed ^ 0x5eed, then xor call, stream, element and purpose in turn. StreamDraws computes
-// the first three steps (they do not depend on the element) once per stream; block_draws
-// the last two for a block of elements.
+// One 64-bit draw per (seed, call, stream, element, purpose) (generator_elements.hpp).
+// StreamDraws holds the steps that do not depend on the element, once per stream;
+// block_draws the last two for a block of elements.
 class StreamDraws {
  public:
   StreamDraws(std::uint64_t seed, std::uint64_t call, int stream)
-      : prefix_(splitmix64(splitmix64(splitmix64(seed ^ 0x5eed) ^ call) ^
-                           static_cast<std::uint64_t>(static_cast<std::int64_t>(stream)))) {}
+      : prefix_(elements::stream_prefix(seed, call, stream)) {}
   std::uint64_t prefix() const { return prefix_; }
 
  private:
@@ -60,64 +51,11 @@ constexpr std::size_t kBlock = 512;
 // Tensors of this many elements or more are filled by several threads (OpenMP).
 constexpr std::size_t kParallelElements = 1 << 14;
 
-constexpr std::uint64_t kValue = 1, kExponent = 2, kNegZero = 3, kSpecial = 4;
-constexpr int kCommonStream = 1000;  // draws shared by all streams (the per-element exponent)
-
-int significand_bits(DType t) {
-  switch (t) {
-    case DType::f16: return 11;
-    case DType::bf16: return 8;
-    case DType::f32: return 24;
-  }
-  return 8;
-}
-
-float largest_finite(DType t) {
-  switch (t) {
-    case DType::f16: return 65504.0f;
-    case DType::bf16: return bits_to_float(DType::bf16, 0x7f7f);
-    case DType::f32: return std::numeric_limits<float>::max();
-  }
-  return 0.0f;
-}
-
-float smallest_subnormal(DType t) {
-  switch (t) {
-    case DType::f16: return 0x1p-24f;
-    case DType::bf16: return 0x1p-133f;
-    case DType::f32: return std::numeric_limits<float>::denorm_min();
-  }
-  return 0.0f;
-}
-
-float special_value(DType t, std::uint64_t h, bool with_inf_nan) {
-  const float sign = (h & 1) ? -1.0f : 1.0f;
-  const int kinds = with_inf_nan ? 8 : 6;
-  switch ((h >> 1) % static_cast<std::uint64_t>(kinds)) {
-    case 0: return sign * 0.0f;
-    case 1: return sign * smallest_subnormal(t);
-    case 2: {  // a random subnormal of T
-      const int sub_bits = significand_bits(t) - 1;
-      const auto k = 1 + static_cast<int>((h >> 8) % ((1ULL << std::min(sub_bits, 20)) - 1));
-      return sign * smallest_subnormal(t) * static_cast<float>(k);
-    }
-    case 3: return sign * largest_finite(t);
-    case 4: return sign * (t == DType::f16 ? 2048.0f : 1048576.0f);  // outlier
-    case 5: return sign * std::ldexp(1.0f + static_cast<float>((h >> 8) % 256) / 256.0f, -20);
-    case 6: return sign * std::numeric_limits<float>::infinity();
-    default: return std::numeric_limits<float>::quiet_NaN();
-  }
-}
-
-}  // namespace
-
-namespace {
-
-// 2^e for the exponents exact_input draws, e in [-6, 3]: m * 2^e with an integer |m| < 2^11 is
-// exact in float, so the product equals std::ldexp(m, e) (which cost more than the rest of
-// the element).
-constexpr float kExactScale[10] = {0x1p-6f, 0x1p-5f, 0x1p-4f, 0x1p-3f, 0x1p-2f,
-                                   0x1p-1f, 0x1p0f,  0x1p1f,  0x1p2f,  0x1p3f};
+using elements::kCommonStream;
+using elements::kExponent;
+using elements::kNegZero;
+using elements::kSpecial;
+using elements::kValue;
 
 // What one exact call's fills share: M and the modulus 2M + 1 of the value draw.
 struct ExactShape {
@@ -127,13 +65,12 @@ struct ExactShape {
 
 template <DType T>
 ExactShape exact_shape(int ranks) {
-  const int p = std::min(significand_bits(T), 11);
-  const std::int64_t max_m = (std::int64_t{1} << p) / (ranks + 1);
+  const std::int64_t max_m = elements::exact_max_m(T, ranks);
   return {max_m, FastRemainder(static_cast<std::uint64_t>(2 * max_m + 1))};
 }
 
 // Every value an exact element can take, as T bits, at index (draw % modulus) * 10 + e:
-// the element's own formula, T(float(m) * 2^(e-6)), evaluated once per (T, modulus) instead
+// the element's own formula (elements::exact_value), evaluated once per (T, modulus) instead
 // of once per element. Kept per thread (a run uses one or two moduli).
 template <DType T>
 const typename Element<T>::Bits* exact_values(const ExactShape& shape) {
@@ -149,7 +86,7 @@ const typename Element<T>::Bits* exact_values(const ExactShape& shape) {
     for (std::uint64_t r = 0; r < modulus; ++r) {
       const auto m = static_cast<std::int64_t>(r) - shape.max_m;
       for (int e = 0; e < 10; ++e)
-        cache.bits[r * 10 + static_cast<std::uint64_t>(e)] = Element<T>::from_float(static_cast<float>(m) * kExactScale[e]);
+        cache.bits[r * 10 + static_cast<std::uint64_t>(e)] = Element<T>::from_float(elements::exact_value(m, e));
     }
     cache.modulus = modulus;
   }
@@ -181,7 +118,7 @@ void fill_exact(const ExactSpec& spec, int stream, std::size_t first, std::size_
   const ExactShape shape = exact_shape<T>(spec.ranks);
   const Bits* const values = exact_values<T>(shape);
   const StreamDraws mine(spec.seed, spec.call_index, stream);
-  const bool neg_zeros = spec.with_neg_zero && stream >= 0;
+  const bool neg_zeros = elements::exact_has_neg_zeros(spec.with_neg_zero, stream);
   const auto neg_zero = static_cast<Bits>(neg_zero_bits(T));
   const auto blocks = static_cast<std::ptrdiff_t>((count + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static) if (count >= kParallelElements)
@@ -207,23 +144,15 @@ template <DType T>
 void fill_random(const SpecialsSpec& spec, int stream, std::size_t first, std::size_t count,
                  typename Element<T>::Bits* out) {
   const StreamDraws draws(spec.seed, spec.call_index, stream);
+  const elements::RandomShape shape{T, spec.specials_per_256, spec.with_inf_nan, spec.with_neg_zero};
   const auto blocks = static_cast<std::ptrdiff_t>((count + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static) if (count >= kParallelElements)
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
     const std::size_t k0 = first + static_cast<std::size_t>(b) * kBlock, n = std::min(kBlock, first + count - k0);
     std::uint64_t special[kBlock], value[kBlock];
     block_draws2(draws.prefix(), k0, n, kSpecial, special, kValue, value);
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::uint64_t h = special[k];
-      if (static_cast<int>(h % 256) < spec.specials_per_256) {
-        const float v = special_value(T, h >> 8, spec.with_inf_nan);
-        out[k0 + k] = Element<T>::from_float(!spec.with_neg_zero && v == 0.0f ? 0.0f : v);  // -0 == 0: maps it to +0
-        continue;
-      }
-      // Moderate values in [-4, 4) with 24 random bits: most are not exact in T, so the
-      // rounding point and the summation order show in the result.
-      out[k0 + k] = Element<T>::from_float((static_cast<float>(value[k] & 0xffffff) / 0x1p24f - 0.5f) * 8.0f);
-    }
+    for (std::size_t k = 0; k < n; ++k)
+      out[k0 + k] = Element<T>::from_float(elements::random_value(shape, special[k], value[k]));
   }
 }
 
@@ -250,13 +179,14 @@ void typed_fill(Tensor& t, Fill&& fill) {
   }
 }
 
-// The elements a rank input gets: all, or the rows of `partial` (rank_complete).
+// The elements a rank input (or, with complete = false, the residual) gets: all, or the
+// rows of `partial`.
 struct ElementRange {
   std::size_t first, count;
 };
-ElementRange rank_elements(const FusedConfig& c, const PartialInputs& partial, int rank) {
+ElementRange partial_elements(const FusedConfig& c, const PartialInputs& partial, bool complete) {
   const auto hidden = static_cast<std::size_t>(c.hidden);
-  if (partial.complete(rank)) return {0, static_cast<std::size_t>(c.tokens) * hidden};
+  if (complete) return {0, static_cast<std::size_t>(c.tokens) * hidden};
   if (partial.first_row < 0 || partial.rows < 0 || partial.first_row + partial.rows > c.tokens)
     throw std::invalid_argument("PartialInputs: rows outside the call's tokens");
   return {static_cast<std::size_t>(partial.first_row) * hidden, static_cast<std::size_t>(partial.rows) * hidden};
@@ -290,14 +220,16 @@ FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uin
   const std::vector<std::uint8_t> exponents = exact_exponents(spec, count);
   FusedInputs in;
   for (int r = 0; r < c.ranks; ++r) {
-    const ElementRange range = rank_elements(c, partial, r);
+    const ElementRange range = partial_elements(c, partial, partial.complete(r));
     in.rank_inputs.emplace_back(c.dtype, count);
     typed_fill(in.rank_inputs.back(),
                [&]<DType T>(auto* bits) { fill_exact<T>(spec, r, range.first, range.count, exponents.data(), bits); });
   }
+  const ElementRange residual = partial_elements(c, partial, !partial.residual_rows_only);
   in.residual_in = Tensor(c.dtype, count);
-  typed_fill(in.residual_in,
-             [&]<DType T>(auto* bits) { fill_exact<T>(spec, kResidualStream, 0, count, exponents.data(), bits); });
+  typed_fill(in.residual_in, [&]<DType T>(auto* bits) {
+    fill_exact<T>(spec, kResidualStream, residual.first, residual.count, exponents.data(), bits);
+  });
   in.gamma = exact_gamma(seed, c.hidden, c.dtype);
   return in;
 }
@@ -318,12 +250,15 @@ FusedInputs make_random_inputs(const FusedConfig& c, const SpecialsSpec& spec, c
   const auto count = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
   FusedInputs in;
   for (int r = 0; r < c.ranks; ++r) {
-    const ElementRange range = rank_elements(c, partial, r);
+    const ElementRange range = partial_elements(c, partial, partial.complete(r));
     in.rank_inputs.emplace_back(c.dtype, count);
     typed_fill(in.rank_inputs.back(),
                [&]<DType T>(auto* bits) { fill_random<T>(spec, r, range.first, range.count, bits); });
   }
-  in.residual_in = random_with_specials(spec, kResidualStream, c.tokens, c.hidden, c.dtype);
+  const ElementRange residual = partial_elements(c, partial, !partial.residual_rows_only);
+  in.residual_in = Tensor(c.dtype, count);
+  typed_fill(in.residual_in,
+             [&]<DType T>(auto* bits) { fill_random<T>(spec, kResidualStream, residual.first, residual.count, bits); });
   in.gamma = exact_gamma(spec.seed, c.hidden, c.dtype);
   return in;
 }

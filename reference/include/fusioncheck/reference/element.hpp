@@ -12,6 +12,7 @@
 
 #include "fusioncheck/protocol/sentinel.hpp"
 #include "fusioncheck/protocol/vocabulary.hpp"
+#include "fusioncheck/reference/generator_elements.hpp"
 
 namespace fusioncheck::reference {
 
@@ -32,6 +33,8 @@ std::string_view accumulation_name(Accumulation a);
 // originals made fp16 calls cost four times bf16 ones). The same bits as Eigen for every
 // input: property_tests/reference/conversion_test.cpp compares all 65,536 halves and, for
 // float -> T, every float's top 16 bits with many low-bit patterns and a large random sample.
+// fp16 -> float is here; float -> fp16 / bf16 is in generator_elements.hpp, which the GPU's
+// input generator compiles too.
 namespace detail {
 
 inline float half_bits_to_float(std::uint16_t h) {
@@ -46,29 +49,6 @@ inline float half_bits_to_float(std::uint16_t h) {
   return std::bit_cast<float>(mag | (static_cast<std::uint32_t>(h & 0x8000u) << 16));
 }
 
-inline std::uint16_t float_to_half_bits(float f) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t sign = bits & 0x80000000u;
-  const std::uint32_t u = bits ^ sign;
-  // Inf or NaN (NaN -> the quiet NaN 0x7e00; its payload is dropped).
-  const std::uint32_t inf_nan = u > 0x7f800000u ? 0x7e00u : 0x7c00u;
-  // Subnormal or zero result: one float add rounds to nearest even at the right place.
-  constexpr std::uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
-  const std::uint32_t small =
-      std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) + std::bit_cast<float>(denorm_magic)) - denorm_magic;
-  // Normal result: rebias the exponent and round to nearest even on the bits.
-  const std::uint32_t normal = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13;
-  const std::uint32_t mag = u >= ((127u + 16u) << 23) ? inf_nan : u < (113u << 23) ? small : normal;
-  return static_cast<std::uint16_t>(mag | (sign >> 16));
-}
-
-inline std::uint16_t float_to_bf16_bits(float f) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t nan = ((u >> 16) & 0x8000u) | 0x7fc0u;  // NaN -> quiet NaN, sign kept
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-}
-
 }  // namespace detail
 
 // Compile-time traits, one per element type: Bits is the storage word.
@@ -79,7 +59,7 @@ template <>
 struct Element<DType::f16> {
   using Bits = std::uint16_t;
   static float to_float(Bits b) { return detail::half_bits_to_float(b); }
-  static Bits from_float(float f) { return detail::float_to_half_bits(f); }
+  static Bits from_float(float f) { return elements::float_to_half_bits(f); }
   static constexpr int mantissa_bits = 10;  // explicit fraction bits
   static constexpr int min_normal_exp = -14;
 };
@@ -91,7 +71,7 @@ struct Element<DType::bf16> {
   // with a shift because Eigen's bfloat16 -> float goes through memory and does not
   // vectorise; property_tests check it equals Eigen's for all 65,536 patterns.
   static float to_float(Bits b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
-  static Bits from_float(float f) { return detail::float_to_bf16_bits(f); }
+  static Bits from_float(float f) { return elements::float_to_bf16_bits(f); }
   static constexpr int mantissa_bits = 7;
   static constexpr int min_normal_exp = -126;
 };

@@ -45,11 +45,13 @@ FusedInputs make_exact_inputs(const FusedConfig& config, std::uint64_t seed,
 // For a harness that needs only some rows of some ranks' inputs (a rank checks its share of
 // the rows): rank r's input is generated whole where complete(r), else only rows
 // [first_row, first_row + rows), the other rows left +0. The generated values are those of
-// the whole call. Default: every input whole. The residual and gamma are always whole.
+// the whole call. Default: every input whole. The residual likewise when residual_rows_only
+// (a harness that makes the whole residual on the GPU), else whole; gamma always whole.
 struct PartialInputs {
   std::vector<bool> complete_ranks;  // empty: every rank complete
   int first_row = 0;
   int rows = 0;
+  bool residual_rows_only = false;
   bool complete(int rank) const {
     return complete_ranks.empty() || complete_ranks.at(static_cast<std::size_t>(rank));
   }
