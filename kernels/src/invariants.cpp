@@ -57,7 +57,7 @@ std::vector<std::string> check_oneshot_rank_invariants(int r, const ControlState
   request.data_buffer = static_cast<int>(before.control.flag % protocol::kLamportBuffers);
   request.dtype = dtype;
   for (const auto& input : inputs) request.inputs.emplace_back(input);
-  const auto lamport = lamport_violations(r, scan_lamport_on_host(after, request), request);
+  const auto lamport = lamport_violations(r, scan_lamport_on_host(after, request));
   out.insert(out.end(), lamport.begin(), lamport.end());
   return out;
 }

@@ -72,9 +72,14 @@ void validate_lamport_request(const LamportScanRequest& request) {
   for (const auto& input : request.inputs)
     if (input.size() != request.inputs.front().size())
       throw std::invalid_argument("Lamport scan: the ranks' inputs differ in length");
-  if (request.slots != SlotScan::my_slot_everywhere) return;
-  if (request.inputs.size() != 1)
-    throw std::invalid_argument("Lamport scan of my slot everywhere: " + std::to_string(request.inputs.size()) +
+  const bool on_device = request.device_input != nullptr;
+  if (request.slots != SlotScan::my_slot_everywhere) {
+    if (on_device) throw std::invalid_argument("Lamport scan: a device input is for a scan of my slot everywhere");
+    return;
+  }
+  const std::size_t inputs = request.inputs.size() + (on_device ? 1 : 0);
+  if (inputs != 1)
+    throw std::invalid_argument("Lamport scan of my slot everywhere: " + std::to_string(inputs) +
                                 " inputs, expected this rank's alone");
   if (request.ranks < 1 || request.ranks > protocol::kMaxRanks || request.rank < 0 || request.rank >= request.ranks)
     throw std::invalid_argument("Lamport scan of my slot everywhere: rank " + std::to_string(request.rank) +
@@ -99,7 +104,9 @@ LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes
   scan.rank = mine ? request.rank : 0;
   scan.data_buffer = request.data_buffer;
   scan.elem_bytes = elem_bytes;
-  scan.slot_elems = request.inputs.empty() ? 0 : request.inputs[0].size();
+  scan.slot_elems = request.device_input != nullptr ? request.device_input_elems
+                   : request.inputs.empty()        ? 0
+                                                   : request.inputs[0].size();
   scan.slots_fit = n * scan.slot_elems <= per_buffer;
   scan.slots.resize(n);
   return scan;
@@ -110,6 +117,8 @@ LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest
     throw std::invalid_argument("Lamport scan on the host: the state was read without its Lamport buffers");
   if (request.slots == SlotScan::my_slot_everywhere)
     throw std::invalid_argument("Lamport scan on the host: my_slot_everywhere needs the peers' buffers (device scanner)");
+  if (request.device_input != nullptr)
+    throw std::invalid_argument("Lamport scan on the host: the input is in GPU memory (device scanner)");
   const int n = static_cast<int>(request.inputs.size());
   const std::uint64_t per_buffer = a.comm_size / a.elem_bytes;
   LamportScan scan = empty_lamport_scan(request, a.elem_bytes, per_buffer);
@@ -123,6 +132,7 @@ LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest
       if (got != want && slot.mismatches++ == 0) {
         slot.first_index = i;
         slot.first_value = got;
+        slot.first_expected = want;
       }
     }
   }
@@ -131,7 +141,7 @@ LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest
   return scan;
 }
 
-std::vector<std::string> lamport_violations(int r, const LamportScan& scan, const LamportScanRequest& request) {
+std::vector<std::string> lamport_violations(int r, const LamportScan& scan) {
   std::vector<std::string> out;
   const std::string rank = std::to_string(r);
   // Invariant 4: the data buffer holds every rank's canonicalised input, then -0.
@@ -142,12 +152,11 @@ std::vector<std::string> lamport_violations(int r, const LamportScan& scan, cons
     if (slot.mismatches == 0) continue;
     const std::size_t owner = mine ? i : static_cast<std::size_t>(r);
     const std::size_t pusher = mine ? static_cast<std::size_t>(scan.rank) : i;
-    const std::uint32_t want =
-        pushed_lamport_bits(request.inputs[mine ? 0 : i][slot.first_index], request.dtype, scan.elem_bytes);
     out.push_back("invariant 4: rank " + std::to_string(owner) + " buffer " + std::to_string(scan.data_buffer) +
                   " slot " + std::to_string(pusher) + ": " + std::to_string(slot.mismatches) +
                   " elements differ from rank " + std::to_string(pusher) + "'s input, first at " +
-                  std::to_string(slot.first_index) + ": " + hex(slot.first_value) + " instead of " + hex(want));
+                  std::to_string(slot.first_index) + ": " + hex(slot.first_value) + " instead of " +
+                  hex(slot.first_expected));
   }
   // Invariant 4 past N * size, and invariant 5 (the other two buffers): all -0; invariant 6:
   // no fp32 element holds the 16-bit sentinel pair.

@@ -165,11 +165,12 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   const WorkspaceConfig& config = workspace.config();
   const int elem_bytes = config.fp32_lamport ? 4 : 2;
   const std::uint64_t per_buffer = config.comm_size / elem_bytes;
-  const int n = static_cast<int>(request.inputs.size());
+  const int n = static_cast<int>(request.inputs.size());  // host inputs (none with a device_input)
   if (per_buffer >= (1ull << 32)) throw InvalidLaunch("Lamport scan: a buffer of 2^32 elements or more");
   LamportScan scan = empty_lamport_scan(request, elem_bytes, per_buffer);
 
   const bool mine = request.slots == SlotScan::my_slot_everywhere;
+  const bool on_device = request.device_input != nullptr;
   const std::uint64_t input_elems = scan.slots_fit ? n * scan.slot_elems : 0;
   scratch_->reserve_inputs(std::max<std::uint64_t>(input_elems, 1));
   for (int r = 0; r < n && input_elems > 0; ++r)
@@ -193,7 +194,7 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   args.data_buffer = request.data_buffer;
   args.slots = static_cast<int>(scan.slots.size());  // compared only when they fit, as on the host
   args.slot_elems = scan.slot_elems;
-  args.inputs = scratch_->inputs;
+  args.inputs = on_device ? request.device_input : scratch_->inputs;
   args.bf16 = request.dtype == DType::bf16;
   if (mine) {
     args.my_slot = request.rank;
@@ -227,6 +228,14 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
     if (slot.mismatches > 0) {
       slot.first_index = got.first_mismatch[r] >> 32;
       slot.first_value = static_cast<std::uint32_t>(got.first_mismatch[r]);
+      // The input element there, for the report: one word read back from a device input.
+      std::uint16_t input = 0;
+      if (on_device) {
+        FC_CUDA_CHECK(cudaMemcpy(&input, request.device_input + slot.first_index, sizeof(input), cudaMemcpyDeviceToHost));
+      } else {
+        input = request.inputs[mine ? 0 : static_cast<std::size_t>(r)][slot.first_index];
+      }
+      slot.first_expected = pushed_lamport_bits(input, request.dtype, elem_bytes);
     }
   }
   return scan;

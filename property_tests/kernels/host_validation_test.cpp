@@ -259,13 +259,14 @@ TEST(InvariantChecker, HostLamportScanCountsAndReportsTheFirstOffender) {
   EXPECT_EQ(scan.slots[1].mismatches, 2u);
   EXPECT_EQ(scan.slots[1].first_index, 4u);
   EXPECT_EQ(scan.slots[1].first_value, 0x2222u);
+  EXPECT_EQ(scan.slots[1].first_expected, 0x3fc4u);  // rank 1's element 4 (correct_call), pushed unchanged
   EXPECT_EQ(scan.buffers[0].not_sentinel, 1u);
   EXPECT_EQ(scan.buffers[0].first_index, 2 * kElems + 7);
   EXPECT_EQ(scan.buffers[1].not_sentinel, 0u);
   EXPECT_EQ(scan.buffers[2].not_sentinel, 3u);
   EXPECT_EQ(scan.buffers[2].first_index, 5u);
   EXPECT_EQ(scan.buffers[2].first_value, 0x5555u);
-  const auto lines = fk::lamport_violations(1, scan, request);
+  const auto lines = fk::lamport_violations(1, scan);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "invariant 4: rank 1 buffer 0 slot 1: 2 elements differ from rank 1's input, first at 4: "
                       "0x2222 instead of 0x3fc4");
@@ -309,13 +310,14 @@ TEST(InvariantChecker, MySlotEverywhereScanNamesTheBufferOwner) {
   EXPECT_FALSE(fk::empty_lamport_scan(request, 2, 4 * s.inputs[2].size() - 1).slots_fit);
 
   fk::LamportScan scan = empty;
-  EXPECT_TRUE(fk::lamport_violations(2, scan, request).empty());
+  EXPECT_TRUE(fk::lamport_violations(2, scan).empty());
   scan.slots[3].mismatches = 5;  // rank 3's buffer holds rank 2's slot wrong
   scan.slots[3].first_index = 4;
   scan.slots[3].first_value = 0x2222;
-  const auto lines = fk::lamport_violations(2, scan, request);
-  ASSERT_EQ(lines.size(), 1u);
   // Rank 2's element 4 is 0x3f80 + 2 * 64 + 4 (correct_call), pushed unchanged.
+  scan.slots[3].first_expected = fk::pushed_lamport_bits(s.inputs[2][4], fk::DType::bf16, 2);
+  const auto lines = fk::lamport_violations(2, scan);
+  ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], "invariant 4: rank 3 buffer 0 slot 2: 5 elements differ from rank 2's input, first at 4: "
                       "0x2222 instead of 0x4004");
 
@@ -323,6 +325,21 @@ TEST(InvariantChecker, MySlotEverywhereScanNamesTheBufferOwner) {
   fk::LamportScanRequest two_inputs = request;
   two_inputs.inputs.emplace_back(s.inputs[3]);
   EXPECT_THROW(fk::empty_lamport_scan(two_inputs, 2, 1u << 20), std::invalid_argument);
+  // This rank's input in GPU memory instead: shaped by its length, refused beside a host
+  // input, outside my_slot_everywhere and by the host scanner.
+  const std::uint16_t fake_device_word = 0;
+  fk::LamportScanRequest on_device = request;
+  on_device.inputs.clear();
+  on_device.device_input = &fake_device_word;  // never dereferenced by the host-side checks
+  on_device.device_input_elems = 3 * s.inputs[2].size();
+  EXPECT_EQ(fk::empty_lamport_scan(on_device, 2, 1u << 20).slot_elems, 3 * s.inputs[2].size());
+  EXPECT_THROW(fk::scan_lamport_on_host(s.after[2], on_device), std::invalid_argument);
+  fk::LamportScanRequest both = on_device;
+  both.inputs.emplace_back(s.inputs[2]);
+  EXPECT_THROW(fk::empty_lamport_scan(both, 2, 1u << 20), std::invalid_argument);
+  fk::LamportScanRequest every_slot = on_device;
+  every_slot.slots = fk::SlotScan::every_slot_here;
+  EXPECT_THROW(fk::empty_lamport_scan(every_slot, 2, 1u << 20), std::invalid_argument);
   for (const auto& [rank, ranks] : {std::pair{4, 4}, std::pair{-1, 4}, std::pair{0, 0}, std::pair{0, 17}}) {
     fk::LamportScanRequest bad = request;
     bad.rank = rank;

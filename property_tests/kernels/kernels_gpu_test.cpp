@@ -334,7 +334,7 @@ TEST_F(Gpu, DeviceLamportScanAgreesWithTheHostScanAndFindsEachCorruption) {
       const fk::LamportScan host = fk::scan_lamport_on_host(fk::read_control_state(ws), request);
       const fk::LamportScan device = scanner.scan(ws, request);
       EXPECT_TRUE(host == device) << "fp32=" << fp32 << ": the GPU and host scans differ";
-      return fk::lamport_violations(0, device, request);
+      return fk::lamport_violations(0, device);
     };
     const auto clean = scan();
     EXPECT_TRUE(clean.empty()) << "fp32=" << fp32 << ": " << (clean.empty() ? "" : clean.front());
@@ -409,12 +409,27 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
       mine.inputs.emplace_back(inputs[r]);
       return mine;
     };
+    // The same requests with each rank's input in GPU memory (what `gpu check` passes).
+    std::vector<std::uint16_t*> device_inputs(kRanks, nullptr);
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_EQ(cudaMalloc(&device_inputs[r], kElems * 2), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(device_inputs[r], inputs[r].data(), kElems * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    auto device_request = [&](int r) {
+      fk::LamportScanRequest mine = my_slot_request(r);
+      mine.inputs.clear();
+      mine.device_input = device_inputs[r];
+      mine.device_input_elems = kElems;
+      return mine;
+    };
     fk::DeviceLamportScanner scanner;
     auto agree = [&](const char* when) {
       std::vector<fk::LamportScan> owners;
       for (auto& ws : rig.workspaces()) owners.push_back(fk::scan_lamport_on_host(fk::read_control_state(ws), every));
       for (int r = 0; r < kRanks; ++r) {
         const fk::LamportScan mine = scanner.scan(rig.workspaces()[r], my_slot_request(r));
+        EXPECT_TRUE(scanner.scan(rig.workspaces()[r], device_request(r)) == mine)
+            << when << ", fp32=" << fp32 << ": rank " << r << ", input in GPU memory";
         ASSERT_EQ(mine.slots.size(), static_cast<std::size_t>(kRanks));
         for (int owner = 0; owner < kRanks; ++owner)
           EXPECT_TRUE(mine.slots[owner] == owners[owner].slots[r])
@@ -424,22 +439,22 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
     };
     agree("clean");
     for (int r = 0; r < kRanks; ++r)
-      EXPECT_TRUE(fk::lamport_violations(r, scanner.scan(rig.workspaces()[r], my_slot_request(r)), my_slot_request(r))
+      EXPECT_TRUE(fk::lamport_violations(r, scanner.scan(rig.workspaces()[r], my_slot_request(r)))
                       .empty())
           << "fp32=" << fp32 << ": rank " << r;
 
     write(3, 1 * kElems + 7, 0x1234u);  // rank 1's slot in rank 3's buffer
     write(0, 2 * kElems + 9, fp32 ? fp::kNegZero32 : fp::kNegZero16);  // rank 2's -0, not canonicalised
     agree("corrupted");
-    const auto one = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)), my_slot_request(1));
+    const auto one = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)));
     ASSERT_EQ(one.size(), 1u) << "fp32=" << fp32;
     EXPECT_NE(one[0].find("invariant 4: rank 3 buffer 2 slot 1: 1 elements differ from rank 1's input, first at 7: 0x1234"),
               std::string::npos) << one[0];
-    const auto two = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)), my_slot_request(2));
+    const auto two = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)));
     ASSERT_EQ(two.size(), 1u) << "fp32=" << fp32;
     EXPECT_NE(two[0].find("invariant 4: rank 0 buffer 2 slot 2: 1 elements differ from rank 2's input, first at 9"),
               std::string::npos) << two[0];
-    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)), my_slot_request(3))
+    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)))
                     .empty()) << "fp32=" << fp32 << ": rank 3 pushed nothing wrong; its buffer's slots are its peers' to check";
 
     // Outside the slots each rank scans its own buffers: past N * size of its data buffer,
@@ -447,17 +462,18 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
     write(1, kRanks * kElems + 3, 0x42u);
     write_in(2, 0, 5, 0x43u);
     agree("corrupted outside the slots");
-    const auto past = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)), my_slot_request(1));
+    const auto past = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)));
     EXPECT_TRUE(std::any_of(past.begin(), past.end(), [](const std::string& l) {
       return l.find("invariant 4 (past N*size): rank 1 buffer 2: 1 elements are not -0, first at element 803") !=
              std::string::npos;
     })) << "fp32=" << fp32 << ": " << past.size() << " lines";
-    const auto other = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)), my_slot_request(2));
+    const auto other = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)));
     EXPECT_TRUE(std::any_of(other.begin(), other.end(), [](const std::string& l) {
       return l.find("invariant 5: rank 2 buffer 0: 1 elements are not -0, first at element 5 = 0x43") != std::string::npos;
     })) << "fp32=" << fp32 << ": " << other.size() << " lines";
-    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)), my_slot_request(3))
+    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)))
                     .empty()) << "fp32=" << fp32 << ": rank 3's buffers are clean";
+    for (std::uint16_t* p : device_inputs) cudaFree(p);
   }
 }
 

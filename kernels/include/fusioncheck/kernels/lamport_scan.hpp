@@ -38,6 +38,11 @@ struct LamportScanRequest {
   SlotScan slots = SlotScan::every_slot_here;
   int rank = 0;   // my_slot_everywhere: this rank
   int ranks = 0;  // my_slot_everywhere: the ranks (slots per buffer)
+  // my_slot_everywhere, instead of `inputs`: this rank's input already in GPU memory
+  // (device_input_elems T elements, on the scanned workspace's device), compared where it
+  // is. The device scanner only.
+  const std::uint16_t* device_input = nullptr;
+  std::uint64_t device_input_elems = 0;
 };
 
 struct LamportBufferScan {  // elements that are not the sentinel (data buffer: past N * size)
@@ -50,8 +55,9 @@ struct LamportBufferScan {  // elements that are not the sentinel (data buffer: 
 
 struct LamportSlotScan {  // elements of a slot that differ from the rank's pushed input
   std::uint64_t mismatches = 0;
-  std::uint64_t first_index = 0;  // element index within the slot
-  std::uint32_t first_value = 0;  // what the buffer holds there
+  std::uint64_t first_index = 0;     // element index within the slot
+  std::uint32_t first_value = 0;     // what the buffer holds there
+  std::uint32_t first_expected = 0;  // what the rank pushed there (pushed_lamport_bits)
   bool operator==(const LamportSlotScan&) const = default;
 };
 
@@ -72,18 +78,19 @@ struct LamportScan {
 // A scan with nothing found yet, shaped for the request: the slot length, whether the slots
 // fit in a buffer of per_buffer elements, one slot per rank. Throws std::invalid_argument
 // when the request cannot be scanned: data_buffer outside [0, kLamportBuffers), more than
-// kMaxRanks inputs, inputs of different lengths, or (my_slot_everywhere) not exactly one
-// input, ranks outside [1, kMaxRanks] or rank outside [0, ranks).
+// kMaxRanks inputs, inputs of different lengths, a device_input outside my_slot_everywhere
+// or beside `inputs`, or (my_slot_everywhere) not exactly one input (host or device), ranks
+// outside [1, kMaxRanks] or rank outside [0, ranks).
 LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes, std::uint64_t per_buffer);
 
 // Over the Lamport bytes of a ControlState read back with the buffers (throws
 // std::invalid_argument for a state read without them, a bad request, or
-// my_slot_everywhere, which needs the peers' buffers).
+// my_slot_everywhere, which needs the peers' buffers, or a device_input).
 LamportScan scan_lamport_on_host(const ControlState& after, const LamportScanRequest& request);
 
 // The "invariant 4/5/6: ..." lines of rank r's scan (empty when the buffers are as they must
 // be). A my_slot_everywhere scan names the rank whose buffer holds the wrong slot.
-std::vector<std::string> lamport_violations(int r, const LamportScan& scan, const LamportScanRequest& request);
+std::vector<std::string> lamport_violations(int r, const LamportScan& scan);
 
 // The Lamport element a rank pushes for an input element (T bits): -0 becomes +0; with an
 // fp32 Lamport buffer the value is widened first. Returned in the low elem_bytes bytes.
