@@ -33,8 +33,10 @@ struct CaseVerdict {
 
 // Where a run's time goes, summed over its cases (seconds), for "what bounds it".
 struct PhaseTimes {
-  double inputs = 0;      // generating the inputs this rank needs (its own whole, peers' checked rows)
-  double uploads = 0;     // copying them to the GPU, filling the output canaries
+  double inputs = 0;      // generating on the host the inputs this rank needs (the checked rows
+                          // of every input; the whole own input and residual where the GPU
+                          // does not make them)
+  double uploads = 0;     // copying them to the GPU or launching its generator, the output canaries
   double kernels = 0;     // barrier before the launch, launch, waiting for the kernels
   double reference = 0;   // output download, Eigen reference, comparison, consumer copy
   double invariants = 0;  // workspace read-back and the per-rank invariant scan
@@ -77,6 +79,9 @@ class CaseRunner {
   int calls_run_ = 0;
   PhaseTimes times_;
   kernels::ControlState last_state_;  // read after the last call (or before the first)
+  // The own input of the last call of a checked group, as generated on the GPU, for the
+  // Lamport scan: a copy the kernel under test is never given.
+  DeviceBuffer scan_input_;
 };
 
 }  // namespace fusioncheck::gpu

@@ -1,0 +1,42 @@
+#pragma once
+// A rank's own input and the residual generated on its GPU, where the kernel reads them, by
+// the per-element definitions the host generators use (reference/generator_elements.hpp):
+// the same bits as reference::exact_input / random_with_specials for the same arguments.
+// The case runner then generates on the host only the rows it checks against the reference,
+// and uploads nothing but gamma (at 8 ranks that is about a third of the host's generation).
+// property_tests/mpi/device_inputs_gpu_test.cpp compares the two bit for bit.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fusioncheck/protocol/vocabulary.hpp"
+
+namespace fusioncheck::gpu {
+
+// One stream of one call (stream: the rank, or reference::kResidualStream).
+struct ExactStream {  // reference::ExactSpec
+  std::uint64_t seed = 0;
+  std::uint64_t call_index = 0;
+  int stream = 0;
+  int ranks = 2;
+  bool with_neg_zero = true;
+};
+struct RandomStream {  // reference::SpecialsSpec
+  std::uint64_t seed = 0;
+  std::uint64_t call_index = 0;
+  int stream = 0;
+  int specials_per_256 = 24;
+  bool with_inf_nan = false;
+  bool with_neg_zero = true;
+};
+
+// Elements [0, elems) of the stream as T bits (f16 or bf16) into out and, when copy is not
+// null, into copy as well; ordered on `stream`. BadInput for fp32 or ranks < 1; CudaError
+// when the launch fails.
+void generate_on_device(const ExactStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,
+                        std::uint16_t* copy, cudaStream_t stream);
+void generate_on_device(const RandomStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,
+                        std::uint16_t* copy, cudaStream_t stream);
+
+}  // namespace fusioncheck::gpu
