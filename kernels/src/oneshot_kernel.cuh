@@ -168,6 +168,12 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ float scratch[32];
   protocol::ControlBlock* cb = a.ws.control;
   std::uint32_t two_shot_flag = 0;  // thread 0: written back unchanged by step 7
+  // A grid of one block (every one-token call without a cluster) is all the blocks of the
+  // call: once its thread 0 has read the state, every block has arrived, so it updates the
+  // state right away (step 7 at step 2) and the counter stays 0. That takes the update off
+  // the tail of the call: 2 % at 1 x 4096 on one H200 (docs/bench.md, session 13). Mutant
+  // instances keep the counter at every grid size, so that its bugs show at one block too.
+  const bool single_block = M == Mutant::none && gridDim.x == 1;
   if (threadIdx.x == 0) {  // step 2
     // One acquire load of clear_size and the word holding the flag (they share 16 bytes,
     // protocol/workspace.hpp): the arrival below cannot become visible before it.
@@ -177,9 +183,13 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
     two_shot_flag = static_cast<std::uint32_t>(flag_word >> 32);
     s_clear = clear_size;
     s_flag = flag;
-    atomicAdd(&cb->arrival_counter, 1u);
-    if constexpr (M == Mutant::flag_before_arrival)
-      if (blockIdx.x == 0) advance_control<N, M>(cb, flag, two_shot_flag, a.size);
+    if (single_block) {
+      advance_control<N, M>(cb, flag, two_shot_flag, a.size);
+    } else {
+      atomicAdd(&cb->arrival_counter, 1u);
+      if constexpr (M == Mutant::flag_before_arrival)
+        if (blockIdx.x == 0) advance_control<N, M>(cb, flag, two_shot_flag, a.size);
+    }
   }
   step_done(1);
   __syncthreads();
@@ -284,7 +294,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // behind the polls; by then every block has usually arrived, and step 7 need not read again.
   std::uint32_t arrivals = 0;
   // Acquire loads: the state update of step 7 cannot be ordered before the arrivals it saw.
-  if (blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
+  if (!single_block && blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups)
     process_row<T, K, S>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
@@ -293,7 +303,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // Step 7.
   __syncthreads();
   if constexpr (M != Mutant::flag_before_arrival) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (!single_block && blockIdx.x == 0 && threadIdx.x == 0) {
       inject_delay(a.delay, a.rank, DelayPoint::before_flag, a.call_index);
       std::uint32_t c = arrivals;
       bool arrived = true;

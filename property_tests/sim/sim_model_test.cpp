@@ -203,6 +203,40 @@ TEST(SimMutants, TwoShotGatherOverlapNeedsALargerTwoShotCallNext) {
                    .counterexample);
 }
 
+// A one-shot grid of one block updates the state when it arrives, as the kernel does
+// (step 7 at step 2): its trace shows the update at the arrival and never a counter above 0;
+// runs stay clean under every profile. With two blocks the counter is used as before, and
+// the same early update there (flag-before-arrival) is caught.
+TEST(SimSteps, OneBlockGridUpdatesTheStateWhenItArrives) {
+  SimConfig one = default_config();
+  one.blocks = 1;
+  one.vectors_per_block = 4;  // the largest call of default_config
+  for (const char* p : {"sm90-nvlink", "sm90-pcie", "sm100-nvlink", "sm120-pcie"}) {
+    Model model(one, profile(p), Mutant::none);
+    std::vector<std::string> trace;
+    model.set_trace(&trace);
+    const RunResult r = run_random(model, 7);
+    EXPECT_FALSE(r.violation) << p << ": " << r.violation->text;
+    const auto has = [&](const std::string& text) {
+      return std::any_of(trace.begin(), trace.end(),
+                         [&](const std::string& line) { return line.find(text) != std::string::npos; });
+    };
+    EXPECT_TRUE(has("the only block: arrives and sets f=")) << p;
+    EXPECT_FALSE(has("block arrives, arrival counter")) << p;
+    EXPECT_FALSE(search_with(one, profile(p), Mutant::none, SchedulerKind::random, 300).counterexample) << p;
+  }
+  Model two(default_config(), profile("sm90-nvlink"), Mutant::none);
+  std::vector<std::string> trace;
+  two.set_trace(&trace);
+  EXPECT_FALSE(run_random(two, 7).violation);
+  EXPECT_TRUE(std::any_of(trace.begin(), trace.end(), [](const std::string& line) {
+    return line.find("block arrives, arrival counter") != std::string::npos;
+  }));
+  EXPECT_TRUE(search_with(default_config(), profile("sm90-nvlink"), Mutant::flag_before_arrival,
+                          SchedulerKind::random, 2000)
+                  .counterexample);
+}
+
 // Schedules are values.
 TEST(SimSchedules, RandomRunReplaysExactly) {
   const auto result = search_with(default_config(), profile("sm90-nvlink"),

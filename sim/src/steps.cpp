@@ -171,12 +171,26 @@ static bool move_on(Model& model, Thread& t, std::vector<std::int32_t>& block_pa
       case kPcReadGather: applies = active; break;
       case kPcReduce: applies = active && t.idx % cfg.ranks == t.rank; break;
       case kPcClear: applies = static_cast<std::uint32_t>(t.idx) < t.clear_vectors; break;
-      case kPcUpdate: applies = t.block == 0 && first_of_block; break;
+      case kPcUpdate: applies = t.block == 0 && first_of_block && !model.updates_at_arrival(kernel); break;
       case kPcTrigger: applies = late_trigger; break;
       default: break;
     }
     if (t.pc == kPcDone || applies) return bumped;
   }
+}
+
+// Step 7 of a one-shot call of `size` vectors on `rank`: f advances, clear_size becomes
+// N * size, the arrival counter goes back to 0. `who` begins the trace line.
+void Model::update_one_shot_state(int rank, int size, const std::string& who) {
+  RankMemory& mem = memory_[static_cast<std::size_t>(rank)];
+  memory_events_ += 3;  // flag, clear size, counter
+  step_changes_ |= kChangedCounters;
+  mem.control.flag = protocol::next_flag(mem.control.flag, mutant_);
+  mem.control.clear_size = static_cast<std::uint64_t>(config_.ranks * size * config_.elems_per_vector);
+  if (mutant_ != Mutant::counter_not_reset) mem.control.arrival_counter = 0;
+  if (trace_)
+    trace(fmt::format("{} sets f={}, clear size {}, arrival counter {}", who, mem.control.flag,
+                      mem.control.clear_size, mem.control.arrival_counter));
 }
 
 void Model::step_thread(int thread_index) {
@@ -238,6 +252,10 @@ void Model::step_thread(int thread_index) {
       }
       break;
     case kPcArrive: {
+      if (updates_at_arrival(kernel)) {
+        update_one_shot_state(t.rank, size, who + ": the only block: arrives and");
+        break;
+      }
       const bool shared = one_shot || mutant_ == Mutant::shared_counter;
       auto& counter = shared ? mem.control.arrival_counter : mem.control.two_shot_counter;
       ++counter;
@@ -306,17 +324,11 @@ void Model::step_thread(int thread_index) {
       break;
     }
     case kPcUpdate:
-      memory_events_ += 3;  // flag, clear size / counter, counter
-      step_changes_ |= kChangedCounters;
       if (one_shot) {
-        mem.control.flag = protocol::next_flag(mem.control.flag, mutant_);
-        mem.control.clear_size = static_cast<std::uint64_t>(N * size * E);
-        if (mutant_ != Mutant::counter_not_reset) mem.control.arrival_counter = 0;
-        if (trace_)
-          trace(fmt::format("{}: sets f={}, clear size {}, arrival counter {}", who,
-                            mem.control.flag, mem.control.clear_size,
-                            mem.control.arrival_counter));
+        update_one_shot_state(t.rank, size, who + ":");
       } else {
+        memory_events_ += 3;  // flag, counter
+        step_changes_ |= kChangedCounters;
         mem.control.two_shot_flag = t.flag_seen;
         mem.control.two_shot_counter = 0;  // shared-counter: the shared one stays as it is
         if (trace_)

@@ -205,6 +205,7 @@ class Model {
   void launch_ready_kernels(int rank);
   bool thread_enabled(const Thread& t) const;
   void step_thread(int thread_index);
+  void update_one_shot_state(int rank, int size, const std::string& who);
   void init_rank(int rank);
   void fail(ViolationKind kind, std::string text);
   void trace(std::string line);
@@ -219,6 +220,11 @@ class Model {
                                 kChangedCounters = 16, kChangedTriggers = 32;
   static constexpr int kChangeKinds = 6;
   int grid_of(int rank) const;
+  // A one-shot grid of one block updates the state when it arrives (step 7 at step 2, as
+  // the kernel does): its one block is every block. Mutants keep the counter.
+  bool updates_at_arrival(const Kernel& kernel) const {
+    return mutant_ == Mutant::none && kernel.spec.kind == CallKind::one_shot && kernel.grid_blocks == 1;
+  }
   int kernel_index(int rank, int call) const {
     return rank * static_cast<int>(calls_.size()) + call;
   }
