@@ -155,6 +155,17 @@ FusedConfig gen_shape() {
   return c;
 }
 
+// Inside a property: any seed and call, a few shares of specials, every flag.
+SpecialsSpec gen_specials() {
+  SpecialsSpec s;
+  s.seed = *rc::gen::arbitrary<std::uint64_t>();
+  s.call_index = *rc::gen::arbitrary<std::uint64_t>();
+  s.specials_per_256 = *rc::gen::element(0, 24, 128, 256);
+  s.with_inf_nan = *rc::gen::arbitrary<bool>();
+  s.with_neg_zero = *rc::gen::arbitrary<bool>();
+  return s;
+}
+
 RC_GTEST_PROP(RefGeneratorOracle, ExactInputsEqualThePlainDefinition, ()) {
   FusedConfig c = gen_shape();
   if (c.ranks > 8) c.ranks = *rc::gen::element(16, 64);  // the moduli of many ranks, few streams
@@ -176,12 +187,7 @@ RC_GTEST_PROP(RefGeneratorOracle, ExactInputsEqualThePlainDefinition, ()) {
 RC_GTEST_PROP(RefGeneratorOracle, RandomInputsEqualThePlainDefinition, ()) {
   FusedConfig c = gen_shape();
   c.ranks = *rc::gen::inRange(1, 4);
-  SpecialsSpec s;
-  s.seed = *rc::gen::arbitrary<std::uint64_t>();
-  s.call_index = *rc::gen::arbitrary<std::uint64_t>();
-  s.specials_per_256 = *rc::gen::element(0, 24, 128, 256);
-  s.with_inf_nan = *rc::gen::arbitrary<bool>();
-  s.with_neg_zero = *rc::gen::arbitrary<bool>();
+  const SpecialsSpec s = gen_specials();
   const auto count = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
   const FusedInputs in = make_random_inputs(c, s);
   for (int r = 0; r < c.ranks; ++r)
@@ -244,12 +250,7 @@ RC_GTEST_PROP(RefGeneratorOracle, PerElementFormsEqualThePlainDefinition, ()) {
   for (std::size_t k = 0; k < count; ++k)
     RC_ASSERT(float_to_bits(t, elements::exact_element(pre, common, k, max_m, neg_zeros)) == want_exact[k]);
 
-  SpecialsSpec s;
-  s.seed = *rc::gen::arbitrary<std::uint64_t>();
-  s.call_index = *rc::gen::arbitrary<std::uint64_t>();
-  s.specials_per_256 = *rc::gen::element(0, 24, 128, 256);
-  s.with_inf_nan = *rc::gen::arbitrary<bool>();
-  s.with_neg_zero = *rc::gen::arbitrary<bool>();
+  const SpecialsSpec s = gen_specials();
   const auto want_random = oracle::random(s, stream, count, t);
   const elements::RandomShape shape{t, s.specials_per_256, s.with_inf_nan, s.with_neg_zero};
   const std::uint64_t rpre = elements::stream_prefix(s.seed, s.call_index, stream);

@@ -93,9 +93,10 @@ const typename Element<T>::Bits* exact_values(const ExactShape& shape) {
   return cache.bits.data();
 }
 
-// The per-element exponent index e (exponent e - 6) of elements [0, count): the same for
-// every stream of a call, so make_exact_inputs draws it once for all of them.
-std::vector<std::uint8_t> exact_exponents(const ExactSpec& spec, std::size_t count) {
+// The per-element exponent index e (exponent e - 6) of elements [first, first + count), at
+// [0, count): the same for every stream of a call, so make_exact_inputs draws it once for
+// all of them, and only where some stream needs it.
+std::vector<std::uint8_t> exact_exponents(const ExactSpec& spec, std::size_t first, std::size_t count) {
   std::vector<std::uint8_t> e(count);
   const StreamDraws common(spec.seed, spec.call_index, kCommonStream);
   const auto blocks = static_cast<std::ptrdiff_t>((count + kBlock - 1) / kBlock);
@@ -103,14 +104,14 @@ std::vector<std::uint8_t> exact_exponents(const ExactSpec& spec, std::size_t cou
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
     const std::size_t k0 = static_cast<std::size_t>(b) * kBlock, n = std::min(kBlock, count - k0);
     std::uint64_t draws[kBlock];
-    block_draws(common.prefix(), k0, n, kExponent, draws);
+    block_draws(common.prefix(), first + k0, n, kExponent, draws);
     for (std::size_t k = 0; k < n; ++k) e[k0 + k] = static_cast<std::uint8_t>(draws[k] % 10);
   }
   return e;
 }
 
 // Elements [first, first + count) of one stream into out[first, first + count), with the
-// call's exponents (indexed by element).
+// call's exponents of those elements (exponents[0] is element first's).
 template <DType T>
 void fill_exact(const ExactSpec& spec, int stream, std::size_t first, std::size_t count, const std::uint8_t* exponents,
                 typename Element<T>::Bits* out) {
@@ -125,7 +126,7 @@ void fill_exact(const ExactSpec& spec, int stream, std::size_t first, std::size_
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
     const std::size_t k0 = first + static_cast<std::size_t>(b) * kBlock, n = std::min(kBlock, first + count - k0);
     std::uint64_t value[kBlock], negz[kBlock];
-    const std::uint8_t* const e = exponents + k0;
+    const std::uint8_t* const e = exponents + (k0 - first);
     Bits* const o = out + k0;
     if (neg_zeros) {
       block_draws2(mine.prefix(), k0, n, kValue, value, kNegZero, negz);
@@ -197,7 +198,7 @@ ElementRange partial_elements(const FusedConfig& c, const PartialInputs& partial
 Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DType dtype) {
   const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
   Tensor out(dtype, count);
-  const std::vector<std::uint8_t> exponents = exact_exponents(spec, count);
+  const std::vector<std::uint8_t> exponents = exact_exponents(spec, 0, count);
   typed_fill(out, [&]<DType T>(auto* bits) { fill_exact<T>(spec, stream, 0, count, exponents.data(), bits); });
   return out;
 }
@@ -217,18 +218,23 @@ FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uin
                               const PartialInputs& partial) {
   const ExactSpec spec{seed, call_index, c.ranks, with_neg_zero};
   const auto count = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
-  const std::vector<std::uint8_t> exponents = exact_exponents(spec, count);
+  // The exponents of the elements some stream gets: all of them, or the asked rows only.
+  bool any_whole = !partial.residual_rows_only;
+  for (int r = 0; r < c.ranks; ++r) any_whole = any_whole || partial.complete(r);
+  const ElementRange drawn = partial_elements(c, partial, any_whole);
+  const std::vector<std::uint8_t> exponents = exact_exponents(spec, drawn.first, drawn.count);
+  const auto exponents_of = [&](const ElementRange& range) { return exponents.data() + (range.first - drawn.first); };
   FusedInputs in;
   for (int r = 0; r < c.ranks; ++r) {
     const ElementRange range = partial_elements(c, partial, partial.complete(r));
     in.rank_inputs.emplace_back(c.dtype, count);
     typed_fill(in.rank_inputs.back(),
-               [&]<DType T>(auto* bits) { fill_exact<T>(spec, r, range.first, range.count, exponents.data(), bits); });
+               [&]<DType T>(auto* bits) { fill_exact<T>(spec, r, range.first, range.count, exponents_of(range), bits); });
   }
   const ElementRange residual = partial_elements(c, partial, !partial.residual_rows_only);
   in.residual_in = Tensor(c.dtype, count);
   typed_fill(in.residual_in, [&]<DType T>(auto* bits) {
-    fill_exact<T>(spec, kResidualStream, residual.first, residual.count, exponents.data(), bits);
+    fill_exact<T>(spec, kResidualStream, residual.first, residual.count, exponents_of(residual), bits);
   });
   in.gamma = exact_gamma(seed, c.hidden, c.dtype);
   return in;
