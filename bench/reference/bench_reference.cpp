@@ -142,10 +142,11 @@ void BM_SuiteMixInputs(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * mix_elements(mix));
 }
 
-// The inputs one rank of an N-rank run generates per call (range(0) = N): every input whole
-// (range(1) = 0: what the Lamport scan after a one-shot checked call needs), or its own input
-// and the residual whole and only its share of the rows of its peers' inputs (range(1) = 1:
-// the other calls, see CaseRunner::prepare_call). Rank 0's share; items as above.
+// The inputs one rank of an N-rank run generates on the host per call (range(0) = N): every
+// input whole (range(1) = 0: a kernel whose Lamport scan needs them, after a one-shot
+// checked call), or only its share of the rows of every input and of the residual, the GPU
+// making its own input and the residual whole (range(1) = 1: our kernels, see
+// CaseRunner::prepare_call). Rank 0's share; items as above.
 void BM_SuiteMixInputsPerRank(benchmark::State& state) {
   auto mix = suite_mix();
   const int ranks = static_cast<int>(state.range(0));
@@ -155,8 +156,8 @@ void BM_SuiteMixInputsPerRank(benchmark::State& state) {
       PartialInputs partial;
       if (state.range(1) != 0) {
         partial.complete_ranks.assign(static_cast<std::size_t>(ranks), false);
-        partial.complete_ranks[0] = true;
         partial.rows = m.config.tokens / ranks;  // rank 0's share: rows [0, tokens / N)
+        partial.residual_rows_only = true;
       }
       const FusedInputs in = m.exact ? make_exact_inputs(m.config, m.seed, 0, true, partial)
                                      : make_random_inputs(m.config, SpecialsSpec{m.seed, 0}, partial);

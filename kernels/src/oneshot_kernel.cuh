@@ -168,9 +168,10 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ float scratch[32];
   protocol::ControlBlock* cb = a.ws.control;
   std::uint32_t two_shot_flag = 0;  // thread 0: written back unchanged by step 7
-  // A grid of one block (every one-token call without a cluster) is all the blocks of the
-  // call: once its thread 0 has read the state, every block has arrived, so it updates the
-  // state right away (step 7 at step 2) and the counter stays 0. That takes the update off
+  // A grid of one block (a one-token call without a cluster, or any call whose grid bound
+  // is one block) is all the blocks of the call: once its thread 0 has read the state, every
+  // block has arrived, so it updates the state right away (step 7 at step 2) and never adds
+  // to the counter, which stays 0. That takes the update off
   // the tail of the call: 2 % at 1 x 4096 on one H200 (docs/bench.md, session 13). Mutant
   // instances keep the counter at every grid size, so that its bugs show at one block too.
   const bool single_block = M == Mutant::none && gridDim.x == 1;

@@ -423,12 +423,15 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
       return mine;
     };
     fk::DeviceLamportScanner scanner;
+    // Its own scanner, whose scratch never holds an input: one that ignored device_input
+    // would compare against nothing rather than against the host request's copy.
+    fk::DeviceLamportScanner device_scanner;
     auto agree = [&](const char* when) {
       std::vector<fk::LamportScan> owners;
       for (auto& ws : rig.workspaces()) owners.push_back(fk::scan_lamport_on_host(fk::read_control_state(ws), every));
       for (int r = 0; r < kRanks; ++r) {
         const fk::LamportScan mine = scanner.scan(rig.workspaces()[r], my_slot_request(r));
-        EXPECT_TRUE(scanner.scan(rig.workspaces()[r], device_request(r)) == mine)
+        EXPECT_TRUE(device_scanner.scan(rig.workspaces()[r], device_request(r)) == mine)
             << when << ", fp32=" << fp32 << ": rank " << r << ", input in GPU memory";
         ASSERT_EQ(mine.slots.size(), static_cast<std::size_t>(kRanks));
         for (int owner = 0; owner < kRanks; ++owner)

@@ -2,8 +2,9 @@
 // A rank's own input and the residual generated on its GPU, where the kernel reads them, by
 // the per-element definitions the host generators use (reference/generator_elements.hpp):
 // the same bits as reference::exact_input / random_with_specials for the same arguments.
-// The case runner then generates on the host only the rows it checks against the reference,
-// and uploads nothing but gamma (at 8 ranks that is about a third of the host's generation).
+// The case runner then generates on the host only the rows it checks against the reference
+// and uploads only gamma (at 8 ranks that is about a third of the host's generation), except
+// where a kernel's Lamport scan needs every input whole on the host (case_runner.cpp).
 // property_tests/mpi/device_inputs_gpu_test.cpp compares the two bit for bit.
 #include <cuda_runtime.h>
 
@@ -32,8 +33,8 @@ struct RandomStream {  // reference::SpecialsSpec
 };
 
 // Elements [0, elems) of the stream as T bits (f16 or bf16) into out and, when copy is not
-// null, into copy as well; ordered on `stream`. BadInput for fp32 or ranks < 1; CudaError
-// when the launch fails.
+// null, into copy as well; ordered on `stream`. std::invalid_argument for fp32 or ranks < 1
+// (the caller's error: cases are validated before); CudaError when the launch fails.
 void generate_on_device(const ExactStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,
                         std::uint16_t* copy, cudaStream_t stream);
 void generate_on_device(const RandomStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,

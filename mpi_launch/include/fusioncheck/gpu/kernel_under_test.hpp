@@ -81,7 +81,9 @@ class KernelUnderTest {
   // and the Lamport buffers when asked for.
   virtual kernels::ControlState read_state(kernels::LamportCopy lamport) = 0;
   // Invariants 4-6 after a one-shot call. By default the Lamport buffers are copied back and
-  // scanned on the host; our kernels scan them on the GPU.
+  // scanned on the host; our kernels scan them on the GPU. An override that builds its own
+  // slot scans fills each LamportSlotScan's first_expected (what the rank pushed at the first
+  // mismatch): the report prints it.
   virtual kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) {
     return kernels::scan_lamport_on_host(read_state(kernels::LamportCopy::with_buffers), request);
   }

@@ -221,7 +221,9 @@ class Model {
   static constexpr int kChangeKinds = 6;
   int grid_of(int rank) const;
   // A one-shot grid of one block updates the state when it arrives (step 7 at step 2, as
-  // the kernel does): its one block is every block. Mutants keep the counter.
+  // the kernel does): its one block is every block. Mutants keep the counter. (Under a
+  // mutant of the two-shot path alone, the GPU suite runs a correct one-shot, which takes
+  // this path while the sim counts: the same end state.)
   bool updates_at_arrival(const Kernel& kernel) const {
     return mutant_ == Mutant::none && kernel.spec.kind == CallKind::one_shot && kernel.grid_blocks == 1;
   }
