@@ -184,6 +184,7 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   }
   call.complete_inputs = scan_needs_all;
   call.own_input_in_scan_copy = !scan_needs_all && last_of_group && !spec.twoshot;
+  const ref::ExactSpec exact{c.seed, call_index, c.ranks, c.neg_zero_inputs};
   ref::SpecialsSpec specials;
   specials.seed = c.seed;
   specials.call_index = call_index;
@@ -200,23 +201,13 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
     b.input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), elems * 2, stream_);
     b.residual_in.upload(call.inputs.residual_in.data(), elems * 2, stream_);
   } else {
-    auto* input = static_cast<std::uint16_t*>(b.input.get());
-    auto* residual = static_cast<std::uint16_t*>(b.residual_in.get());
-    auto* copy = call.own_input_in_scan_copy ? static_cast<std::uint16_t*>(scan_input_.get()) : nullptr;
-    if (spec.exact_values) {
-      const ExactStream own{c.seed, call_index, comm_.rank(), c.ranks, c.neg_zero_inputs};
-      ExactStream res = own;
-      res.stream = ref::kResidualStream;
-      generate_on_device(own, c.dtype, elems, input, copy, stream_);
-      generate_on_device(res, c.dtype, elems, residual, nullptr, stream_);
-    } else {
-      const RandomStream own{specials.seed, specials.call_index, comm_.rank(), specials.specials_per_256,
-                             specials.with_inf_nan, specials.with_neg_zero};
-      RandomStream res = own;
-      res.stream = ref::kResidualStream;
-      generate_on_device(own, c.dtype, elems, input, copy, stream_);
-      generate_on_device(res, c.dtype, elems, residual, nullptr, stream_);
-    }
+    auto generate = [&](int input_stream, DeviceBuffer& out, std::uint16_t* copy) {
+      auto* bits = static_cast<std::uint16_t*>(out.get());
+      if (spec.exact_values) generate_on_device(exact, input_stream, c.dtype, elems, bits, copy, stream_);
+      else generate_on_device(specials, input_stream, c.dtype, elems, bits, copy, stream_);
+    };
+    generate(comm_.rank(), b.input, call.own_input_in_scan_copy ? static_cast<std::uint16_t*>(scan_input_.get()) : nullptr);
+    generate(ref::kResidualStream, b.residual_in, nullptr);
   }
   b.gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2, stream_);
   b.fill_canaries(stream_, static_cast<std::size_t>(spec.tokens), static_cast<std::size_t>(c.hidden));

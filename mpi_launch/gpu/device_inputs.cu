@@ -24,11 +24,11 @@ __global__ void exact_kernel(std::uint64_t stream_pre, std::uint64_t common_pre,
   }
 }
 
-__global__ void random_kernel(el::RandomShape shape, std::uint64_t stream_pre, std::size_t elems, std::uint16_t* out,
-                              std::uint16_t* copy) {
+__global__ void random_kernel(reference::SpecialsSpec spec, protocol::DType dtype, std::uint64_t stream_pre,
+                              std::size_t elems, std::uint16_t* out, std::uint16_t* copy) {
   for (std::size_t k = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; k < elems;
        k += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::uint16_t bits = el::float_to_bits16(shape.dtype, el::random_element(shape, stream_pre, k));
+    const std::uint16_t bits = el::float_to_bits16(dtype, el::random_element(spec, dtype, stream_pre, k));
     out[k] = bits;
     if (copy != nullptr) copy[k] = bits;
   }
@@ -47,26 +47,25 @@ void require_16_bit(protocol::DType dtype) {
 
 }  // namespace
 
-void generate_on_device(const ExactStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,
-                        std::uint16_t* copy, cudaStream_t stream) {
+void generate_on_device(const reference::ExactSpec& spec, int input_stream, protocol::DType dtype, std::size_t elems,
+                        std::uint16_t* out, std::uint16_t* copy, cudaStream_t stream) {
   require_16_bit(dtype);
   if (spec.ranks < 1)
     throw std::invalid_argument("generating inputs on the GPU: " + std::to_string(spec.ranks) + " ranks");
   if (elems == 0) return;
   exact_kernel<<<blocks_for(elems), kThreads, 0, stream>>>(
-      el::stream_prefix(spec.seed, spec.call_index, spec.stream),
+      el::stream_prefix(spec.seed, spec.call_index, input_stream),
       el::stream_prefix(spec.seed, spec.call_index, el::kCommonStream), el::exact_max_m(dtype, spec.ranks),
-      el::exact_has_neg_zeros(spec.with_neg_zero, spec.stream), dtype, elems, out, copy);
+      el::exact_has_neg_zeros(spec.with_neg_zero, input_stream), dtype, elems, out, copy);
   kernels::cuda_check(cudaGetLastError(), "the exact input generator's launch");
 }
 
-void generate_on_device(const RandomStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,
-                        std::uint16_t* copy, cudaStream_t stream) {
+void generate_on_device(const reference::SpecialsSpec& spec, int input_stream, protocol::DType dtype,
+                        std::size_t elems, std::uint16_t* out, std::uint16_t* copy, cudaStream_t stream) {
   require_16_bit(dtype);
   if (elems == 0) return;
-  const el::RandomShape shape{dtype, spec.specials_per_256, spec.with_inf_nan, spec.with_neg_zero};
   random_kernel<<<blocks_for(elems), kThreads, 0, stream>>>(
-      shape, el::stream_prefix(spec.seed, spec.call_index, spec.stream), elems, out, copy);
+      spec, dtype, el::stream_prefix(spec.seed, spec.call_index, input_stream), elems, out, copy);
   kernels::cuda_check(cudaGetLastError(), "the random input generator's launch");
 }
 

@@ -35,13 +35,13 @@ struct Generated {
   std::vector<std::uint16_t> out, copy;
 };
 template <typename Spec>
-Generated generate(const Spec& spec, DType dtype, std::size_t elems) {
+Generated generate(const Spec& spec, int input_stream, DType dtype, std::size_t elems) {
   fg::DeviceBuffer out(elems * 2 + 2), copy(elems * 2 + 2);
   cudaStream_t stream = nullptr;
   fg::cuda_check(cudaStreamCreate(&stream), "cudaStreamCreate");
   out.fill(0x55, stream, elems * 2 + 2);  // not a value either generator makes in every slot
   copy.fill(0x55, stream, elems * 2 + 2);
-  fg::generate_on_device(spec, dtype, elems, static_cast<std::uint16_t*>(out.get()),
+  fg::generate_on_device(spec, input_stream, dtype, elems, static_cast<std::uint16_t*>(out.get()),
                          static_cast<std::uint16_t*>(copy.get()), stream);
   fg::cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   cudaStreamDestroy(stream);
@@ -79,11 +79,9 @@ TEST_F(DeviceInputs, ExactStreamsEqualTheHostGenerator) {
       for (std::size_t elems : kSizes)
         for (int stream : {0, ranks - 1, ref::kResidualStream})
           for (bool neg_zero : {true, false}) {
-            const fg::ExactStream spec{0x5eedull + elems, static_cast<std::uint64_t>(ranks) * 3 + 1, stream, ranks,
-                                       neg_zero};
-            const Generated got = generate(spec, dtype, elems);
-            const ref::ExactSpec host{spec.seed, spec.call_index, ranks, neg_zero};
-            const auto want = host_bits(ref::exact_input(host, stream, 1, static_cast<int>(elems), dtype));
+            const ref::ExactSpec spec{0x5eedull + elems, static_cast<std::uint64_t>(ranks) * 3 + 1, ranks, neg_zero};
+            const Generated got = generate(spec, stream, dtype, elems);
+            const auto want = host_bits(ref::exact_input(spec, stream, 1, static_cast<int>(elems), dtype));
             const std::string what = std::string(ref::dtype_name(dtype)) + " ranks " + std::to_string(ranks) +
                                      " elems " + std::to_string(elems) + " stream " + std::to_string(stream) +
                                      " neg_zero " + std::to_string(neg_zero);
@@ -100,16 +98,10 @@ TEST_F(DeviceInputs, RandomStreamsEqualTheHostGenerator) {
       for (int specials : {0, 24, 256})
         for (int flags = 0; flags < 4; ++flags)
           for (int stream : {1, ref::kResidualStream}) {
-            const fg::RandomStream spec{elems * 7 + 1, static_cast<std::uint64_t>(specials), stream, specials,
-                                        (flags & 1) != 0, (flags & 2) != 0};
-            const Generated got = generate(spec, dtype, elems);
-            ref::SpecialsSpec host;
-            host.seed = spec.seed;
-            host.call_index = spec.call_index;
-            host.specials_per_256 = specials;
-            host.with_inf_nan = spec.with_inf_nan;
-            host.with_neg_zero = spec.with_neg_zero;
-            const auto want = host_bits(ref::random_with_specials(host, stream, 1, static_cast<int>(elems), dtype));
+            const ref::SpecialsSpec spec{elems * 7 + 1, static_cast<std::uint64_t>(specials), specials, (flags & 1) != 0,
+                                         (flags & 2) != 0};
+            const Generated got = generate(spec, stream, dtype, elems);
+            const auto want = host_bits(ref::random_with_specials(spec, stream, 1, static_cast<int>(elems), dtype));
             ASSERT_EQ(first_difference(got.out, want), -1)
                 << ref::dtype_name(dtype) << " elems " << elems << " specials " << specials << " flags " << flags
                 << " stream " << stream;
@@ -118,12 +110,10 @@ TEST_F(DeviceInputs, RandomStreamsEqualTheHostGenerator) {
 
 // The comparison can fail: the host stream of the next call differs from what the GPU made.
 TEST_F(DeviceInputs, AnotherCallsStreamDiffers) {
-  const fg::ExactStream spec{9, 4, 0, 2, true};
-  const Generated got = generate(spec, DType::bf16, 4096);
+  const Generated got = generate(ref::ExactSpec{9, 4, 2, true}, 0, DType::bf16, 4096);
   const auto other = host_bits(ref::exact_input(ref::ExactSpec{9, 5, 2, true}, 0, 1, 4096, DType::bf16));
   EXPECT_NE(first_difference(got.out, other), -1);
-  const fg::RandomStream random{9, 4, 0, 24, false, true};
-  const Generated r = generate(random, DType::f16, 4096);
+  const Generated r = generate(ref::SpecialsSpec{9, 4, 24, false, true}, 0, DType::f16, 4096);
   ref::SpecialsSpec next;
   next.seed = 9;
   next.call_index = 5;
@@ -133,11 +123,12 @@ TEST_F(DeviceInputs, AnotherCallsStreamDiffers) {
 TEST_F(DeviceInputs, Fp32AndNoRanksAreRefused) {
   fg::DeviceBuffer out(64);
   auto* p = static_cast<std::uint16_t*>(out.get());
-  EXPECT_THROW(fg::generate_on_device(fg::ExactStream{}, DType::f32, 8, p, nullptr, nullptr), std::invalid_argument);
-  EXPECT_THROW(fg::generate_on_device(fg::RandomStream{}, DType::f32, 8, p, nullptr, nullptr), std::invalid_argument);
-  fg::ExactStream none;
+  EXPECT_THROW(fg::generate_on_device(ref::ExactSpec{}, 0, DType::f32, 8, p, nullptr, nullptr), std::invalid_argument);
+  EXPECT_THROW(fg::generate_on_device(ref::SpecialsSpec{}, 0, DType::f32, 8, p, nullptr, nullptr),
+               std::invalid_argument);
+  ref::ExactSpec none;
   none.ranks = 0;
-  EXPECT_THROW(fg::generate_on_device(none, DType::bf16, 8, p, nullptr, nullptr), std::invalid_argument);
+  EXPECT_THROW(fg::generate_on_device(none, 0, DType::bf16, 8, p, nullptr, nullptr), std::invalid_argument);
 }
 
 }  // namespace

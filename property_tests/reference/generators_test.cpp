@@ -252,10 +252,9 @@ RC_GTEST_PROP(RefGeneratorOracle, PerElementFormsEqualThePlainDefinition, ()) {
 
   const SpecialsSpec s = gen_specials();
   const auto want_random = oracle::random(s, stream, count, t);
-  const elements::RandomShape shape{t, s.specials_per_256, s.with_inf_nan, s.with_neg_zero};
   const std::uint64_t rpre = elements::stream_prefix(s.seed, s.call_index, stream);
   for (std::size_t k = 0; k < count; ++k)
-    RC_ASSERT(float_to_bits(t, elements::random_element(shape, rpre, k)) == want_random[k]);
+    RC_ASSERT(float_to_bits(t, elements::random_element(s, t, rpre, k)) == want_random[k]);
 }
 
 // The per-element forms can fail: a draw of the wrong stream or purpose differs from the
@@ -273,10 +272,9 @@ TEST(RefGeneratorOracle, PerElementFormsOfAnotherStreamDiffer) {
   SpecialsSpec s;
   s.seed = 7;
   const auto want_random = oracle::random(s, 0, 256, DType::f16);
-  const elements::RandomShape shape{DType::f16, s.specials_per_256, s.with_inf_nan, s.with_neg_zero};
   differ = 0;
   for (std::size_t k = 0; k < want_random.size(); ++k)
-    differ += float_to_bits(DType::f16, elements::random_element(shape, elements::stream_prefix(7, 1, 0), k)) !=
+    differ += float_to_bits(DType::f16, elements::random_element(s, DType::f16, elements::stream_prefix(7, 1, 0), k)) !=
               want_random[k];
   EXPECT_GT(differ, 128);
 }

@@ -145,7 +145,6 @@ template <DType T>
 void fill_random(const SpecialsSpec& spec, int stream, std::size_t first, std::size_t count,
                  typename Element<T>::Bits* out) {
   const StreamDraws draws(spec.seed, spec.call_index, stream);
-  const elements::RandomShape shape{T, spec.specials_per_256, spec.with_inf_nan, spec.with_neg_zero};
   const auto blocks = static_cast<std::ptrdiff_t>((count + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static) if (count >= kParallelElements)
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
@@ -153,7 +152,7 @@ void fill_random(const SpecialsSpec& spec, int stream, std::size_t first, std::s
     std::uint64_t special[kBlock], value[kBlock];
     block_draws2(draws.prefix(), k0, n, kSpecial, special, kValue, value);
     for (std::size_t k = 0; k < n; ++k)
-      out[k0 + k] = Element<T>::from_float(elements::random_value(shape, special[k], value[k]));
+      out[k0 + k] = Element<T>::from_float(elements::random_value(spec, T, special[k], value[k]));
   }
 }
 

@@ -12,32 +12,18 @@
 #include <cstdint>
 
 #include "fusioncheck/protocol/vocabulary.hpp"
+#include "fusioncheck/reference/generator_elements.hpp"
 
 namespace fusioncheck::gpu {
 
-// One stream of one call (stream: the rank, or reference::kResidualStream).
-struct ExactStream {  // reference::ExactSpec
-  std::uint64_t seed = 0;
-  std::uint64_t call_index = 0;
-  int stream = 0;
-  int ranks = 2;
-  bool with_neg_zero = true;
-};
-struct RandomStream {  // reference::SpecialsSpec
-  std::uint64_t seed = 0;
-  std::uint64_t call_index = 0;
-  int stream = 0;
-  int specials_per_256 = 24;
-  bool with_inf_nan = false;
-  bool with_neg_zero = true;
-};
-
-// Elements [0, elems) of the stream as T bits (f16 or bf16) into out and, when copy is not
-// null, into copy as well; ordered on `stream`. std::invalid_argument for fp32 or ranks < 1
-// (the caller's error: cases are validated before); CudaError when the launch fails.
-void generate_on_device(const ExactStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,
-                        std::uint16_t* copy, cudaStream_t stream);
-void generate_on_device(const RandomStream& spec, protocol::DType dtype, std::size_t elems, std::uint16_t* out,
-                        std::uint16_t* copy, cudaStream_t stream);
+// Elements [0, elems) of one stream of a call (the rank, or reference::kResidualStream) as
+// T bits (f16 or bf16) into out and, when copy is not null, into copy as well; ordered on
+// `stream`: reference::exact_input / random_with_specials with tokens x hidden = elems.
+// std::invalid_argument for fp32 or ranks < 1 (the caller's error: cases are validated
+// before); CudaError when the launch fails.
+void generate_on_device(const reference::ExactSpec& spec, int input_stream, protocol::DType dtype, std::size_t elems,
+                        std::uint16_t* out, std::uint16_t* copy, cudaStream_t stream);
+void generate_on_device(const reference::SpecialsSpec& spec, int input_stream, protocol::DType dtype,
+                        std::size_t elems, std::uint16_t* out, std::uint16_t* copy, cudaStream_t stream);
 
 }  // namespace fusioncheck::gpu

@@ -1,7 +1,7 @@
 #pragma once
 // One element of the seeded generators (generators.hpp), written once for the host and the
-// GPU (FC_HD): the 64-bit draws, float -> fp16 / bf16 bits, and the value of an exact or a
-// random element. generators.cpp builds its vectorising block loops from these pieces; the
+// GPU (FC_HD): what a call's inputs are drawn from (ExactSpec, SpecialsSpec, the stream ids),
+// the 64-bit draws, float -> fp16 / bf16 bits, and the value of an exact or a random element. generators.cpp builds its vectorising block loops from these pieces; the
 // GPU suite calls exact_element / random_element per element on the device
 // (mpi_launch/gpu/device_inputs.cu) to make a rank's own input and the residual where the
 // kernel reads them. No Eigen and no <cmath> here: nvcc compiles this header for the device.
@@ -11,6 +11,31 @@
 
 #include "fusioncheck/protocol/hd.hpp"
 #include "fusioncheck/protocol/vocabulary.hpp"
+
+namespace fusioncheck::reference {
+
+// What a call's inputs are drawn from (generators.hpp has the whole-tensor generators).
+// stream = the rank for rank inputs, kResidualStream / kGammaStream for the others.
+inline constexpr int kResidualStream = -1;
+inline constexpr int kGammaStream = -2;
+
+struct ExactSpec {
+  std::uint64_t seed = 0;
+  std::uint64_t call_index = 0;
+  int ranks = 2;
+  bool with_neg_zero = true;  // ~1/64 of rank-input elements are -0
+};
+
+struct SpecialsSpec {
+  std::uint64_t seed = 0;
+  std::uint64_t call_index = 0;
+  int specials_per_256 = 24;  // share of special values
+  bool with_inf_nan = false;
+  bool with_neg_zero = true;  // false: the signed-zero special is +0 only (a kernel that
+                              // requires inputs free of -0, e.g. FlashInfer's older Lamport)
+};
+
+}  // namespace fusioncheck::reference
 
 namespace fusioncheck::reference::elements {
 
@@ -141,27 +166,20 @@ FC_HD float special_value(DType t, std::uint64_t h, bool with_inf_nan) {
   }
 }
 
-struct RandomShape {
-  DType dtype = DType::bf16;
-  int specials_per_256 = 24;
-  bool with_inf_nan = false;
-  bool with_neg_zero = true;
-};
-
-// An element from its two draws (purposes kSpecial and kValue of its hash): a special value
-// with probability specials_per_256 / 256, else a moderate value in [-4, 4) with 24 random
-// bits (most are not exact in T, so the rounding point shows in the result).
-FC_HD float random_value(const RandomShape& s, std::uint64_t special, std::uint64_t value) {
+// An element of T from its two draws (purposes kSpecial and kValue of its hash): a special
+// value with probability specials_per_256 / 256, else a moderate value in [-4, 4) with 24
+// random bits (most are not exact in T, so the rounding point shows in the result).
+FC_HD float random_value(const SpecialsSpec& s, DType t, std::uint64_t special, std::uint64_t value) {
   if (static_cast<int>(special % 256) < s.specials_per_256) {
-    const float v = special_value(s.dtype, special >> 8, s.with_inf_nan);
+    const float v = special_value(t, special >> 8, s.with_inf_nan);
     return !s.with_neg_zero && v == 0.0f ? 0.0f : v;  // -0 == 0: maps it to +0
   }
   return (static_cast<float>(value & 0xffffff) / 0x1p24f - 0.5f) * 8.0f;
 }
 
-FC_HD float random_element(const RandomShape& s, std::uint64_t stream_pre, std::uint64_t k) {
+FC_HD float random_element(const SpecialsSpec& s, DType t, std::uint64_t stream_pre, std::uint64_t k) {
   const std::uint64_t h = element_hash(stream_pre, k);
-  return random_value(s, purpose_draw(h, kSpecial), purpose_draw(h, kValue));
+  return random_value(s, t, purpose_draw(h, kSpecial), purpose_draw(h, kValue));
 }
 
 }  // namespace fusioncheck::reference::elements

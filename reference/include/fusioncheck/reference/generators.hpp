@@ -21,18 +21,9 @@
 #include <vector>
 
 #include "fusioncheck/reference/fused.hpp"
+#include "fusioncheck/reference/generator_elements.hpp"  // ExactSpec, SpecialsSpec, stream ids
 
 namespace fusioncheck::reference {
-
-inline constexpr int kResidualStream = -1;
-inline constexpr int kGammaStream = -2;
-
-struct ExactSpec {
-  std::uint64_t seed = 0;
-  std::uint64_t call_index = 0;
-  int ranks = 2;
-  bool with_neg_zero = true;  // ~1/64 of rank-input elements are -0
-};
 
 // One rank's input (stream = rank) or the residual (stream = kResidualStream).
 Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DType dtype);
@@ -59,14 +50,6 @@ struct PartialInputs {
 FusedInputs make_exact_inputs(const FusedConfig& config, std::uint64_t seed, std::uint64_t call_index,
                               bool with_neg_zero, const PartialInputs& partial);
 
-struct SpecialsSpec {
-  std::uint64_t seed = 0;
-  std::uint64_t call_index = 0;
-  int specials_per_256 = 24;  // share of special values
-  bool with_inf_nan = false;
-  bool with_neg_zero = true;  // false: the signed-zero special is +0 only (a kernel that
-                              // requires inputs free of -0, e.g. FlashInfer's older Lamport)
-};
 Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, int hidden,
                             DType dtype);
 FusedInputs make_random_inputs(const FusedConfig& config, const SpecialsSpec& spec);
