@@ -42,10 +42,10 @@ int co_resident_blocks(int sm_count, int sharers, int resident_kernels) {
 int choose_cluster(const ClusterChoice& in, const std::function<bool(int)>& device_allows) {
   if (in.mode == ClusterMode::force_no_cluster) return 1;
   const bool automatic = in.mode == ClusterMode::automatic;
-  if (automatic && in.row_vectors < 1024) return 1;
   for (int c : {8, 4, 2}) {
     const bool divides = in.row_vectors % c == 0 && (!in.nvfp4 || (in.hidden / 16) % c == 0);
-    if (!divides || in.row_vectors / c < 32 || c > in.max_blocks) continue;
+    const int min_block_vectors = automatic ? kAutomaticClusterBlockVectors : 32;
+    if (!divides || in.row_vectors / c < min_block_vectors || c > in.max_blocks) continue;
     if (automatic && (c < 4 || static_cast<std::int64_t>(in.tokens) * c > in.sm_share)) continue;
     if (device_allows(c)) return c;
   }

@@ -149,10 +149,10 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed
   // shared memory, where the device and the occupancy query allow it. Automatic mode splits
-  // long rows only, into 8 or 4 blocks as the share holds them (choose_cluster). Graph-timed
-  // on two H200s (docs/bench-history.md): hidden 4096, 1 token: 5.66 us with the cluster,
-  // 5.08 without; hidden 8192: 5.84 vs 6.35 at 1 token, 6.94 vs 7.12 at 16, but 14.6 vs 8.8
-  // at 64 with 8 blocks a row (64 x 8 blocks > 132 SMs).
+  // rows of 512 vectors or more into blocks of 128 or more, 8 or 4 a row, as the share holds
+  // them (choose_cluster): since the exchange needs no cluster barrier, more and smaller
+  // blocks a row were faster at 1-4 tokens (hidden 8192 without a cluster: 5.0 us, in 8
+  // blocks: 3.3 us, one H200; docs/bench.md, session 14).
   ClusterChoice choice;
   choice.mode = p.cluster;
   choice.row_vectors = vrow;

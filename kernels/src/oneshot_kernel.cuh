@@ -138,6 +138,10 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
         reinterpret_cast<std::uintptr_t>(a.ws.control) ^ a.ws.lamport[detail::table_lamport(0, N - 1, N)] ^
         a.ws.comm_size ^ static_cast<std::uint64_t>(a.e.tokens);
   }
+  // Set up before the wait, where it overlaps the previous kernel's tail.
+  __shared__ ClusterExchange cluster_exchange_space;
+  if constexpr (R == ClusterCode::compiled)
+    if (a.cluster_size > 1) cluster_exchange_init(cluster_exchange_space);
   pdl_wait<M>();  // step 1
   step_done(0);
   if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
@@ -166,6 +170,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ std::uint32_t s_flag;
   __shared__ std::uint64_t s_clear;
   __shared__ float scratch[32];
+  RowReduction red{scratch, &cluster_exchange_space, C, a.budget};
   protocol::ControlBlock* cb = a.ws.control;
   std::uint32_t two_shot_flag = 0;  // thread 0: written back unchanged by step 7
   // A grid of one block (a one-token call without a cluster, or any call whose grid bound
@@ -297,8 +302,17 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // Acquire loads: the state update of step 7 cannot be ordered before the arrivals it saw.
   if (!single_block && blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
-  for (int t = group; t < a.e.tokens; t += groups)
-    process_row<T, K, S>(a.e, t, v_begin, v_end, C, scratch, sum_vector);
+  for (int t = group; t < a.e.tokens; t += groups) {
+    process_row<T, K, S>(a.e, t, v_begin, v_end, red, sum_vector);
+    if (red.timed_out) {
+      write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t), 0u, f,
+                                       static_cast<std::uint32_t>(C), a.call_index, HangSite::cluster_exchange},
+                        deadline);
+      red.timed_out = false;
+    }
+  }
+  // A cluster barrier arrived on must be waited on: calls whose pattern reduces nothing.
+  if (C > 1 && red.exchanges == 0) cluster_exchange_wait_unused();
   step_done(5);
 
   // Step 7.

@@ -67,6 +67,7 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
 
   __shared__ std::uint32_t s_flag;
   __shared__ float scratch[32];
+  RowReduction red{scratch};
   protocol::ControlBlock* cb = a.ws.control;
   if (threadIdx.x == 0) s_flag = load_volatile_u32(&cb->two_shot_flag);
   __syncthreads();
@@ -125,7 +126,7 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
     load_row_vector<T, K>(gathered, static_cast<std::uint64_t>(t) * a.e.hidden + static_cast<std::uint64_t>(v) * K, ar);
   };
   for (int t = blockIdx.x; t < a.e.tokens; t += gridDim.x)
-    process_row<T, K, S>(a.e, t, 0, a.e.hidden / K, 1, scratch, sum_vector);
+    process_row<T, K, S>(a.e, t, 0, a.e.hidden / K, red, sum_vector);
 
   __syncthreads();
   if (blockIdx.x == 0 && threadIdx.x == 0) {

@@ -118,10 +118,13 @@ std::string describe(const HangRecord& r) {
   const char* site = r.what == HangSite::lamport_poll      ? "polling the Lamport slot of peer"
                      : r.what == HangSite::arrival_counter ? "waiting for block arrivals (counter)"
                      : r.what == HangSite::twoshot_barrier ? "waiting for the two-shot barrier flag of peer"
-                                                           : "unknown wait";
+                     : r.what == HangSite::cluster_exchange
+                         ? "waiting for the partial sums of the other blocks of its cluster (counter: blocks a row)"
+                         : "unknown wait";
   std::string s = "kernel hang: rank " + std::to_string(r.rank) + " block " + std::to_string(r.block) +
                   " call " + std::to_string(r.call_index) + " token " + std::to_string(r.token) + ", " + site;
-  if (r.what != HangSite::arrival_counter) s += " " + std::to_string(r.awaited_slot);
+  if (r.what != HangSite::arrival_counter && r.what != HangSite::cluster_exchange)
+    s += " " + std::to_string(r.awaited_slot);
   s += ", flag " + std::to_string(r.flag) + ", counter/awaited " + std::to_string(r.counter) + ", after " +
        std::to_string(r.cycles_waited) + " cycles";
   return s;

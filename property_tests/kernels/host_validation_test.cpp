@@ -379,6 +379,26 @@ TEST(InvariantChecker, TwoShotFlagStepsFollowTheKernelsState) {
 }
 
 // ---- CommBootstrap forwards to an MpiComm-shaped communicator ------------------------------
+// ---- hang records (types.hpp: describe) -------------------------------------------------
+TEST(HangRecordText, SaysWhatWasAwaited) {
+  fk::HangRecord r{};
+  r.valid = 1;
+  r.rank = 1;
+  r.block = 3;
+  r.token = 2;
+  r.awaited_slot = 0;
+  r.flag = 1;
+  r.counter = 8;
+  r.what = fk::HangSite::lamport_poll;
+  EXPECT_NE(fk::describe(r).find("polling the Lamport slot of peer 0"), std::string::npos) << fk::describe(r);
+  r.what = fk::HangSite::cluster_exchange;
+  const std::string exchange = fk::describe(r);
+  EXPECT_NE(exchange.find("rank 1 block 3"), std::string::npos) << exchange;
+  EXPECT_NE(exchange.find("partial sums of the other blocks of its cluster"), std::string::npos) << exchange;
+  EXPECT_NE(exchange.find("counter/awaited 8"), std::string::npos) << exchange;  // blocks a row
+  EXPECT_EQ(exchange.find("cluster (counter: blocks a row) 0"), std::string::npos) << exchange;  // no peer slot
+}
+
 #include "fusioncheck/kernels/comm_bootstrap.hpp"
 
 namespace {
@@ -518,9 +538,19 @@ TEST(ClusterChoice, AutomaticTakesTheLargestSplitThatFitsTheShare) {
 
 TEST(ClusterChoice, ShortRowsTheDeviceAndTheModeDecide) {
   fk::ClusterChoice short_rows = long_rows(1);
-  short_rows.row_vectors = 512;  // hidden 4096: measured slower with a cluster
+  short_rows.row_vectors = 512;  // hidden 4096: blocks of 128 vectors, as many rows as the share holds
   short_rows.hidden = 4096;
+  EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 4);
+  short_rows.tokens = 33;
+  EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 4);
+  short_rows.tokens = 34;
   EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 1);
+  short_rows.tokens = 1;
+  short_rows.row_vectors = 384;  // hidden 3072: 4 blocks would hold 96 vectors
+  short_rows.hidden = 3072;
+  EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 1);
+  short_rows.row_vectors = 512;
+  short_rows.hidden = 4096;
   short_rows.mode = fk::ClusterMode::force_cluster;
   EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 8);  // 64 vectors a block
   fk::ClusterChoice forced = long_rows(128);

@@ -13,7 +13,6 @@
 //   fp8 dynamic: scale = max(amax / 448, 1/(448*512)); e4m3(float(norm_out) * (1 / scale))
 //   nvfp4:       per 16 elements, sf = e4m3(g * (amax_block * (1/6))),
 //                out_sc = sf == 0 ? 0 : 1 / (float(sf) * (1 / g)), e2m1(q * out_sc)
-#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 #if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 13 || \
     (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
@@ -21,6 +20,7 @@
 #define FC_HAVE_FP4_HEADER 1
 #endif
 
+#include "device/cluster_exchange.cuh"
 #include "device/common.cuh"
 #include "fusioncheck/kernels/choice.hpp"
 
@@ -108,31 +108,26 @@ __device__ __forceinline__ float e4m3_to_float(std::uint8_t code) {
   return __half2float(__half(h));
 }
 
+// How a row's partial sums meet: the block's warps through `scratch` (32 floats of shared
+// memory); where the row is split over the blocks of a cluster, those blocks through
+// `exchange` (cluster_exchange.cuh), each exchange waiting at most `exchange_budget` cycles.
+struct RowReduction {
+  float* scratch = nullptr;
+  ClusterExchange* exchange = nullptr;
+  int cluster_size = 1;
+  unsigned long long exchange_budget = 0;
+  std::uint32_t exchanges = 0;  // cluster exchanges made so far
+  bool timed_out = false;       // one of them gave up waiting: the kernel records the hang
+};
+
 // Sum (or max) of `v` over the row's blocks: the block, then the cluster's blocks in
-// cluster rank order through distributed shared memory. Every thread gets the result.
+// cluster rank order. Every thread gets the result.
 template <bool kMax>
-__device__ __forceinline__ float row_reduce(float v, float* scratch, int cluster_size) {
-  float b = block_reduce<kMax>(v, scratch);
-  if (cluster_size == 1) return b;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  __shared__ float partial;
-  __shared__ float total;
-  cg::cluster_group cluster = cg::this_cluster();
-  if (threadIdx.x == 0) partial = b;
-  cluster.sync();
-  if (threadIdx.x == 0) {
-    float r = 0.0f;
-    for (int i = 0; i < cluster_size; ++i) {
-      const float pi = *cluster.map_shared_rank(&partial, i);
-      r = kMax ? fmaxf(r, pi) : r + pi;
-    }
-    total = r;
-  }
-  cluster.sync();  // nobody overwrites `partial` before every block read it
-  b = total;
-#endif
-  return b;
+__device__ __forceinline__ float row_reduce(float v, RowReduction& red) {
+  const float b = block_reduce<kMax>(v, red.scratch);
+  if (red.cluster_size == 1) return b;
+  return cluster_exchange<kMax>(*red.exchange, b, red.cluster_size, red.exchanges++, red.exchange_budget,
+                                 red.timed_out);
 }
 
 // NVFP4 of one 16-element block whose T-rounded norm values are at norm_out[idx..idx+16).
@@ -169,8 +164,7 @@ __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, in
 // sum_vector(t, v, float(&)[K]) returns the T-rounded allreduce values.
 template <typename T, int K, EpilogueScope S, typename SumVector>
 __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_begin, int v_end,
-                                            int cluster_size, float* scratch,
-                                            SumVector&& sum_vector) {
+                                            RowReduction& red, SumVector&& sum_vector) {
   const Pattern pattern = pattern_of<S>(e);
   const std::uint64_t row = static_cast<std::uint64_t>(t) * e.hidden;
   const int first_v = v_begin + threadIdx.x;
@@ -201,7 +195,7 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
   if (pattern == Pattern::allreduce) return;
 
   if (first_v < v_end) load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(first_v) * K, first_g);
-  ss = row_reduce<false>(ss, scratch, cluster_size);
+  ss = row_reduce<false>(ss, red);
   const float r = rsqrtf(ss / static_cast<float>(e.hidden) + e.eps);
   float amax = 0.0f;
   for (int v = first_v; v < v_end; v += blockDim.x) {
@@ -235,10 +229,10 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
     }
   }
   if (pattern == Pattern::fp8_dynamic) {
-    amax = row_reduce<true>(amax, scratch, cluster_size);
+    amax = row_reduce<true>(amax, red);
     const float scale = fmaxf(amax / kFp8Max, kFp8MinScale);
     const float inv = 1.0f / scale;
-    if (threadIdx.x == 0 && (blockIdx.x % cluster_size) == 0) static_cast<float*>(e.scale_out)[t] = scale;
+    if (threadIdx.x == 0 && (blockIdx.x % red.cluster_size) == 0) static_cast<float*>(e.scale_out)[t] = scale;
     for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
       const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
       float x[K];

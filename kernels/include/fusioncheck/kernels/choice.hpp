@@ -63,15 +63,22 @@ struct ClusterChoice {
   int sm_share = 0;     // SMs of the rank's share, one block each
 };
 
+// Automatic mode splits a row into blocks of at least this many vectors. Since the blocks
+// of a cluster exchange their partial sums without a cluster barrier (cluster_exchange.cuh),
+// blocks of 128 vectors were the fastest at 1-4 tokens on one H200 (2 ranks under MPS,
+// session 14): hidden 4096 split in 4 took 3.19-3.28 us against 3.42-3.57 without a
+// cluster and 3.27 split in 8 (early trigger); hidden 8192 split in 8 3.28-3.30 against
+// 3.42-3.45 split in 4 (docs/bench.md).
+inline constexpr int kAutomaticClusterBlockVectors = 128;
+
 // The cluster size C (1: none): the largest of 8, 4, 2 that splits a row into blocks of at
 // least 32 vectors (whole scale groups for NVFP4), is at most max_blocks, and that the device
-// allows (`device_allows(C)`: cluster launch and the occupancy query). Automatic mode splits
-// only rows of 1024 vectors or more, into 8 or 4 blocks, and only as many as fit the share:
-// tokens x C <= sm_share (hidden 8192, bf16, 132 SMs: 8 blocks a row up to 16 tokens, 4 up
-// to 33). On two H200s 4 blocks a row made 32 x 8192 3-4 % faster than none, and 2 blocks a
-// row made 64 x 8192 4-5 % slower, so automatic mode never splits in 2
-// (docs/bench-history.md, session 8).
-// force_no_cluster: 1; force_cluster ignores the share and may split in 2.
+// allows (`device_allows(C)`: cluster launch and the occupancy query). Automatic mode makes
+// blocks of at least kAutomaticClusterBlockVectors, splits in 8 or 4 only, and only as many
+// as fit the share: tokens x C <= sm_share (hidden 8192, bf16, 132 SMs: 8 blocks a row up to
+// 16 tokens, 4 up to 33; hidden 4096: 4 up to 33). On two H200s 2 blocks a row made 64 x 8192
+// 4-5 % slower than none (docs/bench-history.md, session 8), so automatic mode never splits
+// in 2. force_no_cluster: 1; force_cluster ignores the share and may split in 2.
 int choose_cluster(const ClusterChoice& in, const std::function<bool(int)>& device_allows);
 
 }  // namespace fusioncheck::kernels

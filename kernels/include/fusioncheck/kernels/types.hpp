@@ -84,6 +84,7 @@ enum class HangSite : std::uint32_t {
   // when the host's bound on the call expired; what it awaited is read from its buffers:
   host_bound_lamport = 4,  // its data buffer still held the sentinel in the slot of a peer
   host_bound_twoshot = 5,  // a barrier flag of a peer still held the previous value
+  cluster_exchange = 6,    // awaiting the partial sums of the other blocks of the row's cluster
 };
 struct HangRecord {
   std::uint32_t valid;  // 0 none, 1 written

@@ -1,0 +1,111 @@
+#pragma once
+// The blocks of a thread-block cluster exchange one float each (a row's partial sum of
+// squares, or its amax) through distributed shared memory: every block stores its value
+// into every block's slot for it with st.async, which counts the bytes on the receiver's
+// mbarrier, and each block waits on its own mbarrier only. No cluster-wide barrier and no
+// fence sits on the row's path: cluster.sync() made every thread wait for its outstanding
+// global stores (a MEMBAR.GPU before the arrive), twice per row.
+#include <cstdint>
+
+#include "device/common.cuh"
+
+namespace fusioncheck::kernels::device {
+
+inline constexpr int kMaxClusterBlocks = 8;
+
+// Two of everything: a block may send its next value while a slower block of its cluster
+// still reads the last one, but never two ahead (its next send needs the slower block's).
+struct ClusterExchange {
+  std::uint64_t arrived[2];  // mbarriers: one arrival (the block's own) + the bytes of every block
+  float slot[2][kMaxClusterBlocks];
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ std::uint32_t cluster_block_rank() {
+  std::uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// The address of the same shared variable in block `rank` of the cluster.
+__device__ __forceinline__ std::uint32_t map_to_block(std::uint32_t shared, std::uint32_t rank) {
+  std::uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(shared), "r"(rank));
+  return out;
+}
+#endif
+
+// Before the kernel's first exchange and before the grid-dependency wait: block thread 0
+// sets up the mbarriers, every thread arrives on the cluster barrier (relaxed); the first
+// exchange waits on it, so that no block sends into a block whose mbarriers are not set up.
+__device__ __forceinline__ void cluster_exchange_init(ClusterExchange& x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    for (int b = 0; b < 2; ++b)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&x.arrived[b])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#else
+  (void)x;
+#endif
+}
+
+// The wait that the first exchange would have made, for a kernel that makes none.
+__device__ __forceinline__ void cluster_exchange_wait_unused() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+#endif
+}
+
+// Exchange number `use` (0, 1, ...; every block of the cluster makes the same sequence):
+// every thread of the block calls it with the block's value and gets the cluster's values
+// in block-rank order, summed or maxed. The wait for the other blocks' values has a bound of
+// its own, `budget` cycles from the exchange's start: where the kernel's deadline has
+// passed already (a peer's push never came), every block still gets here, and a block that
+// gave up at once could leave while the others' values are on their way into its shared
+// memory. Where the bound expires the thread goes on with what arrived and `timed_out` is
+// set, for the kernel's hang record.
+template <bool kMax>
+__device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float value, int cluster_size,
+                                                  std::uint32_t use, unsigned long long budget, bool& timed_out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (use == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  const std::uint32_t buf = use & 1u, parity = (use >> 1) & 1u;
+  const std::uint32_t bar = shared_address(&x.arrived[buf]);
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                 "r"(static_cast<std::uint32_t>(cluster_size * sizeof(float)))
+                 : "memory");
+  if (threadIdx.x < static_cast<unsigned>(cluster_size)) {  // thread i sends to block i
+    const std::uint32_t to = threadIdx.x;
+    const std::uint32_t slot = map_to_block(shared_address(&x.slot[buf][cluster_block_rank()]), to);
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(slot),
+                 "r"(__float_as_uint(value)), "r"(map_to_block(bar, to))
+                 : "memory");
+  }
+  // try_wait suspends the thread until the phase completes or a time the hardware picks.
+  const Deadline deadline{clock64(), budget};
+  for (std::uint32_t done = 0; !done;) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (!done && deadline.expired()) {
+      timed_out = true;
+      break;
+    }
+  }
+  float r = 0.0f;
+  for (int i = 0; i < cluster_size; ++i) r = kMax ? fmaxf(r, x.slot[buf][i]) : r + x.slot[buf][i];
+  return r;
+#else
+  (void)x; (void)cluster_size; (void)use; (void)budget; (void)timed_out;
+  return value;
+#endif
+}
+
+}  // namespace fusioncheck::kernels::device
