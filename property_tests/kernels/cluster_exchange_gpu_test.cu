@@ -1,8 +1,9 @@
 // The cluster exchange (kernels/src/device/cluster_exchange.cuh) on its own: the blocks of
 // a cluster meet their values in block-rank order, through both buffers and both phases,
 // every thread gets the result; and, as the negative control of its bound, a block that
-// does not send makes the others' wait give up and say so instead of spinning. Skips
-// (visibly) without a device with cluster launch.
+// comes later than the budget makes the others report it (on_expiry) and still wait for its
+// value, instead of leaving while it is on its way. Skips (visibly) without a device with
+// cluster launch.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -20,58 +21,61 @@ namespace {
 
 constexpr int kThreads = 128;
 
-// The value block `rank` of its cluster contributes to exchange `i`: large and small
-// magnitudes mixed, so that a sum in another order than block rank gives another float.
+// The value block `rank` of its cluster contributes to exchange `i`: +-1e8 and small values
+// alternate, so that a sum of 4 or 8 blocks in another order than block rank gives another
+// float (checked on the host below).
 __host__ __device__ float contribution(int rank, int i) {
-  const float big = (rank % 2 == 0 ? 1.0e8f : -1.0e8f) * static_cast<float>(i + 1);
-  return rank % 3 == 0 ? big : 1.0f + 0.25f * static_cast<float>(rank + i);
+  const float big = 1.0e8f * static_cast<float>(1 + i % 3);
+  switch ((rank + i) % 4) {
+    case 0: return big;
+    case 2: return -big;
+    default: return 1.0f + 0.25f * static_cast<float>(rank);
+  }
 }
 
 struct ProbeResult {
   float first_thread;  // what thread 0 got
   float last_thread;   // what the block's last thread got
-  int timed_out;       // any thread of the block gave up waiting
+  int expired;         // a thread of the block saw the budget pass
 };
 
-// Exchanges 0..exchanges-1 alternate sum and max. `silent_block` (block rank in its
-// cluster, or -1) does not take part in the last exchange (but stays resident).
-__global__ void probe_kernel(ProbeResult* out, int exchanges, int silent_block, unsigned long long budget) {
+// Exchanges 0..exchanges-1 alternate sum and max. `late_block` (block rank in its cluster,
+// or -1) comes to the last exchange `late_cycles` late.
+__global__ void probe_kernel(ProbeResult* out, int exchanges, int late_block, unsigned long long late_cycles,
+                             unsigned long long budget) {
   __shared__ fd::ClusterExchange x;
-  __shared__ int s_timed_out;
-  const long long start = clock64();
-  if (threadIdx.x == 0) s_timed_out = 0;
+  __shared__ int s_expired;
+  if (threadIdx.x == 0) s_expired = 0;
+  __syncthreads();
   fd::cluster_exchange_init(x);
   int rank = 0, size = 1;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
   for (int i = 0; i < exchanges; ++i) {
-    if (i == exchanges - 1 && rank == silent_block) {
-      // Stays resident past the others' bound: they still send into its shared memory.
-      while (static_cast<unsigned long long>(clock64() - start) < 4 * budget) __nanosleep(1000);
-      break;
+    if (i == exchanges - 1 && rank == late_block) {
+      const long long t0 = clock64();
+      while (static_cast<unsigned long long>(clock64() - t0) < late_cycles) __nanosleep(1000);
     }
-    bool timed_out = false;
     const float v = contribution(rank, i);
-    const float r = i % 2 == 0 ? fd::cluster_exchange<false>(x, v, size, static_cast<std::uint32_t>(i), budget, timed_out)
-                               : fd::cluster_exchange<true>(x, v, size, static_cast<std::uint32_t>(i), budget, timed_out);
-    if (timed_out) atomicOr(&s_timed_out, 1);
-    __syncthreads();
+    auto on_expiry = [&] { atomicOr(&s_expired, 1); };
+    const float r = i % 2 == 0 ? fd::cluster_exchange<false>(x, v, size, static_cast<std::uint32_t>(i), budget, on_expiry)
+                               : fd::cluster_exchange<true>(x, v, size, static_cast<std::uint32_t>(i), budget, on_expiry);
+    __syncthreads();  // what the kernel has between two exchanges (block_reduce)
     ProbeResult& o = out[blockIdx.x * exchanges + i];
     if (threadIdx.x == 0) o.first_thread = r;
     if (threadIdx.x == blockDim.x - 1) o.last_thread = r;
-    if (threadIdx.x == 0) o.timed_out = s_timed_out;
+    if (threadIdx.x == 0) o.expired = s_expired;
   }
 }
 
-float expected(int cluster_size, int i) {
+float expected(int cluster_size, int i, bool reversed = false) {
   float r = 0.0f;
-  for (int b = 0; b < cluster_size; ++b) {
-    const float v = contribution(b, i);
+  for (int k = 0; k < cluster_size; ++k) {
+    const float v = contribution(reversed ? cluster_size - 1 - k : k, i);
     r = i % 2 == 0 ? r + v : std::max(r, v);
   }
   return r;
 }
-
 class ClusterExchange : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -83,8 +87,8 @@ class ClusterExchange : public ::testing::Test {
   }
 
   // Launches `clusters` clusters of `cluster_size` blocks; returns per block and exchange.
-  std::vector<ProbeResult> run(int cluster_size, int clusters, int exchanges, int silent_block,
-                               unsigned long long budget) {
+  std::vector<ProbeResult> run(int cluster_size, int clusters, int exchanges, int late_block,
+                               unsigned long long late_cycles, unsigned long long budget) {
     const int blocks = cluster_size * clusters;
     ProbeResult* d = nullptr;
     const std::size_t bytes = sizeof(ProbeResult) * blocks * exchanges;
@@ -100,7 +104,7 @@ class ClusterExchange : public ::testing::Test {
     attr.val.clusterDim.z = 1;
     config.attrs = &attr;
     config.numAttrs = 1;
-    EXPECT_EQ(cudaLaunchKernelEx(&config, probe_kernel, d, exchanges, silent_block, budget), cudaSuccess);
+    EXPECT_EQ(cudaLaunchKernelEx(&config, probe_kernel, d, exchanges, late_block, late_cycles, budget), cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<ProbeResult> out(static_cast<std::size_t>(blocks) * exchanges);
     EXPECT_EQ(cudaMemcpy(out.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -110,13 +114,13 @@ class ClusterExchange : public ::testing::Test {
 };
 
 constexpr unsigned long long kGenerousBudget = 2'000'000'000ull;  // about a second
-constexpr unsigned long long kShortBudget = 2'000'000ull;         // about a millisecond
+constexpr unsigned long long kShortBudget = 200'000ull;           // about 0.1 ms
 
 TEST_F(ClusterExchange, EveryBlockGetsTheValuesInBlockRankOrderThroughBothBuffersAndPhases) {
   constexpr int kExchanges = 7;  // buffers 0,1,0,1,... and the phases of each flip
   for (int cluster_size : {2, 4, 8}) {
     const int clusters = 3;
-    const auto out = run(cluster_size, clusters, kExchanges, -1, kGenerousBudget);
+    const auto out = run(cluster_size, clusters, kExchanges, -1, 0, kGenerousBudget);
     for (int b = 0; b < cluster_size * clusters; ++b)
       for (int i = 0; i < kExchanges; ++i) {
         const ProbeResult& o = out[b * kExchanges + i];
@@ -124,26 +128,28 @@ TEST_F(ClusterExchange, EveryBlockGetsTheValuesInBlockRankOrderThroughBothBuffer
                                   ", exchange " + std::to_string(i);
         EXPECT_EQ(o.first_thread, expected(cluster_size, i)) << where;
         EXPECT_EQ(o.last_thread, o.first_thread) << where;
-        EXPECT_EQ(o.timed_out, 0) << where;
+        EXPECT_EQ(o.expired, 0) << where;
       }
   }
 }
 
 TEST_F(ClusterExchange, TheOrderIsVisibleInTheResult) {
-  // What the test above relies on: a sum in reverse block order differs.
-  float reversed = 0.0f;
-  for (int b = 7; b >= 0; --b) reversed += contribution(b, 0);
-  EXPECT_NE(reversed, expected(8, 0));
+  // What the test above relies on: for 4 and 8 blocks every sum in reverse block order
+  // differs (2 blocks cannot show an order: a + b == b + a).
+  for (int cluster_size : {4, 8})
+    for (int i = 0; i < 7; i += 2) EXPECT_NE(expected(cluster_size, i, true), expected(cluster_size, i)) << i;
 }
 
-TEST_F(ClusterExchange, ABlockThatDoesNotSendEndsTheOthersWaitWithTimedOut) {
+TEST_F(ClusterExchange, ABlockLaterThanTheBudgetIsReportedAndItsValueStillAwaited) {
   constexpr int kExchanges = 3;
-  const int cluster_size = 4, silent = 2;
-  const auto out = run(cluster_size, 1, kExchanges, silent, kShortBudget);
-  for (int b = 0; b < cluster_size; ++b) {
-    for (int i = 0; i + 1 < kExchanges; ++i) EXPECT_EQ(out[b * kExchanges + i].timed_out, 0) << "block " << b;
-    if (b == silent) continue;
-    EXPECT_EQ(out[b * kExchanges + kExchanges - 1].timed_out, 1) << "block " << b << " did not see the silent block";
+  const int cluster_size = 4, late = 2;
+  const auto out = run(cluster_size, 2, kExchanges, late, 20 * kShortBudget, kShortBudget);
+  for (int b = 0; b < cluster_size * 2; ++b) {
+    for (int i = 0; i + 1 < kExchanges; ++i) EXPECT_EQ(out[b * kExchanges + i].expired, 0) << "block " << b;
+    const ProbeResult& last = out[b * kExchanges + kExchanges - 1];
+    // The late block's value was waited for: every block has the full result.
+    EXPECT_EQ(last.first_thread, expected(cluster_size, kExchanges - 1)) << "block " << b;
+    if (b % cluster_size != late) EXPECT_EQ(last.expired, 1) << "block " << b << " did not report the late block";
   }
 }
 

@@ -481,25 +481,37 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
 }
 
 TEST_F(Gpu, MissingPeerEndsInAHangRecordNotAHang) {
-  Rig rig(2, fk::DType::bf16);
-  CallBuffers call(64, 256);
-  fk::FusedParams& p = call.params;
-  p.spin_budget_cycles = 1ull << 24;  // ~10 ms
-  call.io[0].fill(0x3f);  // non-sentinel input
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fill runs on the legacy stream
-  const auto start = std::chrono::steady_clock::now();
-  fk::launch_oneshot(p, rig.workspaces()[0], rig.stream(0));  // rank 1 never launches
-  ASSERT_EQ(cudaStreamSynchronize(rig.stream(0)), cudaSuccess);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const fk::HangRecord h = rig.workspaces()[0].hang_record();
-  ASSERT_EQ(h.valid, 1u) << "rank 0 waited for an absent peer but left no hang record";
-  EXPECT_EQ(h.rank, 0u);
-  EXPECT_EQ(h.awaited_slot, 1u);
-  EXPECT_EQ(h.what, fk::HangSite::lamport_poll);
-  EXPECT_EQ(h.flag, 0u);
-  EXPECT_LT(seconds, 5.0);
-  std::printf("[ info ] %s (returned after %.3f s)\n", fk::describe(h).c_str(), seconds);
-  EXPECT_THROW(rig.workspaces()[0].throw_if_hung(), fk::KernelHang);
+  // One block a row, and a row split over a cluster: there every block of the cluster gives
+  // up its polls and then meets the others in the exchange of partial sums, which must end
+  // too, without a second record and without a block leaving while a value is on its way.
+  struct Shape {
+    int tokens, hidden;
+    fk::ClusterMode cluster;
+  };
+  for (const Shape shape : {Shape{64, 256, fk::ClusterMode::automatic}, Shape{2, 8192, fk::ClusterMode::force_cluster}}) {
+    const std::string what = std::to_string(shape.tokens) + " x " + std::to_string(shape.hidden);
+    Rig rig(2, fk::DType::bf16);
+    CallBuffers call(shape.tokens, shape.hidden);
+    fk::FusedParams& p = call.params;
+    p.spin_budget_cycles = 1ull << 24;  // ~10 ms
+    p.cluster = shape.cluster;
+    call.io[0].fill(0x3f);  // non-sentinel input
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fill runs on the legacy stream
+    const auto start = std::chrono::steady_clock::now();
+    const fk::LaunchInfo info = fk::launch_oneshot(p, rig.workspaces()[0], rig.stream(0));  // rank 1 never launches
+    ASSERT_EQ(cudaStreamSynchronize(rig.stream(0)), cudaSuccess) << what;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (shape.cluster == fk::ClusterMode::force_cluster) EXPECT_GT(info.cluster_size, 1) << what;
+    const fk::HangRecord h = rig.workspaces()[0].hang_record();
+    ASSERT_EQ(h.valid, 1u) << what << ": rank 0 waited for an absent peer but left no hang record";
+    EXPECT_EQ(h.rank, 0u) << what;
+    EXPECT_EQ(h.awaited_slot, 1u) << what;
+    EXPECT_EQ(h.what, fk::HangSite::lamport_poll) << what;
+    EXPECT_EQ(h.flag, 0u) << what;
+    EXPECT_LT(seconds, 5.0) << what;
+    std::printf("[ info ] %s: %s (returned after %.3f s)\n", what.c_str(), fk::describe(h).c_str(), seconds);
+    EXPECT_THROW(rig.workspaces()[0].throw_if_hung(), fk::KernelHang) << what;
+  }
 }
 
 TEST_F(Gpu, WaitProfileShowsTheLatePeer) {

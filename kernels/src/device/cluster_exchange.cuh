@@ -14,7 +14,9 @@ namespace fusioncheck::kernels::device {
 inline constexpr int kMaxClusterBlocks = 8;
 
 // Two of everything: a block may send its next value while a slower block of its cluster
-// still reads the last one, but never two ahead (its next send needs the slower block's).
+// still reads the last one, but never two ahead: its send of exchange u + 2 comes after its
+// wait on u + 1, which needs the slower block's send of u + 1, and that block's senders pass
+// a block-wide barrier (block_reduce's __syncthreads) after every thread of it read u.
 struct ClusterExchange {
   std::uint64_t arrived[2];  // mbarriers: one arrival (the block's own) + the bytes of every block
   float slot[2][kMaxClusterBlocks];
@@ -47,6 +49,7 @@ __device__ __forceinline__ void cluster_exchange_init(ClusterExchange& x) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&x.arrived[b])) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
+  __syncwarp();  // the aligned arrive below needs warp 0 converged again
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 #else
   (void)x;
@@ -60,17 +63,23 @@ __device__ __forceinline__ void cluster_exchange_wait_unused() {
 #endif
 }
 
-// Exchange number `use` (0, 1, ...; every block of the cluster makes the same sequence):
-// every thread of the block calls it with the block's value and gets the cluster's values
-// in block-rank order, summed or maxed. The wait for the other blocks' values has a bound of
-// its own, `budget` cycles from the exchange's start: where the kernel's deadline has
-// passed already (a peer's push never came), every block still gets here, and a block that
-// gave up at once could leave while the others' values are on their way into its shared
-// memory. Where the bound expires the thread goes on with what arrived and `timed_out` is
-// set, for the kernel's hang record.
-template <bool kMax>
+// Exchange number `use` (0, 1, ...; every block of the cluster makes the same sequence, with
+// a block-wide barrier between two exchanges): every thread of the block calls it with the
+// block's value (the same in every thread: block_reduce's butterfly) and gets the cluster's
+// values in block-rank order from 0.0f, summed or maxed.
+//
+// The wait is bounded twice. Once `budget` cycles from the exchange's start have passed,
+// `on_expiry()` is called (once; the kernel writes its hang record there) and the wait goes
+// on: a block that left now could exit while a late block's value is on its way into its
+// shared memory, which kills the context (found by review; reproduced on an H200). The late
+// value comes, since every wait before the exchange is bounded; the wait gives up only after
+// kExchangeGraceCycles more, where something other than a wait must hold the late block.
+inline constexpr unsigned long long kExchangeGraceCycles = 1ull << 33;  // about 4 s on an H200
+
+template <bool kMax, typename OnExpiry>
 __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float value, int cluster_size,
-                                                  std::uint32_t use, unsigned long long budget, bool& timed_out) {
+                                                  std::uint32_t use, unsigned long long budget,
+                                                  OnExpiry&& on_expiry) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (use == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
   const std::uint32_t buf = use & 1u, parity = (use >> 1) & 1u;
@@ -86,24 +95,30 @@ __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float valu
                  "r"(__float_as_uint(value)), "r"(map_to_block(bar, to))
                  : "memory");
   }
-  // try_wait suspends the thread until the phase completes or a time the hardware picks.
-  const Deadline deadline{clock64(), budget};
+  // try_wait suspends the thread until the phase completes or a time the hardware picks;
+  // acquire at cluster scope, the scope of the other blocks' stores.
+  const long long start = clock64();
+  bool expired = false;
   for (std::uint32_t done = 0; !done;) {
     asm volatile(
-        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;"
+        "\n\tselp.u32 %0, 1, 0, p;\n\t}"
         : "=r"(done)
         : "r"(bar), "r"(parity)
         : "memory");
-    if (!done && deadline.expired()) {
-      timed_out = true;
-      break;
+    if (done) break;
+    const auto waited = static_cast<unsigned long long>(clock64() - start);
+    if (!expired && waited > budget) {
+      expired = true;
+      on_expiry();
     }
+    if (waited > budget + kExchangeGraceCycles) break;
   }
   float r = 0.0f;
   for (int i = 0; i < cluster_size; ++i) r = kMax ? fmaxf(r, x.slot[buf][i]) : r + x.slot[buf][i];
   return r;
 #else
-  (void)x; (void)cluster_size; (void)use; (void)budget; (void)timed_out;
+  (void)x; (void)cluster_size; (void)use; (void)budget; (void)on_expiry;
   return value;
 #endif
 }
