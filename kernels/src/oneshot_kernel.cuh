@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ std::uint32_t s_flag;
   __shared__ std::uint64_t s_clear;
   __shared__ float scratch[32];
-  RowReduction red{scratch, &cluster_exchange_space, C, a.budget, &a.ws};
+  RowReduction red{scratch, &cluster_exchange_space, C, a.budget};
   protocol::ControlBlock* cb = a.ws.control;
   std::uint32_t two_shot_flag = 0;  // thread 0: written back unchanged by step 7
   // A grid of one block (a one-token call without a cluster, or any call whose grid bound
@@ -303,9 +303,13 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   if (!single_block && blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups) {
-    red.hang = HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t), 0u, f,
-                        static_cast<std::uint32_t>(C), a.call_index, HangSite::cluster_exchange};
     process_row<T, K, S>(a.e, t, v_begin, v_end, red, sum_vector);
+    if (red.exchange_expired) {  // a block of the row's cluster came later than the budget
+      write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t), 0u, f,
+                                       static_cast<std::uint32_t>(C), a.call_index, HangSite::cluster_exchange},
+                        deadline);
+      red.exchange_expired = false;
+    }
   }
   // A cluster barrier arrived on must be waited on: calls whose pattern reduces nothing.
   if (C > 1 && red.exchanges == 0) cluster_exchange_wait_unused();

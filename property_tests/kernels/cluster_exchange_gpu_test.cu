@@ -1,7 +1,7 @@
 // The cluster exchange (kernels/src/device/cluster_exchange.cuh) on its own: the blocks of
 // a cluster meet their values in block-rank order, through both buffers and both phases,
 // every thread gets the result; and, as the negative control of its bound, a block that
-// comes later than the budget makes the others report it (on_expiry) and still wait for its
+// comes later than the budget makes the others report it (expired) and still wait for its
 // value, instead of leaving while it is on its way. Skips (visibly) without a device with
 // cluster launch.
 #include <gtest/gtest.h>
@@ -57,9 +57,10 @@ __global__ void probe_kernel(ProbeResult* out, int exchanges, int late_block, un
       while (static_cast<unsigned long long>(clock64() - t0) < late_cycles) __nanosleep(1000);
     }
     const float v = contribution(rank, i);
-    auto on_expiry = [&] { atomicOr(&s_expired, 1); };
-    const float r = i % 2 == 0 ? fd::cluster_exchange<false>(x, v, size, static_cast<std::uint32_t>(i), budget, on_expiry)
-                               : fd::cluster_exchange<true>(x, v, size, static_cast<std::uint32_t>(i), budget, on_expiry);
+    bool expired = false;
+    const float r = i % 2 == 0 ? fd::cluster_exchange<false>(x, v, size, static_cast<std::uint32_t>(i), budget, expired)
+                               : fd::cluster_exchange<true>(x, v, size, static_cast<std::uint32_t>(i), budget, expired);
+    if (expired) atomicOr(&s_expired, 1);
     __syncthreads();  // what the kernel has between two exchanges (block_reduce)
     ProbeResult& o = out[blockIdx.x * exchanges + i];
     if (threadIdx.x == 0) o.first_thread = r;

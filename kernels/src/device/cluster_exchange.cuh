@@ -69,17 +69,16 @@ __device__ __forceinline__ void cluster_exchange_wait_unused() {
 // values in block-rank order from 0.0f, summed or maxed.
 //
 // The wait is bounded twice. Once `budget` cycles from the exchange's start have passed,
-// `on_expiry()` is called (once; the kernel writes its hang record there) and the wait goes
-// on: a block that left now could exit while a late block's value is on its way into its
+// `expired` is set (the kernel writes its hang record after the row) and the wait goes on:
+// a block that left now could exit while a late block's value is on its way into its
 // shared memory, which kills the context (found by review; reproduced on an H200). The late
 // value comes, since every wait before the exchange is bounded; the wait gives up only after
 // kExchangeGraceCycles more, where something other than a wait must hold the late block.
 inline constexpr unsigned long long kExchangeGraceCycles = 1ull << 33;  // about 4 s on an H200
 
-template <bool kMax, typename OnExpiry>
+template <bool kMax>
 __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float value, int cluster_size,
-                                                  std::uint32_t use, unsigned long long budget,
-                                                  OnExpiry&& on_expiry) {
+                                                  std::uint32_t use, unsigned long long budget, bool& expired) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (use == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
   const std::uint32_t buf = use & 1u, parity = (use >> 1) & 1u;
@@ -98,7 +97,6 @@ __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float valu
   // try_wait suspends the thread until the phase completes or a time the hardware picks;
   // acquire at cluster scope, the scope of the other blocks' stores.
   const long long start = clock64();
-  bool expired = false;
   for (std::uint32_t done = 0; !done;) {
     asm volatile(
         "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;"
@@ -108,17 +106,14 @@ __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float valu
         : "memory");
     if (done) break;
     const auto waited = static_cast<unsigned long long>(clock64() - start);
-    if (!expired && waited > budget) {
-      expired = true;
-      on_expiry();
-    }
+    if (waited > budget) expired = true;
     if (waited > budget + kExchangeGraceCycles) break;
   }
   float r = 0.0f;
   for (int i = 0; i < cluster_size; ++i) r = kMax ? fmaxf(r, x.slot[buf][i]) : r + x.slot[buf][i];
   return r;
 #else
-  (void)x; (void)cluster_size; (void)use; (void)budget; (void)on_expiry;
+  (void)x; (void)cluster_size; (void)use; (void)budget; (void)expired;
   return value;
 #endif
 }

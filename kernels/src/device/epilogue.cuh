@@ -111,15 +111,14 @@ __device__ __forceinline__ float e4m3_to_float(std::uint8_t code) {
 // How a row's partial sums meet: the block's warps through `scratch` (32 floats of shared
 // memory); where the row is split over the blocks of a cluster, those blocks through
 // `exchange` (cluster_exchange.cuh), each exchange waiting `exchange_budget` cycles before
-// it writes `hang` (token: the row) into `hang_ws`'s hang record and waits on.
+// it sets `exchange_expired` (for the kernel's hang record) and waits on.
 struct RowReduction {
   float* scratch = nullptr;
   ClusterExchange* exchange = nullptr;
   int cluster_size = 1;
   unsigned long long exchange_budget = 0;
-  const DeviceWorkspace* hang_ws = nullptr;
-  HangInfo hang{};
   std::uint32_t exchanges = 0;  // cluster exchanges made so far
+  bool exchange_expired = false;
 };
 
 // Sum (or max) of `v` over the row's blocks: the block, then the cluster's blocks in
@@ -128,10 +127,8 @@ template <bool kMax>
 __device__ __forceinline__ float row_reduce(float v, RowReduction& red) {
   const float b = block_reduce<kMax>(v, red.scratch);
   if (red.cluster_size == 1) return b;
-  const Deadline since{clock64(), red.exchange_budget};  // for the record's cycles waited
-  return cluster_exchange<kMax>(*red.exchange, b, red.cluster_size, red.exchanges++, red.exchange_budget, [&] {
-    if (red.hang_ws != nullptr) write_hang_record(*red.hang_ws, red.hang, since);
-  });
+  return cluster_exchange<kMax>(*red.exchange, b, red.cluster_size, red.exchanges++, red.exchange_budget,
+                                 red.exchange_expired);
 }
 
 // NVFP4 of one 16-element block whose T-rounded norm values are at norm_out[idx..idx+16).
