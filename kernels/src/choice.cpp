@@ -42,7 +42,7 @@ int co_resident_blocks(int sm_count, int sharers, int resident_kernels) {
 int choose_cluster(const ClusterChoice& in, const std::function<bool(int)>& device_allows) {
   if (in.mode == ClusterMode::force_no_cluster) return 1;
   const bool automatic = in.mode == ClusterMode::automatic;
-  for (int c : {8, 4, 2}) {
+  for (int c = kMaxClusterSize; c >= 2; c /= 2) {
     const bool divides = in.row_vectors % c == 0 && (!in.nvfp4 || (in.hidden / 16) % c == 0);
     const int min_block_vectors = automatic ? kAutomaticClusterBlockVectors : 32;
     if (!divides || in.row_vectors / c < min_block_vectors || c > in.max_blocks) continue;

@@ -8,10 +8,9 @@
 #include <cstdint>
 
 #include "device/common.cuh"
+#include "fusioncheck/kernels/choice.hpp"
 
 namespace fusioncheck::kernels::device {
-
-inline constexpr int kMaxClusterBlocks = 8;
 
 // Two of everything: a block may send its next value while a slower block of its cluster
 // still reads the last one, but never two ahead: its send of exchange u + 2 comes after its
@@ -19,7 +18,7 @@ inline constexpr int kMaxClusterBlocks = 8;
 // a block-wide barrier (block_reduce's __syncthreads) after every thread of it read u.
 struct ClusterExchange {
   std::uint64_t arrived[2];  // mbarriers: one arrival (the block's own) + the bytes of every block
-  float slot[2][kMaxClusterBlocks];
+  float slot[2][kMaxClusterSize];  // per sending block
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

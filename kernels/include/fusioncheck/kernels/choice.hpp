@@ -63,6 +63,10 @@ struct ClusterChoice {
   int sm_share = 0;     // SMs of the rank's share, one block each
 };
 
+// The largest cluster the one-shot launcher makes (the device's exchange has a slot per
+// block of a cluster up to this many: device/cluster_exchange.cuh).
+inline constexpr int kMaxClusterSize = 8;
+
 // Automatic mode splits a row into blocks of at least this many vectors. Since the blocks
 // of a cluster exchange their partial sums without a cluster barrier (cluster_exchange.cuh),
 // blocks of 128 vectors were the fastest at 1-4 tokens on one H200 (2 ranks under MPS,
@@ -71,8 +75,9 @@ struct ClusterChoice {
 // 3.42-3.45 split in 4 (docs/bench.md).
 inline constexpr int kAutomaticClusterBlockVectors = 128;
 
-// The cluster size C (1: none): the largest of 8, 4, 2 that splits a row into blocks of at
-// least 32 vectors (whole scale groups for NVFP4), is at most max_blocks, and that the device
+// The cluster size C (1: none): the largest of 8, 4, 2 (kMaxClusterSize and its halves) that
+// splits a row into blocks of at least 32 vectors (whole scale groups for NVFP4), is at most
+// max_blocks, and that the device
 // allows (`device_allows(C)`: cluster launch and the occupancy query). Automatic mode makes
 // blocks of at least kAutomaticClusterBlockVectors, splits in 8 or 4 only, and only as many
 // as fit the share: tokens x C <= sm_share (hidden 8192, bf16, 132 SMs: 8 blocks a row up to
