@@ -44,7 +44,7 @@ int choose_cluster(const ClusterChoice& in, const std::function<bool(int)>& devi
   const bool automatic = in.mode == ClusterMode::automatic;
   for (int c = kMaxClusterSize; c >= 2; c /= 2) {
     const bool divides = in.row_vectors % c == 0 && (!in.nvfp4 || (in.hidden / 16) % c == 0);
-    const int min_block_vectors = automatic ? kAutomaticClusterBlockVectors : 32;
+    const int min_block_vectors = automatic ? kAutomaticClusterBlockVectors : kMinClusterBlockVectors;
     if (!divides || in.row_vectors / c < min_block_vectors || c > in.max_blocks) continue;
     if (automatic && (c < 4 || static_cast<std::int64_t>(in.tokens) * c > in.sm_share)) continue;
     if (device_allows(c)) return c;

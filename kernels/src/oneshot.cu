@@ -149,8 +149,8 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
 
   // Cluster path: a token row split over C blocks whose partial sums meet in distributed
   // shared memory, where the device and the occupancy query allow it. Automatic mode splits
-  // rows of 512 vectors or more into blocks of 128 or more, 8 or 4 a row, as the share holds
-  // them (choose_cluster): since the exchange needs no cluster barrier, more and smaller
+  // rows into blocks of kAutomaticClusterBlockVectors or more, 8 or 4 a row, as the share
+  // holds them (choose_cluster): since the exchange needs no cluster barrier, more and smaller
   // blocks a row were faster at 1-4 tokens (hidden 8192 without a cluster: 5.0 us, in 8
   // blocks: 3.3 us, one H200; docs/bench.md, session 14).
   ClusterChoice choice;
@@ -167,7 +167,8 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   if (p.cluster == ClusterMode::force_cluster && cluster == 1)
     throw InvalidLaunch("cluster path forced but not available: device cluster launch=" +
                         std::string(device_supports_clusters() ? "yes" : "no") + ", hidden=" +
-                        std::to_string(p.hidden) + " has no split into >= 2 blocks of >= 32 vectors");
+                        std::to_string(p.hidden) + " has no split into >= 2 blocks of >= " +
+                        std::to_string(kMinClusterBlockVectors) + " vectors");
 
   // A call without a cluster runs the twin built without the cluster path where there is one
   // (ClusterFreeTwin), on a grid bound by that kernel's own occupancy.

@@ -67,6 +67,9 @@ struct ClusterChoice {
 // block of a cluster up to this many: device/cluster_exchange.cuh).
 inline constexpr int kMaxClusterSize = 8;
 
+// No cluster mode makes blocks of fewer vectors than this (whole NVFP4 scale groups).
+inline constexpr int kMinClusterBlockVectors = 32;
+
 // Automatic mode splits a row into blocks of at least this many vectors. Since the blocks
 // of a cluster exchange their partial sums without a cluster barrier (cluster_exchange.cuh),
 // blocks of 128 vectors were the fastest at 1-4 tokens on one H200 (2 ranks under MPS,
@@ -76,11 +79,10 @@ inline constexpr int kMaxClusterSize = 8;
 inline constexpr int kAutomaticClusterBlockVectors = 128;
 
 // The cluster size C (1: none): the largest of 8, 4, 2 (kMaxClusterSize and its halves) that
-// splits a row into blocks of at least 32 vectors (whole scale groups for NVFP4), is at most
-// max_blocks, and that the device
-// allows (`device_allows(C)`: cluster launch and the occupancy query). Automatic mode makes
-// blocks of at least kAutomaticClusterBlockVectors, splits in 8 or 4 only, and only as many
-// as fit the share: tokens x C <= sm_share (hidden 8192, bf16, 132 SMs: 8 blocks a row up to
+// splits a row into blocks of at least kMinClusterBlockVectors, is at most max_blocks, and
+// that the device allows (`device_allows(C)`: cluster launch and the occupancy query).
+// Automatic mode makes blocks of at least kAutomaticClusterBlockVectors, splits in 8 or 4
+// only, and only as many as fit the share: tokens x C <= sm_share (hidden 8192, bf16, 132 SMs: 8 blocks a row up to
 // 16 tokens, 4 up to 33; hidden 4096: 4 up to 33). On two H200s 2 blocks a row made 64 x 8192
 // 4-5 % slower than none (docs/bench-history.md, session 8), so automatic mode never splits
 // in 2. force_no_cluster: 1; force_cluster ignores the share and may split in 2.
