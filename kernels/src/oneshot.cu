@@ -152,7 +152,7 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   // rows into blocks of kAutomaticClusterBlockVectors or more, 8 or 4 a row, as the share
   // holds them (choose_cluster): since the exchange needs no cluster barrier, more and smaller
   // blocks a row were faster at 1-4 tokens (hidden 8192 without a cluster: 5.0 us, in 8
-  // blocks: 3.3 us, one H200; docs/bench.md, session 14).
+  // blocks: 3.3 us, one H200; docs/bench-history-sessions-10-15.md, session 14).
   ClusterChoice choice;
   choice.mode = p.cluster;
   choice.row_vectors = vrow;

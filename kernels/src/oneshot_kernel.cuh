@@ -83,9 +83,10 @@ enum class Instrument { none, wait_profile, unbounded_polls };
 
 // Whether an instance carries the cluster path (a token row split over the blocks of a
 // thread-block cluster, the partial sums meeting in distributed shared memory). That code
-// costs 2-4 % at 1-16 tokens even where no call takes it (one H200, docs/bench.md), so
-// the instances of the normal calls also come built without it (left_out): a twin that
-// the calls taking no cluster run (OneShotEntry::cluster_free).
+// costs 2-4 % at 1-16 tokens even where no call takes it (one H200; session 12 in
+// docs/bench-history-sessions-10-15.md), so the instances of the normal calls also come
+// built without it (left_out): a twin that the calls taking no cluster run
+// (OneShotEntry::cluster_free).
 enum class ClusterCode { compiled, left_out };
 
 // Polls of one Lamport slot before the first read of the clock (see sum_vector). None at 16
@@ -131,7 +132,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // trigger are read before the wait anyway. The sum goes to shared memory through a
   // volatile store so that the reads are not dropped. With the early trigger this made 1-16
   // tokens 1-6 % faster on one H200; with the at-end trigger no earlier kernel runs beside
-  // the wait and nothing changed (docs/bench.md, session 12).
+  // the wait and nothing changed (docs/bench-history-sessions-10-15.md, session 12).
   if (threadIdx.x == (blockDim.x > 32 ? 32u : 0u)) {
     __shared__ std::uint64_t s_parameter_lines;
     *reinterpret_cast<volatile std::uint64_t*>(&s_parameter_lines) =
@@ -177,7 +178,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // is one block) is all the blocks of the call: once its thread 0 has read the state, every
   // block has arrived, so it updates the state right away (step 7 at step 2) and never adds
   // to the counter, which stays 0. That takes the update off the tail of the call: 2 % at
-  // 1 x 4096 on one H200 (docs/bench.md, session 13). Mutant instances keep the counter at
+  // 1 x 4096 on one H200 (docs/bench-history-sessions-10-15.md, session 13). Mutant instances keep the counter at
   // every grid size, so that its bugs show at one block too.
   const bool single_block = M == Mutant::none && gridDim.x == 1;
   if (threadIdx.x == 0) {  // step 2

@@ -19,7 +19,7 @@ bool twoshot_preferred(int ranks, std::uint64_t input_bytes_per_rank, int ranks_
 //   plain  allreduce or residual + RMSNorm with fp32 accumulation (what a model runs),
 //          without the code of the quantised outputs and of the per-add rounding. On one
 //          H200 that made the one-shot kernel 1-11 % faster at every size, 0.06-0.55 us at
-//          1-16 tokens (docs/bench.md, session 11): at small sizes a call is a chain of
+//          1-16 tokens (docs/bench-history.md, session 11): at small sizes a call is a chain of
 //          latencies, and the unused branches were on it.
 enum class EpilogueScope : std::uint8_t { full, plain };
 
@@ -75,7 +75,7 @@ inline constexpr int kMinClusterBlockVectors = 32;
 // blocks of 128 vectors were the fastest at 1-4 tokens on one H200 (2 ranks under MPS,
 // session 14): hidden 4096 split in 4 took 3.19-3.28 us against 3.42-3.57 without a
 // cluster and 3.27 split in 8 (early trigger); hidden 8192 split in 8 3.28-3.30 against
-// 3.42-3.45 split in 4 (docs/bench.md).
+// 3.42-3.45 split in 4 (docs/bench-history-sessions-10-15.md, session 14).
 inline constexpr int kAutomaticClusterBlockVectors = 128;
 
 // The cluster size C (1: none): the largest of 8, 4, 2 (kMaxClusterSize and its halves) that
