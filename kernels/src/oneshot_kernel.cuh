@@ -282,14 +282,18 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       if constexpr (kProfile) my_poll[r] += clock64() - p0;
       vals[r] = x;
     }
+    if (fp32_accumulation_of<S>(a.e)) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if (fp32_accumulation_of<S>(a.e)) {
+      for (int k = 0; k < K; ++k) {
         float s = elem_float<L>(vals[0], k);
 #pragma unroll
         for (int r = 1; r < N; ++r) s += elem_float<L>(vals[r], k);
-        ar[k] = round_to<T>(s);
-      } else {
+        ar[k] = s;
+      }
+      round_all_to<T>(ar);
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
         float s = round_to<T>(elem_float<L>(vals[0], k));
 #pragma unroll
         for (int r = 1; r < N; ++r) s = round_to<T>(s + elem_float<L>(vals[r], k));

@@ -18,7 +18,8 @@ __global__ void __launch_bounds__(1024) fc_residual_rmsnorm_kernel(const Epilogu
   auto sum_vector = [&](int t, int v, float (&ar)[8]) {
     load_row_vector<T, 8>(allreduced, static_cast<std::uint64_t>(t) * e.hidden + static_cast<std::uint64_t>(v) * 8, ar);
   };
-  for (int t = blockIdx.x; t < e.tokens; t += gridDim.x) process_row<T, 8, S>(e, t, 0, e.hidden / 8, red, sum_vector);
+  for (int t = blockIdx.x; t < e.tokens; t += gridDim.x)
+    process_row<T, 8, S, Rounding::elements>(e, t, 0, e.hidden / 8, red, sum_vector);
 }
 
 // The plain instance (residual + RMSNorm only) or the one of every pattern (choice.hpp).

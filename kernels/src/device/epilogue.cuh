@@ -14,6 +14,8 @@
 //   nvfp4:       per 16 elements, sf = e4m3(g * (amax_block * (1/6))),
 //                out_sc = sf == 0 ? 0 : 1 / (float(sf) * (1 / g)), e2m1(q * out_sc)
 #include <cuda_fp8.h>
+
+#include <type_traits>
 #if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 13 || \
     (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
 #include <cuda_fp4.h>
@@ -74,6 +76,35 @@ template <typename T>
 __device__ __forceinline__ float round_to(float x) {
   return to_float<T>(from_float<T>(x));
 }
+
+// round_to<T> of every element of x, two at a time where T is 16-bit: one packed conversion
+// (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) per pair instead of one per element, the same
+// round-to-nearest-even, so the same bits.
+template <typename T, int K>
+__device__ __forceinline__ void round_all_to(float (&x)[K]) {
+  static_assert(K % 2 == 0);
+#pragma unroll
+  for (int k = 0; k < K; k += 2) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      const __nv_bfloat162 p = __floats2bfloat162_rn(x[k], x[k + 1]);
+      x[k] = __low2float(p);
+      x[k + 1] = __high2float(p);
+    } else if constexpr (std::is_same_v<T, __half>) {
+      const __half2 p = __floats2half2_rn(x[k], x[k + 1]);
+      x[k] = __low2float(p);
+      x[k + 1] = __high2float(p);
+    } else {
+      x[k] = round_to<T>(x[k]);
+      x[k + 1] = round_to<T>(x[k + 1]);
+    }
+  }
+}
+
+// How process_row rounds its vectors: `pairs` through round_all_to (the fused kernels: 1-4 %
+// faster on one H200, docs/bench.md, session 16), `elements` one conversion per element,
+// interleaved with the sums (the unfused baseline's norm kernel: 1 % slower with pairs, at 58
+// registers instead of 52, and a baseline runs its fastest build).
+enum class Rounding { pairs, elements };
 
 // K consecutive elements of T (K * 2 bytes: 16 or 8) as floats, and back.
 template <typename T, int K>
@@ -163,7 +194,7 @@ __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, in
 
 // One token row, vectors [v_begin, v_end) of K elements, by this block's threads.
 // sum_vector(t, v, float(&)[K]) returns the T-rounded allreduce values.
-template <typename T, int K, EpilogueScope S, typename SumVector>
+template <typename T, int K, EpilogueScope S, Rounding R = Rounding::pairs, typename SumVector>
 __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_begin, int v_end,
                                             RowReduction& red, SumVector&& sum_vector) {
   const Pattern pattern = pattern_of<S>(e);
@@ -182,10 +213,18 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
     sum_vector(t, v, ar);
     if (e.allreduce_out != nullptr) store_row_vector<T, K>(e.allreduce_out, idx, ar);
     if (pattern == Pattern::allreduce) continue;
+    if constexpr (R == Rounding::pairs) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      res[k] = round_to<T>(ar[k] + res[k]);
-      ss += res[k] * res[k];
+      for (int k = 0; k < K; ++k) res[k] = ar[k] + res[k];
+      round_all_to<T>(res);
+#pragma unroll
+      for (int k = 0; k < K; ++k) ss += res[k] * res[k];
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        res[k] = round_to<T>(ar[k] + res[k]);
+        ss += res[k] * res[k];
+      }
     }
     store_row_vector<T, K>(e.residual_out, idx, res);
     if (v == first_v) {
@@ -209,10 +248,18 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
       load_row_vector<T, K>(e.residual_out, idx, x);  // written by this thread in pass 1
       load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(v) * K, g);
     }
+    if constexpr (R == Rounding::pairs) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      x[k] = round_to<T>((x[k] * r) * (e.weight_bias + g[k]));
-      amax = fmaxf(amax, fabsf(x[k]));
+      for (int k = 0; k < K; ++k) x[k] = (x[k] * r) * (e.weight_bias + g[k]);
+      round_all_to<T>(x);
+#pragma unroll
+      for (int k = 0; k < K; ++k) amax = fmaxf(amax, fabsf(x[k]));
+    } else {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        x[k] = round_to<T>((x[k] * r) * (e.weight_bias + g[k]));
+        amax = fmaxf(amax, fabsf(x[k]));
+      }
     }
     store_row_vector<T, K>(e.norm_out, idx, x);
     if (pattern == Pattern::fp8_static) {
