@@ -77,27 +77,32 @@ __device__ __forceinline__ float round_to(float x) {
   return to_float<T>(from_float<T>(x));
 }
 
-// round_to<T> of every element of x, two at a time where T is 16-bit: one packed conversion
-// (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) per pair instead of one per element, the same
-// round-to-nearest-even, so the same bits.
+// round_to<T> of every element of x (T: __half or __nv_bfloat16), two at a time: one packed
+// conversion (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) per pair instead of one per element,
+// the same round-to-nearest-even, so the same bits. `pairs` gets the packed words (element
+// 2i in the low half of word i), ready to store without converting again.
 template <typename T, int K>
-__device__ __forceinline__ void round_all_to(float (&x)[K]) {
-  static_assert(K % 2 == 0);
+__device__ __forceinline__ void round_all_to(float (&x)[K], std::uint32_t (&pairs)[K / 2]) {
+  static_assert(sizeof(T) == 2 && K % 2 == 0);
 #pragma unroll
   for (int k = 0; k < K; k += 2) {
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
       const __nv_bfloat162 p = __floats2bfloat162_rn(x[k], x[k + 1]);
       x[k] = __low2float(p);
       x[k + 1] = __high2float(p);
-    } else if constexpr (std::is_same_v<T, __half>) {
+      pairs[k / 2] = bits_of<T>(p.x) | (bits_of<T>(p.y) << 16);
+    } else {
       const __half2 p = __floats2half2_rn(x[k], x[k + 1]);
       x[k] = __low2float(p);
       x[k + 1] = __high2float(p);
-    } else {
-      x[k] = round_to<T>(x[k]);
-      x[k + 1] = round_to<T>(x[k + 1]);
+      pairs[k / 2] = bits_of<T>(p.x) | (bits_of<T>(p.y) << 16);
     }
   }
+}
+template <typename T, int K>
+__device__ __forceinline__ void round_all_to(float (&x)[K]) {
+  std::uint32_t pairs[K / 2];
+  round_all_to<T>(x, pairs);
 }
 
 // How process_row rounds its vectors: `pairs` through round_all_to (the fused kernels: 1-4 %
@@ -129,6 +134,13 @@ __device__ __forceinline__ void store_row_vector(void* base, std::uint64_t idx, 
     w[k] = bits_of<T>(from_float<T>(in[2 * k])) | (bits_of<T>(from_float<T>(in[2 * k + 1])) << 16);
   if constexpr (K == 8) *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
   else *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+}
+// K elements of T already packed in pairs (round_all_to), stored as they are.
+template <typename T, int K>
+__device__ __forceinline__ void store_row_pairs(void* base, std::uint64_t idx, const std::uint32_t (&pairs)[K / 2]) {
+  T* p = static_cast<T*>(base) + idx;
+  if constexpr (K == 8) *reinterpret_cast<uint4*>(p) = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  else *reinterpret_cast<uint2*>(p) = make_uint2(pairs[0], pairs[1]);
 }
 
 __device__ __forceinline__ std::uint8_t to_e4m3(float x) {
@@ -216,17 +228,19 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
     if constexpr (R == Rounding::pairs) {
 #pragma unroll
       for (int k = 0; k < K; ++k) res[k] = ar[k] + res[k];
-      round_all_to<T>(res);
+      std::uint32_t pairs[K / 2];
+      round_all_to<T>(res, pairs);
 #pragma unroll
       for (int k = 0; k < K; ++k) ss += res[k] * res[k];
+      store_row_pairs<T, K>(e.residual_out, idx, pairs);
     } else {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         res[k] = round_to<T>(ar[k] + res[k]);
         ss += res[k] * res[k];
       }
+      store_row_vector<T, K>(e.residual_out, idx, res);
     }
-    store_row_vector<T, K>(e.residual_out, idx, res);
     if (v == first_v) {
 #pragma unroll
       for (int k = 0; k < K; ++k) first_x[k] = res[k];
@@ -251,17 +265,19 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
     if constexpr (R == Rounding::pairs) {
 #pragma unroll
       for (int k = 0; k < K; ++k) x[k] = (x[k] * r) * (e.weight_bias + g[k]);
-      round_all_to<T>(x);
+      std::uint32_t pairs[K / 2];
+      round_all_to<T>(x, pairs);
 #pragma unroll
       for (int k = 0; k < K; ++k) amax = fmaxf(amax, fabsf(x[k]));
+      store_row_pairs<T, K>(e.norm_out, idx, pairs);
     } else {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         x[k] = round_to<T>((x[k] * r) * (e.weight_bias + g[k]));
         amax = fmaxf(amax, fabsf(x[k]));
       }
+      store_row_vector<T, K>(e.norm_out, idx, x);
     }
-    store_row_vector<T, K>(e.norm_out, idx, x);
     if (pattern == Pattern::fp8_static) {
       std::uint32_t w[K / 4];
 #pragma unroll
