@@ -84,19 +84,15 @@ __device__ __forceinline__ float round_to(float x) {
 template <typename T, int K>
 __device__ __forceinline__ void round_all_to(float (&x)[K], std::uint32_t (&pairs)[K / 2]) {
   static_assert(sizeof(T) == 2 && K % 2 == 0);
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
 #pragma unroll
   for (int k = 0; k < K; k += 2) {
-    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      const __nv_bfloat162 p = __floats2bfloat162_rn(x[k], x[k + 1]);
-      x[k] = __low2float(p);
-      x[k + 1] = __high2float(p);
-      pairs[k / 2] = bits_of<T>(p.x) | (bits_of<T>(p.y) << 16);
-    } else {
-      const __half2 p = __floats2half2_rn(x[k], x[k + 1]);
-      x[k] = __low2float(p);
-      x[k + 1] = __high2float(p);
-      pairs[k / 2] = bits_of<T>(p.x) | (bits_of<T>(p.y) << 16);
-    }
+    std::conditional_t<kBf16, __nv_bfloat162, __half2> p;
+    if constexpr (kBf16) p = __floats2bfloat162_rn(x[k], x[k + 1]);
+    else p = __floats2half2_rn(x[k], x[k + 1]);
+    x[k] = __low2float(p);
+    x[k + 1] = __high2float(p);
+    pairs[k / 2] = bits_of<T>(p.x) | (bits_of<T>(p.y) << 16);
   }
 }
 template <typename T, int K>
@@ -105,7 +101,7 @@ __device__ __forceinline__ void round_all_to(float (&x)[K]) {
   round_all_to<T>(x, pairs);
 }
 
-// How process_row rounds its vectors: `pairs` through round_all_to (the fused kernels: 1-4 %
+// How process_row rounds its vectors: `pairs` through round_all_to (the fused kernels: 0.6-3.6 %
 // faster on one H200, docs/bench.md, session 16), `elements` one conversion per element,
 // interleaved with the sums (the unfused baseline's norm kernel: 1 % slower with pairs, at 58
 // registers instead of 52, and a baseline runs its fastest build).
