@@ -178,8 +178,8 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // is one block) is all the blocks of the call: once its thread 0 has read the state, every
   // block has arrived, so it updates the state right away (step 7 at step 2) and never adds
   // to the counter, which stays 0. That takes the update off the tail of the call: 2 % at
-  // 1 x 4096 on one H200 (docs/bench-history-sessions-10-15.md, session 13). Mutant instances keep the counter at
-  // every grid size, so that its bugs show at one block too.
+  // 1 x 4096 on one H200 (docs/bench-history-sessions-10-15.md, session 13). Mutant
+  // instances keep the counter at every grid size, so that its bugs show at one block too.
   const bool single_block = M == Mutant::none && gridDim.x == 1;
   if (threadIdx.x == 0) {  // step 2
     // One acquire load of clear_size and the word holding the flag (they share 16 bytes,

@@ -474,7 +474,8 @@ TEST(AutomaticChoice, TwoRanksOnTwoGpusAlwaysOneShot) {
 }
 
 TEST(AutomaticChoice, TwoRanksSharingAGpuSwitchAtTwoMiB) {
-  // Under MPS on one H200 two-shot was the faster from 2 MiB per rank (docs/bench-history-sessions-10-15.md, session 12).
+  // Under MPS on one H200 two-shot was the faster from 2 MiB per rank
+  // (docs/bench-history-sessions-10-15.md, session 12).
   EXPECT_FALSE(fk::twoshot_preferred(2, (2u << 20) - 1, 2));
   EXPECT_TRUE(fk::twoshot_preferred(2, 2u << 20, 2));
   EXPECT_FALSE(fk::twoshot_preferred(2, 2u << 20, 1));  // the same size on two GPUs

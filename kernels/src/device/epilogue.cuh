@@ -133,7 +133,8 @@ __device__ __forceinline__ void store_row_vector(void* base, std::uint64_t idx, 
 }
 // K elements of T already packed in pairs (round_all_to), stored as they are.
 template <typename T, int K>
-__device__ __forceinline__ void store_row_pairs(void* base, std::uint64_t idx, const std::uint32_t (&pairs)[K / 2]) {
+__device__ __forceinline__ void store_row_pairs(void* base, std::uint64_t idx,
+                                                const std::uint32_t (&pairs)[K / 2]) {
   T* p = static_cast<T*>(base) + idx;
   if constexpr (K == 8) *reinterpret_cast<uint4*>(p) = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
   else *reinterpret_cast<uint2*>(p) = make_uint2(pairs[0], pairs[1]);
