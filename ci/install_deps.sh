@@ -16,6 +16,8 @@ if ! command -v nvdisasm >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvdisasm 
   python3 -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm 2>/dev/null ||
     python3 -m pip install -q --break-system-packages nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
 fi
-# FlashInfer's headers (the adapter's kernel under test), from its pinned PyPI wheel.
+# FlashInfer's headers (the adapter's kernel under test), from its pinned PyPI wheel, and one
+# older release that ci/test.sh builds beside it (its compile probes find fields missing).
 bash "$(dirname "$0")/fetch_flashinfer.sh"
+bash "$(dirname "$0")/fetch_flashinfer.sh" "$(tr -d '[:space:]' <"$(dirname "$0")/old_flashinfer_release")"
 echo "fusioncheck: dependencies installed"

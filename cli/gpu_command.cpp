@@ -9,6 +9,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <regex>
+#include <string_view>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/cli/command.hpp"
@@ -119,7 +121,7 @@ int run_kill_table_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   for (const auto& id : o.mutants) options.mutants.push_back(mutant_from_id(id));
   const gpu::KillTableResult table = gpu::run_kill_table(comm, options);
   if (comm.rank() == 0) {
-    const std::string text = gpu::kill_table_markdown(table.runs, table.setup, table.placement);
+    const std::string text = gpu::kill_table_markdown(table.runs, table.setup, table.placement, table.not_built);
     fmt::print("\n{}", text);
     if (!o.table_out.empty()) gpu::write_file(o.table_out, text);
     write_reports(o, "fusioncheck.gpu.kill_table", table.runs, &table.placement);
@@ -128,19 +130,32 @@ int run_kill_table_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   return table.unexpected ? kExitFindings : kExitClean;
 }
 
+constexpr std::string_view kReleasePrefix = "flashinfer@";
+
 // The kernel a job drives; an adapter this build lacks is bad input, with the reason.
 gpu::KernelChoice kernel_choice(const std::string& name) {
   if (name == "ours") return gpu::KernelChoice{};
   if (!adapters::flashinfer_available())
     throw UsageError("--kernel " + name + ": this build has no FlashInfer adapter: " +
                      adapters::flashinfer_unavailable_reason());
+  if (name.starts_with(kReleasePrefix)) {
+    try {
+      return adapters::flashinfer_release_choice(name.substr(kReleasePrefix.size()));
+    } catch (const kernels::InvalidLaunch& e) {
+      throw UsageError("--kernel " + name + ": " + e.what());
+    }
+  }
   return name == "flashinfer-legacy" ? adapters::flashinfer_legacy_choice() : adapters::flashinfer_choice();
 }
 
 // A mutant the chosen adapter has no instance of is refused before MPI starts (our kernels'
 // instances are checked by the library, on the GPU).
 void check_adapter_mutant(const std::string& kernel, protocol::Mutant mutant) {
-  if (kernel != "flashinfer" || mutant == protocol::Mutant::none) return;
+  if (mutant == protocol::Mutant::none) return;
+  if (kernel.starts_with(kReleasePrefix))
+    throw UsageError("--mutant " + std::string(protocol::mutant_id(mutant)) + ": --kernel " + kernel +
+                     " has no patched copies (they are made of the main tree: --kernel flashinfer)");
+  if (kernel != "flashinfer") return;
   const auto patches = adapters::flashinfer_patches();
   if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
   std::string have;
@@ -152,8 +167,16 @@ void check_adapter_mutant(const std::string& kernel, protocol::Mutant mutant) {
 void add_kernel_option(CLI::App* cmd, GpuCliOptions& o) {
   cmd->add_option("--kernel", o.kernel,
                   "The kernel under test: ours (fusioncheck's kernels), flashinfer (FlashInfer's allreduce fusion, "
-                  "adapters/flashinfer) or flashinfer-legacy (FlashInfer's older Lamport kernel, trtllm_allreduce.cuh)")
-      ->check(CLI::IsMember({"ours", "flashinfer", "flashinfer-legacy"}));
+                  "adapters/flashinfer), flashinfer-legacy (FlashInfer's older Lamport kernel, trtllm_allreduce.cuh) "
+                  "or flashinfer@VERSION (another flashinfer-python release built beside the main tree, "
+                  "-DFUSIONCHECK_FLASHINFER_RELEASES)")
+      ->check([](const std::string& value) -> std::string {
+        static const std::regex release(R"(flashinfer@[0-9]+(\.[0-9]+)+(\.post[0-9]+)?)");
+        if (value == "ours" || value == "flashinfer" || value == "flashinfer-legacy" ||
+            std::regex_match(value, release))
+          return "";
+        return "'" + value + "' is not ours, flashinfer, flashinfer-legacy or flashinfer@VERSION";
+      });
 }
 
 // Output and input paths, checked before any rank starts work.
@@ -179,6 +202,8 @@ void add_check_options(CLI::App* cmd, GpuCliOptions& o) {
   cmd->add_option("--max-calls", c.limits.max_calls, "Longest call sequence per case")
       ->check(integer_in<int>(1, gpu::kMaxCallsPerCase));
   cmd->add_flag_callback("--no-delays", [&c] { c.delays = false; }, "Do not draw seeded injected delays in the kernels");
+  cmd->add_flag_callback("--no-pdl-producer", [&c] { c.pdl_producer = false; },
+                         "Do not draw PDL producers (kernels writing a call's inputs late, right before it)");
   cmd->add_option("--twoshot-percent", c.twoshot_percent,
                   "Share of two-shot calls in cases with 16-bit Lamport buffers (kill-table: mutants of the "
                   "two-shot kernel alone, and a control, run at " + std::to_string(gpu::kTwoShotMutantPercent) + ")")
@@ -197,6 +222,8 @@ void add_smoke(CLI::App* gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
   smoke->add_option("--calls-per-case", o->smoke.calls_per_case,
                     "Calls issued back to back in each case, with changing token counts")
       ->check(integer_in<int>(1, gpu::kMaxCallsPerCase));
+  smoke->add_flag_callback("--no-pdl-producer", [o] { o->smoke.pdl_producer = false; },
+                           "No PDL producers before the calls (every other PDL call has one by default)");
   smoke->add_option("--json", o->smoke.json_out, "Write per-case results (rank 0)");
   add_kernel_option(smoke, *o);
   smoke->callback([o, &exit_code] {

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/protocol/mutants.hpp"
@@ -14,10 +15,10 @@ namespace {
 
 std::string layers_text(std::uint8_t layers) {
   using namespace protocol;
-  if ((layers & kInSim) && (layers & kInKernel)) return "sim+kernel";
-  if (layers & kInSim) return "sim";
-  if (layers & kInKernel) return "kernel";
-  return "-";
+  std::string out;
+  for (auto [bit, name] : {std::pair{kInSim, "sim"}, {kInKernel, "kernel"}, {kInFlashInfer, "flashinfer"}})
+    if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
+  return out.empty() ? "-" : out;
 }
 
 void print_mutants(bool as_json) {
@@ -30,9 +31,9 @@ void print_mutants(bool as_json) {
     fmt::print("{}\n", rows.dump(2));
     return;
   }
-  fmt::print("{:<24} {:<11} {:<50} {}\n", "id", "where", "real-world class", "mutant");
+  fmt::print("{:<35} {:<18} {:<50} {}\n", "id", "where", "real-world class", "mutant");
   for (const auto& m : kMutantCatalogue)
-    fmt::print("{:<24} {:<11} {:<50} {}\n", m.id, layers_text(m.layers), m.real_world, m.what);
+    fmt::print("{:<35} {:<18} {:<50} {}\n", m.id, layers_text(m.layers), m.real_world, m.what);
 }
 
 }  // namespace

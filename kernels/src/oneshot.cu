@@ -231,6 +231,44 @@ void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, boo
                                    static_cast<uint4*>(dst), n, read_before_wait));
 }
 
+// ---- PDL producer (the kernel before a call that writes its inputs) --------------------
+// Triggers its dependents first, so that the call launched behind it with PDL may start at
+// once, then waits delay_ns (globaltimer: a bounded wait) and copies the staged inputs over
+// the poison in the call's input buffers. The call's grid-dependency wait returns only after
+// this grid has finished and its writes are visible; a call that reads an input before it
+// reads poison.
+__global__ void fc_pdl_producer_kernel(PdlProducerCopies copies, std::uint32_t delay_ns) {
+  device::pdl_trigger();
+  std::uint64_t t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < delay_ns);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (int c = 0; c < copies.count; ++c) {
+    const auto* src = static_cast<const uint4*>(copies.copy[c].src);
+    auto* dst = static_cast<uint4*>(copies.copy[c].dst);
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < copies.copy[c].bytes / 16;
+         i += stride)
+      dst[i] = src[i];
+  }
+}
+
+void launch_pdl_producer(const PdlProducerCopies& copies, std::uint32_t delay_ns, cudaStream_t stream) {
+  if (copies.count < 0 || copies.count > PdlProducerCopies::kMax)
+    throw InvalidLaunch("pdl producer: at most " + std::to_string(PdlProducerCopies::kMax) + " copies");
+  for (int c = 0; c < copies.count; ++c)
+    if (copies.copy[c].bytes % 16 != 0) throw InvalidLaunch("pdl producer: bytes must be a multiple of 16");
+  if (delay_ns > kMaxPdlProducerDelayNs)
+    throw InvalidLaunch("pdl producer: delay above " + std::to_string(kMaxPdlProducerDelayNs) + " ns");
+  // A small grid, launched without PDL (it follows the previous work in the stream, as a
+  // GEMM follows the previous layer): every block is resident before the call behind it
+  // starts, and with ranks sharing a GPU it leaves room for a peer's fused grid.
+  constexpr unsigned kProducerBlocks = 8;
+  fc_pdl_producer_kernel<<<kProducerBlocks, 256, 0, stream>>>(copies, delay_ns);
+  FC_CUDA_CHECK(cudaGetLastError());
+}
+
 // ---- preloading ---------------------------------------------------------------------------
 void preload_kernels() {
   const auto load = [](cudaError_t (*preload)(), const char* what) {
@@ -254,6 +292,10 @@ void preload_kernels() {
     cudaFuncAttributes attributes{};
     return cudaFuncGetAttributes(&attributes, fc_pdl_consumer_kernel);
   }, "PDL consumer");
+  load([] {
+    cudaFuncAttributes attributes{};
+    return cudaFuncGetAttributes(&attributes, fc_pdl_producer_kernel);
+  }, "PDL producer");
 }
 
 }  // namespace fusioncheck::kernels

@@ -143,6 +143,23 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   __shared__ ClusterExchange cluster_exchange_space;
   if constexpr (R == ClusterCode::compiled)
     if (a.cluster_size > 1) cluster_exchange_init(cluster_exchange_space);
+  // inputs-before-wait: the thread's first residual and gamma vectors of its first row are
+  // read before the wait (FlashInfer before 0.7.1 constructed FusedOp there).
+  constexpr bool kEarlyInputs = M == Mutant::inputs_before_wait;
+  float early_inputs[2][K] = {};
+  if constexpr (kEarlyInputs) {
+    const int early_c = R == ClusterCode::compiled ? a.cluster_size : 1;
+    const int early_width = a.e.hidden / K / early_c;  // vectors of a row this block holds
+    const int early_v = (early_c > 1 ? static_cast<int>(blockIdx.x % early_c) * early_width : 0) +
+                        static_cast<int>(threadIdx.x);
+    const int early_t = early_c > 1 ? static_cast<int>(blockIdx.x / early_c) : static_cast<int>(blockIdx.x);
+    const int early_v_end = (early_c > 1 ? static_cast<int>(blockIdx.x % early_c) * early_width : 0) + early_width;
+    if (early_t < a.e.tokens && early_v < early_v_end && a.e.residual_in != nullptr && a.e.gamma != nullptr) {
+      load_row_vector<T, K>(a.e.residual_in, static_cast<std::uint64_t>(early_t) * a.e.hidden + early_v * K,
+                            early_inputs[0]);
+      load_row_vector<T, K>(a.e.gamma, static_cast<std::uint64_t>(early_v) * K, early_inputs[1]);
+    }
+  }
   pdl_wait<M>();  // step 1
   step_done(0);
   if (a.trigger_early || M == Mutant::early_trigger) pdl_trigger();  // step 8, early
@@ -308,7 +325,11 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   if (!single_block && blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups) {
-    process_row<T, K, S>(a.e, t, v_begin, v_end, red, sum_vector);
+    if constexpr (kEarlyInputs)
+      process_row<T, K, S, Rounding::pairs, true>(a.e, t, v_begin, v_end, red, sum_vector,
+                                                  t == group ? early_inputs : nullptr);
+    else
+      process_row<T, K, S>(a.e, t, v_begin, v_end, red, sum_vector);
     if (red.exchange_expired) {  // a block of the row's cluster came later than the budget
       write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t), 0u, f,
                                        static_cast<std::uint32_t>(C), a.call_index, HangSite::cluster_exchange},

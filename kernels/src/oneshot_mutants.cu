@@ -22,6 +22,8 @@ std::span<const OneShotEntry> oneshot_entries_mutants() {
       oneshot_entry<2, B, B, Mutant::pointer_stride>(DType::bf16),
       oneshot_entry<2, B, B, Mutant::empty_body>(DType::bf16),
       oneshot_entry<2, B, B, Mutant::torn_element>(DType::bf16),
+      oneshot_entry<2, B, B, Mutant::no_pdl_wait>(DType::bf16),
+      oneshot_entry<2, B, B, Mutant::inputs_before_wait>(DType::bf16),
   };
   return entries;
 }

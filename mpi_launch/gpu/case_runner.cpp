@@ -105,12 +105,22 @@ class Timed {
 
 struct CaseRunner::CallBuffers {
   DeviceBuffer input, residual_in, gamma, allreduce_out, residual_out, norm_out, quant_out, scale_out, consumer_copy;
+  // Where a call behind a PDL producer gets its inputs made: the producer copies them over
+  // the poison in input, residual_in and gamma.
+  DeviceBuffer staged_input, staged_residual, staged_gamma;
   explicit CallBuffers(std::size_t elems, std::size_t hidden, std::size_t tokens)
       : input(elems * 2), residual_in(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
         residual_out(elems * 2), norm_out(elems * 2), quant_out(elems),
         scale_out(std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
                                                                 tokens, hidden / 16))),
-        consumer_copy(elems * 2) {}
+        consumer_copy(elems * 2), staged_input(elems * 2), staged_residual(elems * 2), staged_gamma(hidden * 2) {}
+  // 0xFF bytes: NaN in fp16 and bf16. What a kernel reads of an input before the producer
+  // wrote it.
+  void fill_poison(cudaStream_t stream, std::size_t elems, std::size_t hidden) {
+    input.fill(0xFF, stream, elems * 2);
+    residual_in.fill(0xFF, stream, elems * 2);
+    gamma.fill(0xFF, stream, hidden * 2);
+  }
   // 0xFF bytes: NaN in fp16/bf16, fp32 scales and e4m3 codes; the call's extent only.
   void fill_canaries(cudaStream_t stream, std::size_t tokens, std::size_t hidden) {
     const std::size_t elems = tokens * hidden;
@@ -197,19 +207,23 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   Timed timed(times_.uploads);
   CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
   const std::size_t elems = static_cast<std::size_t>(spec.tokens) * c.hidden;
+  DeviceBuffer& input = spec.pdl_producer ? b.staged_input : b.input;
+  DeviceBuffer& residual_in = spec.pdl_producer ? b.staged_residual : b.residual_in;
+  DeviceBuffer& gamma = spec.pdl_producer ? b.staged_gamma : b.gamma;
+  if (spec.pdl_producer) b.fill_poison(stream_, elems, static_cast<std::size_t>(c.hidden));
   if (call.complete_inputs) {
-    b.input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), elems * 2, stream_);
-    b.residual_in.upload(call.inputs.residual_in.data(), elems * 2, stream_);
+    input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), elems * 2, stream_);
+    residual_in.upload(call.inputs.residual_in.data(), elems * 2, stream_);
   } else {
     auto generate = [&](int input_stream, DeviceBuffer& out, std::uint16_t* copy) {
       auto* bits = static_cast<std::uint16_t*>(out.get());
       if (spec.exact_values) generate_on_device(exact, input_stream, c.dtype, elems, bits, copy, stream_);
       else generate_on_device(specials, input_stream, c.dtype, elems, bits, copy, stream_);
     };
-    generate(comm_.rank(), b.input, call.own_input_in_scan_copy ? static_cast<std::uint16_t*>(scan_input_.get()) : nullptr);
-    generate(ref::kResidualStream, b.residual_in, nullptr);
+    generate(comm_.rank(), input, call.own_input_in_scan_copy ? static_cast<std::uint16_t*>(scan_input_.get()) : nullptr);
+    generate(ref::kResidualStream, residual_in, nullptr);
   }
-  b.gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2, stream_);
+  gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2, stream_);
   b.fill_canaries(stream_, static_cast<std::size_t>(spec.tokens), static_cast<std::size_t>(c.hidden));
 }
 
@@ -246,6 +260,16 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   if (has_quant(spec.pattern)) p.quant_out = b.quant_out.get();
   if (spec.pattern == k::Pattern::fp8_dynamic || spec.pattern == k::Pattern::nvfp4)
     p.scale_out = b.scale_out.get();
+  if (spec.pdl_producer) {  // the kernel before the call that writes its inputs
+    const std::size_t elems = static_cast<std::size_t>(spec.tokens) * c.hidden;
+    k::PdlProducerCopies copies;
+    copies.copy[0] = {b.staged_input.get(), b.input.get(), elems * 2};
+    copies.copy[1] = {b.staged_residual.get(), b.residual_in.get(), elems * 2};
+    copies.copy[2] = {b.staged_gamma.get(), b.gamma.get(), static_cast<std::size_t>(c.hidden) * 2};
+    copies.count = 3;
+    k::launch_pdl_producer(copies, spec.producer_delay_ns, stream_);
+    p.follows_pdl_producer = true;
+  }
   if (spec.unfused) kernel_.launch_unfused(p, b.allreduce_out.get(), stream_);
   else kernel_.launch(p, spec.twoshot, stream_);
   if (spec.pdl_consumer)  // a next layer that reads the output before its own wait

@@ -46,7 +46,9 @@ nlohmann::json to_json(const GpuCase& c) {
                      {"pdl", call.use_pdl},
                      {"trigger", call.trigger == k::Trigger::early ? "early" : "at_end"},
                      {"cluster", kClusterNames[static_cast<int>(call.cluster)]},
-                     {"pdl_consumer", call.pdl_consumer}});
+                     {"pdl_consumer", call.pdl_consumer},
+                     {"pdl_producer", call.pdl_producer},
+                     {"producer_delay_ns", call.producer_delay_ns}});
   return {{"seed", c.seed},
           {"ranks", c.ranks},
           {"hidden", c.hidden},
@@ -88,6 +90,8 @@ GpuCase case_from_json(const nlohmann::json& j) {
       s.trigger = call.at("trigger").get<std::string>() == "early" ? k::Trigger::early : k::Trigger::at_end;
       s.cluster = static_cast<k::ClusterMode>(index_of(kClusterNames, call.at("cluster").get<std::string>(), "cluster"));
       s.pdl_consumer = call.value("pdl_consumer", false);
+      s.pdl_producer = call.value("pdl_producer", false);  // absent in files written before it existed
+      s.producer_delay_ns = call.value("producer_delay_ns", 0u);
       c.calls.push_back(s);
     }
     if (const std::string problem = case_problem(c); !problem.empty())
@@ -111,6 +115,10 @@ std::string case_problem(const GpuCase& c) {
       return "the unfused baseline has an epilogue (not pattern allreduce) and no two-shot form";
     if (call.pdl_consumer && (!call.use_pdl || call.trigger != k::Trigger::at_end))
       return "pdl_consumer needs pdl on and trigger at_end";
+    if (call.pdl_producer && (!call.use_pdl || call.unfused))
+      return "pdl_producer needs pdl on and a fused call";
+    if (call.producer_delay_ns > k::kMaxPdlProducerDelayNs)
+      return fmt::format("producer_delay_ns={} exceeds {}", call.producer_delay_ns, k::kMaxPdlProducerDelayNs);
   }
   return "";
 }
@@ -179,12 +187,13 @@ std::string CaseLimits::does_not_fit(const GpuCase& c) const {
 }
 
 std::string describe(const CallSpec& call) {
-  return fmt::format("{} {} tokens={} {} pdl={} trigger={} cluster={}{}",
+  return fmt::format("{} {} tokens={} {} pdl={} trigger={} cluster={}{}{}",
                      call.unfused ? "unfused" : call.twoshot ? "two-shot" : "one-shot",
                      protocol::pattern_name(call.pattern),
                      call.tokens, call.exact_values ? "exact" : "random",
                      call.use_pdl ? "on" : "off", call.trigger == k::Trigger::early ? "early" : "end",
-                     kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "");
+                     kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",
+                     call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "");
 }
 
 std::string describe(const GpuCase& c) {
@@ -208,16 +217,18 @@ std::string describe_block(const GpuCase& c, const std::string& in) {
   line("delays", c.delay_seed ? fmt::format("seed {}, up to {} ns per pause", c.delay_seed, c.delay_max_ns) : "none");
   line("input seed", std::to_string(c.seed));
   line("-0 in inputs", c.neg_zero_inputs ? "yes" : "no (the kernel's precondition)");
-  out += fmt::format("{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{}\n", in, c.calls.size(), in, "#",
-                     "tokens", "pattern", "kernel", "values", "PDL", "trigger", "cluster", "PDL consumer");
+  out += fmt::format("{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n", in, c.calls.size(), in,
+                     "#", "tokens", "pattern", "kernel", "values", "PDL", "trigger", "cluster", "PDL consumer",
+                     "PDL producer");
   for (std::size_t i = 0; i < c.calls.size(); ++i) {
     const CallSpec& call = c.calls[i];
-    out += fmt::format("{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{}\n", in, i, call.tokens,
+    out += fmt::format("{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n", in, i, call.tokens,
                        protocol::pattern_name(call.pattern),
                        call.unfused ? "unfused" : call.twoshot ? "two-shot" : "one-shot",
                        call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
                        call.trigger == k::Trigger::early ? "early" : "at end",
-                       kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? "yes" : "no");
+                       kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? "yes" : "no",
+                       call.pdl_producer ? fmt::format("after {} ns", call.producer_delay_ns) : "no");
   }
   return out;
 }

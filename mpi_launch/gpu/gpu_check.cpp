@@ -167,6 +167,9 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     // A next layer reading the output right after the trigger (kills early-trigger).
     call.pdl_consumer = traits.outputs_visible_at_trigger && call.use_pdl && call.trigger == k::Trigger::at_end &&
                         *rc::gen::element(false, true);
+    // The kernel that writes the call's inputs, right before it (kills reading before the wait).
+    call.pdl_producer = o.pdl_producer && call.use_pdl && *rc::gen::weightedOneOf<bool>({{2, rc::gen::just(false)}, {1, rc::gen::just(true)}});
+    call.producer_delay_ns = call.pdl_producer ? *rc::gen::element(5'000u, 20'000u, 50'000u) : 0u;
     c.calls.push_back(call);
   }
   return c;
@@ -210,6 +213,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   draw.mutant = mutant;
   draw.nvfp4_supported = placement.compute_capability >= 100;  // NVFP4 is refused below sm_100
   draw.delays = o.delays;
+  draw.pdl_producer = o.pdl_producer;
   draw.twoshot_percent = o.twoshot_percent;
   draw.focus_twoshot = o.focus_twoshot;
   draw.focus_late_blocks = o.focus_late_blocks;

@@ -130,6 +130,17 @@ std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& place
   if ((mutant == Mutant::pdl_wait_missing || mutant == Mutant::empty_body) && placement.compute_capability < 120)
     return fmt::format("correct code on sm_{} (the bug is in sm_120 code; the audit flags it)",
                        placement.compute_capability);
+  if (mutant == Mutant::revert_0_6_4_fp4_cluster_coverage && placement.compute_capability < 100)
+    return fmt::format("NVFP4 runs only on sm_100 and newer (FlashInfer's conversion is compiled out on sm_{}); the "
+                       "launch configuration it changes is FP4-only", placement.compute_capability);
+  if (mutant == Mutant::revert_0_6_17_cluster_clamp && placement.compute_capability < 100)
+    return fmt::format("the same launch on sm_{}: it launches clusters of 8 blocks, so the clamp changes nothing; "
+                       "needs a GPU whose largest cluster for the kernel is smaller",
+                       placement.compute_capability);
+  if (mutant == Mutant::revert_0_6_15_partial_warp_reduce && placement.compute_capability < 100)
+    return "on sm_90 the full-warp shuffles in a partial last warp leave the sum as the fix computes it (5 seeds x "
+           "200 cases, most of them with partial warps, docs/flashinfer_history.md): undefined behaviour that "
+           "this GPU resolves benignly";
   if (mutant == Mutant::barrier_no_release && placement.ranks_share_gpu)
     return "seldom observable between ranks on one GPU (one coherent L2); the sim kills it";
   if (mutant == Mutant::torn_element && placement.ranks_share_gpu && !placement.mps_running)
@@ -155,7 +166,8 @@ std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& m
 }
 
 std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
-                                const GpuPlacement& placement) {
+                                const GpuPlacement& placement,
+                                const std::vector<std::pair<protocol::Mutant, std::string>>& not_built) {
   std::string out = fmt::format("Setup: {}\n\n| mutant | two-shot calls | killed | how (first check that failed) "
                                 "| time to detect (s) | cases to detect | first finding |\n|---|---|---|---|---|---|---|\n",
                                 setup);
@@ -177,6 +189,8 @@ std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std:
                        r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
                        r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message);
   }
+  for (const auto& [mutant, why] : not_built)
+    out += fmt::format("| {} | - | not built for this tree: {} | - | - | - | - |\n", protocol::mutant_id(mutant), why);
   return out;
 }
 

@@ -55,6 +55,9 @@ CallSpec cycled_call(const SmokeOptions& options, int cycle, k::Pattern pattern)
   call.trigger = cycle % 2 ? k::Trigger::early : k::Trigger::at_end;
   call.cluster = static_cast<k::ClusterMode>(cycle % 3);
   call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end;
+  // Every other PDL call has its inputs written by a PDL producer right before it.
+  call.pdl_producer = options.pdl_producer && call.use_pdl && cycle % 2 == 0;
+  call.producer_delay_ns = call.pdl_producer ? 20'000 : 0;
   return call;
 }
 
@@ -104,6 +107,8 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
         call.trigger = k::Trigger::at_end;
         call.cluster = k::ClusterMode::automatic;
         call.pdl_consumer = false;
+        call.pdl_producer = false;
+        call.producer_delay_ns = 0;
         c.calls.push_back(call);
       }
       cases.push_back(c);

@@ -51,6 +51,7 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
     result.runs.push_back(run_check(comm, check, result.placement));
     if (comm.rank() == 0) fmt::print("{}\n", summary_line(result.runs.back(), comm.size())), std::fflush(stdout);
   }
+  if (options.mutants.empty()) result.not_built = kernel->mutants_not_built();
   for (const auto& r : result.runs)
     result.unexpected += r.mutant == protocol::Mutant::none
                              ? r.failed

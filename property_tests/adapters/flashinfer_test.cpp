@@ -23,10 +23,34 @@ TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
   auto patches = fa::flashinfer_patches();
   std::sort(patches.begin(), patches.end());
   std::vector<Mutant> expected = {Mutant::pdl_wait_missing, Mutant::float_sentinel, Mutant::no_canonicalize,
-                                  Mutant::clear_size_current, Mutant::flag_before_arrival};
+                                  Mutant::clear_size_current, Mutant::flag_before_arrival, Mutant::no_pdl_wait,
+                                  Mutant::revert_0_6_4_fp4_cluster_coverage, Mutant::revert_0_6_15_partial_warp_reduce,
+                                  Mutant::revert_0_6_17_cluster_clamp, Mutant::revert_0_7_1_inputs_before_wait,
+                                  Mutant::revert_0_7_2_twoshot_barrier_order};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(patches, expected);
+  // The pinned release takes every patch: none is listed as not built.
+  EXPECT_TRUE(fa::flashinfer_patches_not_built().empty());
   EXPECT_EQ(fa::flashinfer_choice().name, "flashinfer");
+  // Every patch is a catalogue row with the FlashInfer bit.
+  for (Mutant m : patches) {
+    const auto* info = fusioncheck::protocol::find_mutant_info(m);
+    ASSERT_NE(info, nullptr);
+    EXPECT_NE(info->layers & fusioncheck::protocol::kInFlashInfer, 0) << info->id;
+  }
+}
+
+// Releases built beside the main tree are driven by name; one that is not built is refused
+// naming the ones that are and how to build it.
+TEST(FlashInferAdapter, ReleasesAreChosenByNameAndAMissingOneIsRefused) {
+  for (const std::string& release : fa::flashinfer_releases())
+    EXPECT_EQ(fa::flashinfer_release_choice(release).name, "flashinfer@" + release);
+  try {
+    (void)fa::flashinfer_release_choice("9.9.9");
+    ADD_FAILURE() << "a release that is not built was chosen";
+  } catch (const fusioncheck::kernels::InvalidLaunch& e) {
+    EXPECT_NE(std::string(e.what()).find("-DFUSIONCHECK_FLASHINFER_RELEASES=9.9.9"), std::string::npos) << e.what();
+  }
 }
 
 // A Bootstrap never reached: the factory refuses before it makes anything.

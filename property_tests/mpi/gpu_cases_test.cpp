@@ -40,6 +40,8 @@ fg::GpuCase full_case() {
   fg::CallSpec a;
   a.tokens = 7;
   a.pdl_consumer = true;
+  a.pdl_producer = true;
+  a.producer_delay_ns = 20'000;
   fg::CallSpec b;
   b.twoshot = true;
   b.pattern = fk::Pattern::fp8_dynamic;
@@ -62,8 +64,14 @@ TEST(GpuCase, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(fg::to_json(back), j);
   EXPECT_EQ(back.delay_seed, 12345u);
   EXPECT_TRUE(back.calls[0].pdl_consumer);
+  EXPECT_TRUE(back.calls[0].pdl_producer);
+  EXPECT_EQ(back.calls[0].producer_delay_ns, 20'000u);
+  EXPECT_FALSE(back.calls[1].pdl_producer);
   EXPECT_TRUE(back.calls[2].unfused);
   EXPECT_EQ(fg::describe(back), fg::describe(c));
+  // The case block and the one-line description show the producer.
+  EXPECT_NE(fg::describe_block(back).find("after 20000 ns"), std::string::npos) << fg::describe_block(back);
+  EXPECT_NE(fg::describe(back.calls[0]).find("+producer(20000ns)"), std::string::npos);
 }
 
 TEST(GpuCase, FilesWrittenBeforeDelaysAndConsumersStillLoad) {
@@ -73,10 +81,13 @@ TEST(GpuCase, FilesWrittenBeforeDelaysAndConsumersStillLoad) {
   for (auto& call : j["calls"]) {
     call.erase("pdl_consumer");
     call.erase("unfused");
+    call.erase("pdl_producer");
+    call.erase("producer_delay_ns");
   }
   const fg::GpuCase c = fg::case_from_json(j);
   EXPECT_EQ(c.delay_seed, 0u);
   EXPECT_FALSE(c.calls[0].pdl_consumer);
+  EXPECT_FALSE(c.calls[0].pdl_producer);
   EXPECT_FALSE(c.calls[2].unfused);
 }
 
@@ -94,6 +105,9 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
       {"tokens=0", [](nlohmann::json& j) { j["calls"][0]["tokens"] = 0; }},
       {"pdl_consumer needs pdl on and trigger at_end", [](nlohmann::json& j) { j["calls"][0]["trigger"] = "early"; }},
       {"pdl_consumer needs pdl on", [](nlohmann::json& j) { j["calls"][0]["pdl"] = false; }},
+      {"pdl_producer needs pdl on", [](nlohmann::json& j) { j["calls"][0]["pdl_consumer"] = false, j["calls"][0]["pdl"] = false; }},
+      {"pdl_producer needs pdl on and a fused call", [](nlohmann::json& j) { j["calls"][2]["pdl_producer"] = true; }},
+      {"producer_delay_ns=2000000 exceeds", [](nlohmann::json& j) { j["calls"][0]["producer_delay_ns"] = 2'000'000; }},
       {"no two-shot form", [](nlohmann::json& j) { j["calls"][2]["twoshot"] = true; }},
       {"not pattern allreduce", [](nlohmann::json& j) { j["calls"][2]["pattern"] = "allreduce"; }},
       {"unknown mode", [](nlohmann::json& j) { j["mode"] = "sometimes"; }},
@@ -317,14 +331,39 @@ TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
   for (const char* m : {"float-sentinel", "two-buffers", "early-trigger", "counter-not-reset"})
     EXPECT_EQ(fg::expected_survival(M(m), h200_mps), "") << m;
 
+  // Upstream's fixes reverted: NVFP4 (sm_100+), a cluster clamp that changes nothing where
+  // clusters of 8 launch and a partial-warp shuffle the H200 resolves benignly are excused on
+  // sm_90; the others must be killed there, and nothing is excused on sm_120.
+  EXPECT_NE(fg::expected_survival(M("revert-0.6.4-fp4-cluster-coverage"), h200_mps), "");
+  EXPECT_NE(fg::expected_survival(M("revert-0.6.17-cluster-clamp"), h200_mps), "");
+  EXPECT_NE(fg::expected_survival(M("revert-0.6.15-partial-warp-reduce"), h200_mps), "");
+  for (const char* m : {"revert-0.7.1-inputs-before-wait",
+                        "revert-0.7.2-twoshot-barrier-order", "no-pdl-wait", "inputs-before-wait"})
+    EXPECT_EQ(fg::expected_survival(M(m), h200_mps), "") << m;
+
   fg::GpuPlacement time_sliced = h200_mps;
   time_sliced.mps_running = false;
   EXPECT_NE(fg::expected_survival(M("torn-element"), time_sliced), "");
 
   fg::GpuPlacement sm120_pair;  // one rank per GPU on sm_120: nothing is excused
   sm120_pair.compute_capability = 120;
-  for (const char* m : {"pdl-wait-missing", "empty-body", "barrier-no-release", "torn-element"})
+  for (const char* m : {"pdl-wait-missing", "empty-body", "barrier-no-release", "torn-element",
+                        "revert-0.6.4-fp4-cluster-coverage", "revert-0.6.15-partial-warp-reduce",
+                        "revert-0.6.17-cluster-clamp"})
     EXPECT_EQ(fg::expected_survival(M(m), sm120_pair), "") << m;
+}
+
+// A patch that does not apply to the tree is a row of its own, never a silent gap.
+TEST(KillTable, PatchesNotBuiltForTheTreeAreListedWithWhy) {
+  fg::GpuPlacement placement;
+  placement.compute_capability = 90;
+  fg::CheckResult control;
+  const std::string md = fg::kill_table_markdown({control}, "setup", placement,
+                                                 {{M("revert-0.7.2-twoshot-barrier-order"), "edit 1 occurs 0 times"}});
+  EXPECT_NE(md.find("| revert-0.7.2-twoshot-barrier-order | - | not built for this tree: edit 1 occurs 0 times |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(fg::kill_table_markdown({control}, "setup", placement).find("not built"), std::string::npos);
 }
 
 // The kill table runs a mutant of the two-shot kernel alone on mostly two-shot calls, and

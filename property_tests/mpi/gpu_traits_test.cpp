@@ -157,3 +157,27 @@ TEST(GpuCase, NegZeroInputsTravelInJsonAndDefaultToTrue) {
 }
 
 }  // namespace
+
+// The PDL producer is drawn, only on calls launched with PDL, with a delay within its bound;
+// the property fails if no drawn case has one (a generator that never draws it).
+TEST(DrawCase, PdlProducersAreDrawnOnPdlCallsOnly) {
+  int with_producer = 0, calls = 0;
+  const bool ok = rc::check("PDL producers", [&] {
+    const fg::GpuCase c = fg::draw_case(fg::DrawSettings{}, fg::KernelTraits{});
+    for (const fg::CallSpec& call : c.calls) {
+      ++calls;
+      if (!call.pdl_producer) {
+        RC_ASSERT(call.producer_delay_ns == 0u);
+        continue;
+      }
+      ++with_producer;
+      RC_ASSERT(call.use_pdl);
+      RC_ASSERT(!call.unfused);
+      RC_ASSERT(call.producer_delay_ns > 0u);
+      RC_ASSERT(call.producer_delay_ns <= fusioncheck::kernels::kMaxPdlProducerDelayNs);
+    }
+    RC_ASSERT(fg::case_problem(c).empty());
+  });
+  EXPECT_TRUE(ok);
+  EXPECT_GT(with_producer, calls / 10) << with_producer << " of " << calls << " calls";
+}

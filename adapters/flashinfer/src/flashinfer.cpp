@@ -5,7 +5,9 @@
 
 #if defined(FUSIONCHECK_HAVE_FLASHINFER)
 #include "flashinfer_kernels.hpp"
+#if defined(FUSIONCHECK_HAVE_FLASHINFER_LEGACY)
 #include "legacy_kernels.hpp"
+#endif
 #endif
 
 namespace fusioncheck::adapters {
@@ -24,22 +26,83 @@ std::vector<protocol::Mutant> flashinfer_patches() {
   return out;
 }
 
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap, protocol::Mutant patch) {
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() {
+  std::vector<std::pair<protocol::Mutant, std::string>> out;
+  for (const fi::NotBuilt& n : fi::kPatchesNotBuilt)
+    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
+  return out;
+}
+
+std::vector<std::string> flashinfer_releases() {
+  std::vector<std::string> out;
+  for (const fi::Instance& i : fi::kInstances)
+    if (i.release[0] != '\0' && std::find(out.begin(), out.end(), i.release) == out.end()) out.emplace_back(i.release);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const fi::ReleaseRefused& r : fi::kReleasesRefused)
+    if (r.release != nullptr) out.emplace_back(r.release, r.why);
+  return out;
+}
+
+namespace {
+
+// The instances of one tree ("" the main tree, else a release) and one patch.
+std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstrap, protocol::Mutant patch,
+                                                   const std::string& release) {
   const fi::Instance* bf16 = nullptr;
   const fi::Instance* f16 = nullptr;
   for (const fi::Instance& i : fi::kInstances)
-    if (i.mutant == patch) (i.bf16 ? bf16 : f16) = &i;
+    if (i.mutant == patch && release == i.release) (i.bf16 ? bf16 : f16) = &i;
+  if (bf16 == nullptr && !release.empty())
+    throw kernels::InvalidLaunch("FlashInfer " + release + ": this build has no instance of it (" +
+                                 (patch == protocol::Mutant::none ? std::string("releases are not patched")
+                                                                  : "patched copies are of the main tree only") +
+                                 ")");
   if (bf16 == nullptr)
     throw kernels::InvalidLaunch("FlashInfer: no patched copy for mutant " + std::string(protocol::mutant_id(patch)) +
                                  " in this build (adapters/flashinfer/patches)");
   return std::make_unique<fi::FlashInferKernels>(bootstrap, *bf16, f16, patch);
 }
 
+}  // namespace
+
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap, protocol::Mutant patch) {
+  return make_instance(bootstrap, patch, "");
+}
+
+gpu::KernelChoice flashinfer_release_choice(const std::string& release) {
+  const auto have = flashinfer_releases();
+  if (std::find(have.begin(), have.end(), release) == have.end()) {
+    for (const auto& [refused, reason] : flashinfer_releases_refused())
+      if (refused == release) throw kernels::InvalidLaunch("FlashInfer " + release + " cannot be driven: " + reason);
+    std::string built;
+    for (const auto& r : have) built += (built.empty() ? "" : ", ") + r;
+    throw kernels::InvalidLaunch("this build has no FlashInfer " + release + " (built beside the main tree: " +
+                                 (built.empty() ? "none" : built) + "); fetch it with ci/fetch_flashinfer.sh " + release +
+                                 " and configure with -DFUSIONCHECK_FLASHINFER_RELEASES=" + release);
+  }
+  gpu::KernelChoice choice;
+  choice.name = "flashinfer@" + release;
+  choice.make = [release](kernels::Bootstrap& bootstrap, protocol::Mutant patch) {
+    return make_instance(bootstrap, patch, release);
+  };
+  choice.share_sms = true;  // as the main tree's
+  return choice;
+}
+
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap, protocol::Mutant mutant) {
   if (mutant != protocol::Mutant::none)
     throw kernels::InvalidLaunch("FlashInfer's older Lamport kernel has no patched copies (mutant " +
                                  std::string(protocol::mutant_id(mutant)) + ")");
+#if defined(FUSIONCHECK_HAVE_FLASHINFER_LEGACY)
   return std::make_unique<fi::FlashInferLegacyKernels>(bootstrap);
+#else
+  (void)bootstrap;
+  throw kernels::InvalidLaunch("this FlashInfer tree has no flashinfer/comm/trtllm_allreduce.cuh (no flashinfer-legacy)");
+#endif
 }
 
 #else
@@ -48,6 +111,12 @@ bool flashinfer_available() { return false; }
 std::string flashinfer_unavailable_reason() { return FUSIONCHECK_FLASHINFER_UNAVAILABLE; }
 std::string flashinfer_source() { return ""; }
 std::vector<protocol::Mutant> flashinfer_patches() { return {}; }
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() { return {}; }
+std::vector<std::string> flashinfer_releases() { return {}; }
+std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused() { return {}; }
+gpu::KernelChoice flashinfer_release_choice(const std::string&) {
+  throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
+}
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap&, protocol::Mutant) {
   throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());

@@ -157,15 +157,25 @@ FlashInferKernels::~FlashInferKernels() {
 }
 
 std::string FlashInferKernels::name() const {
-  return "FlashInfer allreduce fusion (" + std::string(kSource) + ")" +
+  const std::string source = bf16_.release[0] != '\0' ? "flashinfer-python " + std::string(bf16_.release) : kSource;
+  return "FlashInfer allreduce fusion (" + source + ")" +
          (patch_ == protocol::Mutant::none ? std::string() : ", patched: " + std::string(protocol::mutant_id(patch_)));
 }
 
 std::vector<protocol::Mutant> FlashInferKernels::mutants() const {
   std::vector<protocol::Mutant> out;
+  if (bf16_.release[0] != '\0') return out;  // other releases are not patched
   for (const Instance& i : kInstances)
     if (i.mutant != protocol::Mutant::none && std::find(out.begin(), out.end(), i.mutant) == out.end())
       out.push_back(i.mutant);
+  return out;
+}
+
+std::vector<std::pair<protocol::Mutant, std::string>> FlashInferKernels::mutants_not_built() const {
+  std::vector<std::pair<protocol::Mutant, std::string>> out;
+  if (bf16_.release[0] != '\0') return out;
+  for (const NotBuilt& n : kPatchesNotBuilt)
+    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
   return out;
 }
 
@@ -221,7 +231,7 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
     FC_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, device));
   }
   if (p.pattern == k::Pattern::nvfp4 && cc_major_ < 10)
-    throw k::InvalidLaunch("pattern nvfp4 needs sm_100 or newer (FlashInfer 0.7.4 writes zeros below it)");
+    throw k::InvalidLaunch("pattern nvfp4 needs sm_100 or newer (FlashInfer's conversion writes zeros below it)");
   const std::uint64_t elems = static_cast<std::uint64_t>(p.tokens) * p.hidden;
   if (!protocol::fits_lamport_buffer(p.ranks, elems, 2, current_->comm_size()))
     throw k::InvalidLaunch("tokens x hidden beyond the FlashInfer workspace (" + std::to_string(current_->comm_size()) +

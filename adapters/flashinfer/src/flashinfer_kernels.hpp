@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fi_instances.hpp"
@@ -66,13 +67,23 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
     t.forced_cluster = false;  // it picks the cluster size itself
     t.twoshot_more_tokens_than_ranks = true;  // as its Python API asserts
     t.outputs_visible_at_trigger = false;     // no fence before its trigger (docs/flashinfer.md)
+    // What the tree has, from its compile probes (an older release lacks these).
+    t.weight_bias = bf16_.weight_bias;
+    if (!bf16_.dynamic_fp8)
+      t.patterns = {kernels::Pattern::allreduce, kernels::Pattern::residual_rmsnorm, kernels::Pattern::fp8_static,
+                    kernels::Pattern::nvfp4};
     return t;
   }
   std::vector<protocol::Mutant> mutants() const override;
+  std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
   // The flag advanced early shows only to a block that starts after block 0 has finished:
   // FlashInfer's kernels take no delays of their own, so the adapter's staggered starts
   // (pause_before) must be frequent and long for it.
   bool mutant_needs_late_blocks(protocol::Mutant m) const override { return m == protocol::Mutant::flag_before_arrival; }
+  // The two-shot barrier's store order shows only on two-shot calls.
+  bool mutant_in_twoshot_only(protocol::Mutant m) const override {
+    return m == protocol::Mutant::revert_0_7_2_twoshot_barrier_order;
+  }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy lamport) override { return current_->read_state(lamport); }

@@ -148,7 +148,9 @@ void HostBoundedWait::stagger_next_start(std::uint32_t spread_ns) {
 }
 
 void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_t stream, HostBoundedWait& waiter) {
-  if (p.delay_seed == 0) return;
+  // Behind a PDL producer nothing may come between it and the call (the producer's own delay
+  // staggers the ranks instead).
+  if (p.delay_seed == 0 || p.follows_pdl_producer) return;
   const std::uint32_t ns = delay_for(p.delay_seed, p.rank, call_index, p.delay_max_ns);
   if (ns == 0) return;
   // Half of the delayed calls start block by block (an SM hog on the side stream). Inside a

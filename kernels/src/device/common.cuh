@@ -18,11 +18,13 @@ using detail::DeviceWorkspace;
 
 // ---- PDL ---------------------------------------------------------------------------
 // Step 1: wait for the previous grid in the stream (a no-op when not launched with PDL).
-// pdl-wait-missing reproduces FlashInfer's guard: the wait exists only below sm_120.
+// pdl-wait-missing reproduces FlashInfer's guard: the wait exists only below sm_120;
+// no-pdl-wait has none on any architecture.
 template <Mutant M>
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (M == Mutant::pdl_wait_missing) {
+  if constexpr (M == Mutant::no_pdl_wait) {
+  } else if constexpr (M == Mutant::pdl_wait_missing) {
 #if __CUDA_ARCH__ < 1200
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif

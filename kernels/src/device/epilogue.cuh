@@ -203,9 +203,14 @@ __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, in
 
 // One token row, vectors [v_begin, v_end) of K elements, by this block's threads.
 // sum_vector(t, v, float(&)[K]) returns the T-rounded allreduce values.
-template <typename T, int K, EpilogueScope S, Rounding R = Rounding::pairs, typename SumVector>
+// kEarlyInputs (the inputs-before-wait mutant only): `early`, when not null, holds the
+// thread's first residual and gamma vectors of this row, loaded before the grid-dependency
+// wait; they are used instead of loading them here.
+template <typename T, int K, EpilogueScope S, Rounding R = Rounding::pairs, bool kEarlyInputs = false,
+          typename SumVector>
 __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_begin, int v_end,
-                                            RowReduction& red, SumVector&& sum_vector) {
+                                            RowReduction& red, SumVector&& sum_vector,
+                                            const float (*early)[K] = nullptr) {
   const Pattern pattern = pattern_of<S>(e);
   const std::uint64_t row = static_cast<std::uint64_t>(t) * e.hidden;
   const int first_v = v_begin + threadIdx.x;
@@ -217,7 +222,16 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
   for (int v = first_v; v < v_end; v += blockDim.x) {
     const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
     float res[K];
-    if (pattern != Pattern::allreduce) load_row_vector<T, K>(e.residual_in, idx, res);
+    if constexpr (kEarlyInputs) {
+      if (early != nullptr && v == first_v) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) res[k] = early[0][k];
+      } else if (pattern != Pattern::allreduce) {
+        load_row_vector<T, K>(e.residual_in, idx, res);
+      }
+    } else if (pattern != Pattern::allreduce) {
+      load_row_vector<T, K>(e.residual_in, idx, res);
+    }
     float ar[K];
     sum_vector(t, v, ar);
     if (e.allreduce_out != nullptr) store_row_vector<T, K>(e.allreduce_out, idx, ar);
@@ -245,7 +259,16 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
   }
   if (pattern == Pattern::allreduce) return;
 
-  if (first_v < v_end) load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(first_v) * K, first_g);
+  if constexpr (kEarlyInputs) {
+    if (early != nullptr) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) first_g[k] = early[1][k];
+    } else if (first_v < v_end) {
+      load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(first_v) * K, first_g);
+    }
+  } else if (first_v < v_end) {
+    load_row_vector<T, K>(e.gamma, static_cast<std::uint64_t>(first_v) * K, first_g);
+  }
   ss = row_reduce<false>(ss, red);
   const float r = rsqrtf(ss / static_cast<float>(e.hidden) + e.eps);
   float amax = 0.0f;

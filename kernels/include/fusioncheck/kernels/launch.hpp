@@ -6,6 +6,8 @@
 // Workspace::throw_if_hung() after the stream is synchronised.
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "fusioncheck/kernels/choice.hpp"
@@ -70,6 +72,23 @@ void launch_residual_rmsnorm_unfused(const FusedParams& params, const void* allr
 // wait, trusting that the producer triggered only after writing src (trigger at end).
 void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, bool read_before_wait,
                               cudaStream_t stream);
+
+// The kernel before a call that writes the call's inputs (a GEMM writing allreduce_in, the
+// previous layer writing the residual): it triggers its dependents at once, waits delay_ns,
+// then copies each src over its dst (bytes: multiples of 16). The call launched right behind
+// it with PDL must not read a dst before its grid-dependency wait; the caller fills the dsts
+// with poison first.
+struct PdlProducerCopies {
+  static constexpr int kMax = 4;
+  struct Copy {
+    const void* src = nullptr;
+    void* dst = nullptr;
+    std::size_t bytes = 0;
+  } copy[kMax];
+  int count = 0;
+};
+inline constexpr std::uint32_t kMaxPdlProducerDelayNs = 1'000'000;
+void launch_pdl_producer(const PdlProducerCopies& copies, std::uint32_t delay_ns, cudaStream_t stream);
 
 // Loads every kernel of this library into the current device's context now. Needed because
 // CUDA loads kernels lazily (default since CUDA 12.2) and loading one may synchronise the

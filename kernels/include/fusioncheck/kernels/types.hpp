@@ -53,6 +53,10 @@ struct FusedParams {
   float nvfp4_global_scale = 1.0f;  // nvfp4
   Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;
   bool use_pdl = true;
+  // The call is launched right behind a PDL producer (launch_pdl_producer) that writes its
+  // inputs: an adapter enqueues nothing in between (a pause kernel there would be the call's
+  // PDL primary instead).
+  bool follows_pdl_producer = false;
   Trigger trigger = Trigger::at_end;
   ClusterMode cluster = ClusterMode::automatic;
   std::uint64_t spin_budget_cycles = 1ull << 31;  // per kernel, from its start (~1 s)

@@ -37,6 +37,13 @@ struct CallSpec {
   // before its own grid-dependency wait, trusting an at-end trigger; its copy must equal
   // the output. Only with use_pdl and an at-end trigger (an early trigger promises nothing).
   bool pdl_consumer = false;
+  // A PDL producer (the GEMM or previous layer that writes the call's inputs) launched right
+  // before the call: it triggers its dependents at once, waits producer_delay_ns, then
+  // writes allreduce_in, residual_in and gamma over poison (NaN). The call is launched with
+  // PDL behind it; a kernel that reads an input before its grid-dependency wait reads poison.
+  // Only with use_pdl, not for the unfused baseline.
+  bool pdl_producer = false;
+  std::uint32_t producer_delay_ns = 0;
 };
 
 struct GpuCase {
@@ -108,6 +115,7 @@ struct DrawSettings {
   protocol::Mutant mutant = protocol::Mutant::none;
   bool nvfp4_supported = false;  // sm_100 or newer
   bool delays = true;
+  bool pdl_producer = true;  // CheckOptions::pdl_producer
   int twoshot_percent = 25;
   bool focus_twoshot = false;
   bool focus_late_blocks = false;  // CheckOptions::focus_late_blocks

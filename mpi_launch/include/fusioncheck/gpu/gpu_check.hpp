@@ -25,6 +25,9 @@ struct CheckOptions {
   protocol::Mutant mutant = protocol::Mutant::none;
   bool shrink = true;
   bool delays = true;  // draw seeded injected delays in some cases (stress)
+  // Draw PDL producers (kernels that write a call's inputs right before it, late): off, a
+  // kernel that reads its inputs before its wait is not seen, and other bugs are.
+  bool pdl_producer = true;
   int twoshot_percent = 25;  // share of two-shot calls in cases with 16-bit Lamport buffers
   // Cases that provoke two-shot races: only two-shot calls, max_calls of them, back to back
   // or in a graph, of changing sizes (the kill table's runs of two-shot mutants and their

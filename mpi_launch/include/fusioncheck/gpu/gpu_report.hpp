@@ -41,8 +41,11 @@ std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& m
 // are wrong only in sm_120 code; a missing release/acquire is seldom observable between
 // ranks on one GPU; a torn element is not seen by time-sliced ranks, which never run together.
 std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement);
+// `not_built`: the kernel's negative controls this build lacks (KernelUnderTest::
+// mutants_not_built), listed after the runs as not built for this tree.
 std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
-                                const GpuPlacement& placement);
+                                const GpuPlacement& placement,
+                                const std::vector<std::pair<protocol::Mutant, std::string>>& not_built = {});
 
 // The kill table (`fusioncheck gpu kill-table`): the correct kernels and every mutant,
 // each a check run without shrinking (time to detect = the first failure).
@@ -55,6 +58,7 @@ struct KillTableResult {
   GpuPlacement placement;
   std::string setup;  // one line: ranks, GPUs, MPS
   int unexpected = 0;  // false positives plus survivors this setup can kill
+  std::vector<std::pair<protocol::Mutant, std::string>> not_built;  // negative controls this build lacks
 };
 // Collective. 2 ranks only (the mutant instances are 2-rank); bad input throws BadInput.
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options);

@@ -30,6 +30,7 @@ struct SmokeOptions {
   std::vector<int> tokens{1, 7, 64, 257};
   std::vector<int> hidden{1024, 4096};
   int calls_per_case = 3;  // back-to-back calls with changing token counts
+  bool pdl_producer = true;  // every other PDL call behind a PDL producer (CheckOptions)
   KernelChoice kernel;     // ours by default
   std::string json_out;    // rank 0 writes the results here when set
 };

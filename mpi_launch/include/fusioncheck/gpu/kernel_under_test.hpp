@@ -62,6 +62,9 @@ class KernelUnderTest {
   // it can run, and whether one lives in the two-shot path alone (the kill table then runs
   // it on mostly two-shot calls).
   virtual std::vector<protocol::Mutant> mutants() const { return {}; }
+  // Negative controls this build could not make for the kernel (a patch that does not apply
+  // to the tree it was built from), each with why: the kill table lists them as not built.
+  virtual std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const { return {}; }
   virtual bool mutant_in_twoshot_only(protocol::Mutant m) const { (void)m; return false; }
   // Whether a mutant shows only when some blocks of a call start after others have finished
   // (a kernel without injected delays of its own, started block by block by its adapter):

@@ -29,10 +29,21 @@ enum class Mutant : std::uint8_t {
   shared_counter,
   torn_element,
   twoshot_gather_overlap,
+  no_pdl_wait,
+  inputs_before_wait,
+  // Upstream's fixes to FlashInfer's fusion header, reverted on the pinned release
+  // (adapters/flashinfer/patches/revert_*.cmake): named after the release that fixed them.
+  revert_0_6_4_fp4_cluster_coverage,
+  revert_0_6_15_partial_warp_reduce,
+  revert_0_6_17_cluster_clamp,
+  revert_0_7_1_inputs_before_wait,
+  revert_0_7_2_twoshot_barrier_order,
 };
 
-// Where a mutant can be expressed. Bits, so a row can say "both".
-enum MutantLayer : std::uint8_t { kInSim = 1u, kInKernel = 2u };
+// Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
+// copy of FlashInfer's header (adapters/flashinfer/patches); rows that also exist in our
+// kernels or the sim say so with those bits.
+enum MutantLayer : std::uint8_t { kInSim = 1u, kInKernel = 2u, kInFlashInfer = 4u };
 
 struct MutantInfo {
   Mutant mutant;
@@ -42,26 +53,26 @@ struct MutantInfo {
   std::uint8_t layers;           // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 18> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
-     "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel},
+     "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
     {Mutant::early_trigger, "early-trigger",
      "dependents triggered before outputs are written, consumer reads them", "vLLM PR 45448",
      kInSim | kInKernel},
     {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==",
-     "FlashInfer 1136", kInSim | kInKernel},
+     "FlashInfer 1136", kInSim | kInKernel | kInFlashInfer},
     {Mutant::no_canonicalize, "no-canonicalize", "producer does not map input -0 to +0",
-     "TRT-LLM PR 4226 class", kInSim | kInKernel},
+     "TRT-LLM PR 4226 class", kInSim | kInKernel | kInFlashInfer},
     {Mutant::wrong_clear_buffer, "wrong-clear-buffer", "clears (f+1)%3 instead of (f+2)%3",
      "rotation bugs", kInSim | kInKernel},
     {Mutant::clear_size_current, "clear-size-current",
      "clears with the current call's size, not the previous", "TRT-LLM 6237",
-     kInSim | kInKernel},
+     kInSim | kInKernel | kInFlashInfer},
     {Mutant::counter_not_reset, "counter-not-reset", "arrival counter never reset", "-",
      kInSim | kInKernel},
     {Mutant::flag_before_arrival, "flag-before-arrival",
-     "flag advanced without waiting for all blocks", "-", kInSim | kInKernel},
+     "flag advanced without waiting for all blocks", "-", kInSim | kInKernel | kInFlashInfer},
     {Mutant::two_buffers, "two-buffers", "double instead of triple buffering", "-",
      kInSim | kInKernel},
     {Mutant::sentinel_width, "sentinel-width", "16-bit sentinel fill read as fp32",
@@ -86,6 +97,29 @@ inline constexpr std::array<MutantInfo, 18> kMutantCatalogue{{
      "two-shot gather region placed right after the current call's scatter slots: a larger "
      "next call's scatter overwrites rows a slower rank still reads",
      "fusioncheck: H200 smoke with injected delays", kInSim | kInKernel},
+    {Mutant::no_pdl_wait, "no-pdl-wait",
+     "launched with PDL, grid-dependency wait compiled out on every architecture",
+     "FlashInfer PR 3903 class, on every GPU", kInKernel | kInFlashInfer},
+    {Mutant::inputs_before_wait, "inputs-before-wait",
+     "residual and gamma loaded before the grid-dependency wait, launched with PDL behind their producer",
+     "FlashInfer 0.7.1 fix (FusedOp before the wait)", kInKernel},
+    {Mutant::revert_0_6_4_fp4_cluster_coverage, "revert-0.6.4-fp4-cluster-coverage",
+     "NVFP4 launch accepts a cluster size that is not a power of two and has no coverage check: "
+     "halved for the SM count, part of every row is left unprocessed",
+     "FlashInfer PR 2557 (0.6.4), reverted", kInFlashInfer},
+    {Mutant::revert_0_6_15_partial_warp_reduce, "revert-0.6.15-partial-warp-reduce",
+     "RMSNorm block reduction shuffles with a full-warp mask in a partial last warp",
+     "FlashInfer PR 3880 (0.6.15), reverted", kInFlashInfer},
+    {Mutant::revert_0_6_17_cluster_clamp, "revert-0.6.17-cluster-clamp",
+     "one-shot cluster of 8 blocks not clamped to the largest cluster the device launches",
+     "FlashInfer PR 3903 (0.6.17), reverted", kInFlashInfer},
+    {Mutant::revert_0_7_1_inputs_before_wait, "revert-0.7.1-inputs-before-wait",
+     "FusedOp (loads residual_in and rms_gamma) constructed before the grid-dependency wait",
+     "FlashInfer 0.7.1 fix, reverted", kInFlashInfer},
+    {Mutant::revert_0_7_2_twoshot_barrier_order, "revert-0.7.2-twoshot-barrier-order",
+     "two-shot barrier writes the block's own slot first, every slot with release: a larger later "
+     "grid passes on a slot two barriers old",
+     "FlashInfer 0.7.2 fix, reverted", kInFlashInfer},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

@@ -8,6 +8,7 @@
 // and the reference follow.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fusioncheck/gpu/kernel_under_test.hpp"
@@ -22,6 +23,18 @@ std::string flashinfer_source();
 
 // The patched copies this build has (mutant ids of the catalogue).
 std::vector<protocol::Mutant> flashinfer_patches();
+// The patches that do not apply to the tree this build uses (never the pinned release, where
+// the configuration stops instead), each with why.
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built();
+
+// Other flashinfer-python releases built beside the main tree (-DFUSIONCHECK_FLASHINFER_RELEASES,
+// ci/flashinfer_history.sh), driven as --kernel flashinfer@<release>; and the releases asked
+// for that the adapter cannot drive (compile probes), each with why.
+std::vector<std::string> flashinfer_releases();
+std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused();
+// The choice for --kernel flashinfer@<release>; throws kernels::InvalidLaunch, naming the
+// releases it has, for one this build lacks.
+gpu::KernelChoice flashinfer_release_choice(const std::string& release);
 
 // Throws kernels::InvalidLaunch when the adapter is unavailable or the patch is not built.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap, protocol::Mutant patch);

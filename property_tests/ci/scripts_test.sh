@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs the ci/ scripts on bad input and on a fixture cache; prints "N passed, M failed".
+set -uo pipefail
+root=$1
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export FUSIONCHECK_CACHE="$here/fixtures/cache"
+passed=0 failed=0
+# expect NAME RC PATTERN CMD...: CMD exits RC and its output (stdout and stderr) matches PATTERN.
+expect() {
+  local name=$1 want=$2 pattern=$3 rc=0 output
+  shift 3
+  output=$("$@" 2>&1 </dev/null) || rc=$?
+  if [ "$rc" = "$want" ] && grep -Eq -- "$pattern" <<<"$output"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name: exit $rc (want $want), output:"; echo "$output" | head -5
+  fi
+}
+# One line on stderr for bad input.
+one_line() {
+  local rc=0 err
+  err=$("$@" 2>&1 >/dev/null </dev/null) || rc=$?
+  [ "$rc" = 2 ] && [ "$(grep -c . <<<"$err")" = 1 ]
+}
+F="$root/ci/fetch_flashinfer.sh"
+H="$root/ci/flashinfer_history.sh"
+expect "fetch: unknown option" 2 "unknown option '--bogus'" bash "$F" --bogus
+expect "fetch: not a version" 2 "'1.x' is not a release version" bash "$F" 1.x
+expect "fetch: bad version among good ones" 2 "'0.7-rc' is not" bash "$F" 0.2.0 0.7-rc
+expect "fetch: --list takes no argument" 2 "--list takes no arguments" bash "$F" --list 0.7.4
+expect "fetch: --path of a cached release" 0 "flashinfer-python-0.2.0/include$" bash "$F" --path 0.2.0
+expect "fetch: --path of an uncached release" 1 "is not fetched" bash "$F" --path 9.9.9
+expect "fetch: a cached release is not downloaded again" 0 "0.2.1 headers in .*flashinfer-python-0.2.1/include" bash "$F" 0.2.1
+expect "history: --cases 0" 2 "--cases must be a whole number" bash "$H" --cases 0 --out "$tmp/o"
+expect "history: --cases not a number" 2 "--cases must be" bash "$H" --cases 1e3 --out "$tmp/o"
+expect "history: unknown option" 2 "unknown option '--bogus'" bash "$H" --bogus
+expect "history: --ranks 4" 2 "built for 2 ranks" bash "$H" --ranks 4 --out "$tmp/o"
+expect "history: not a release" 2 "'latest' is not a flashinfer-python release" bash "$H" latest
+expect "history: release not cached" 2 "9.9.9 is not in the cache" bash "$H" --dry-run --out "$tmp/o" 9.9.9
+expect "history: bisect newer first" 2 "A must be the older" bash "$H" --bisect 0.2.1 0.1.0 --out "$tmp/o"
+expect "history: bisect one release" 2 "two different releases" bash "$H" --bisect 0.2.1 0.2.1 --out "$tmp/o"
+expect "history: bisect uncached end" 2 "must both be in the cache" bash "$H" --bisect 0.1.0 0.3.0 --dry-run --out "$tmp/o"
+expect "history: --out a file" 2 "exists and is not a folder" bash "$H" --dry-run --out /dev/null
+expect "history: --out unwritable" 2 "cannot write to --out" bash "$H" --dry-run --out /proc/fc-no-such
+# Every minor version's first release and every release whose header changed; not 0.1.1
+# (same header, same minor) nor 0.2.1.post1 (same header as 0.2.1).
+expect "history: --changed on the fixture cache" 0 "^== FlashInfer releases: 0.1.0 0.2.0 0.2.1$" \
+  bash "$H" --dry-run --out "$tmp/o"
+expect "history: bisect range" 0 "^== FlashInfer releases: 0.1.1 0.2.0 0.2.1$" \
+  bash "$H" --dry-run --bisect 0.1.1 0.2.1 --out "$tmp/o"
+# The run itself, over a stand-in binary (fixtures/fake_build): the table, and bisect finding
+# where the verdict changes (releases before 0.2.1 fail).
+if command -v mpirun >/dev/null 2>&1; then
+  fake="$here/fixtures/fake_build"
+  expect "history: a failing and a passing release" 1 "\| 0.2.0 \| passed \| FAILED \[agreement\] after 3 cases, 0.05 s" \
+    bash "$H" --no-build --build "$fake" --cases 10 --out "$tmp/run" 0.2.0 0.2.1
+  expect "history: the table names the passing release" 0 "\| 0.2.1 \| passed \| passed \(10 cases, 0.5 s\)" \
+    cat "$tmp/run/history.md"
+  expect "history: bisect" 1 "verdict changes between 0.2.0 and 0.2.1" \
+    bash "$H" --no-build --build "$fake" --cases 10 --out "$tmp/bisect" --bisect 0.1.0 0.2.1
+fi
+for args in "--cases 0" "--bogus" "--ranks 3" "latest"; do
+  # shellcheck disable=SC2086
+  if one_line bash "$H" $args; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: history $args: not one line on stderr"; fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
