@@ -19,6 +19,14 @@ endforeach()
 install(TARGETS ${_fc_exported} EXPORT fusioncheckTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS fusioncheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The installed binary finds the FlashInfer instance libraries beside it (lib/) and the CUDA
+# runtime where it was linked from.
+set_target_properties(fusioncheck PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
+  INSTALL_RPATH_USE_LINK_PATH TRUE)
+get_property(_fc_fi_libs GLOBAL PROPERTY FUSIONCHECK_FLASHINFER_LIBRARIES)
+if(_fc_fi_libs)
+  install(TARGETS ${_fc_fi_libs} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY protocol/include/ reference/include/ kernels/include/ mpi_launch/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT fusioncheckTargets NAMESPACE fusioncheck::
