@@ -3,21 +3,34 @@
 # Picks rank counts from the GPUs present: one rank per GPU for every supported count
 # (2, 4, 8, 16) up to the GPU count; on a single GPU, 2 ranks sharing it, under MPS when
 # ALLOW_MPS=1 (the default; set 0 where the runner may not start the MPS daemon).
-# Runs: the in-process kernel tests, then per rank count the smoke run, the property
-# suite (CASES cases), the mutant kill table (KILL_CASES cases per mutant), the latency bench
-# and a wait profile, with PNG plots of both. Reports land in REPORTS (default
-# $BUILD/gpu-reports): JSON, JUnit XML, Markdown and PNG. Every step's exit
-# code is recorded and listed at the end; exits non-zero if any step failed.
+# Runs the in-process kernel tests, then per rank count and for every kernel family this build
+# has (ours, flashinfer, flashinfer-legacy: `fusioncheck gpu kernels`): smoke, the mutant kill
+# table (2 ranks; KILL_CASES cases per mutant; one table per seed of KILL_SEEDS), then the
+# property suite (CASES cases), so that the check also shows the GPU usable after the tables.
+# Then our latency bench (beside FlashInfer where built) and a wait profile, with PNG plots.
+# Reports land in REPORTS (default $BUILD/gpu-reports): JSON, JUnit XML, Markdown, PNG, one
+# log per step, and results.md (the figures for docs/results.md; RESULTS_MD=docs/results.md
+# writes them between its gpu_suite markers). Exits non-zero if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source ci/lib.sh
 BUILD=${BUILD:-build/default}
 REPORTS=${REPORTS:-$BUILD/gpu-reports}
 CASES=${CASES:-10000}
+KILL_CASES=${KILL_CASES:-300}
+KILL_SEEDS=${KILL_SEEDS:-1}
 ALLOW_MPS=${ALLOW_MPS:-1}
+FAMILIES=${FAMILIES:-}  # default: every family the build has
 FC=$(fc_bin "$BUILD")
-mkdir -p "$REPORTS"
+[ -x "$FC" ] || { echo "gpu_suite: no fusioncheck binary at $FC (build first)"; exit 2; }
+for v in CASES KILL_CASES; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "gpu_suite: $v=${!v}: not a positive integer"; exit 2; }
+done
+[[ $KILL_SEEDS =~ ^[0-9]+( [0-9]+)*$ ]] || { echo "gpu_suite: KILL_SEEDS='$KILL_SEEDS': not seeds"; exit 2; }
+mkdir -p "$REPORTS" || exit 2
 REPORTS_ABS=$(cd "$REPORTS" && pwd)
+export FC_STEPS_FILE="$REPORTS_ABS/steps.txt"
+: >"$FC_STEPS_FILE"
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -lt 1 ]; then echo "gpu_suite: no GPU found"; exit 2; fi
@@ -34,30 +47,55 @@ if [ "${#rank_counts[@]}" -eq 0 ]; then
     echo "gpu_suite: MPS did not start: ranks sharing the GPU are time-sliced (slow, still correct)"
   fi
 fi
+if [ -z "$FAMILIES" ]; then
+  # The families this build can run: the first word of each line of `gpu kernels` that does
+  # not say the build lacks it; releases (flashinfer@VERSION) are ci/flashinfer_history.sh's.
+  FAMILIES=$("$FC" gpu kernels 2>/dev/null | awk '$1 !~ /@/ && !/\[not in this build/ {print $1}' | tr '\n' ' ')
+  [ -n "$FAMILIES" ] || FAMILIES=ours
+fi
+echo "gpu_suite: families: $FAMILIES; rank counts: ${rank_counts[*]}"
 
-fc_step ctest-gpu 0 - ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+# A step, its log in REPORTS/NAME.log as well as on the terminal, its command in
+# REPORTS/NAME.cmd (results.md shows both).
+suite_step() {
+  local name=$1 t0=$SECONDS rc
+  shift
+  printf '%s\n' "$*" >"$REPORTS_ABS/$name.cmd"
+  { "$@" 2>&1; echo $? >"$REPORTS_ABS/$name.rc"; } | tee "$REPORTS_ABS/$name.log"
+  rc=$(cat "$REPORTS_ABS/$name.rc" 2>/dev/null || echo 1)
+  fc_record "$name" "$rc" 0 $((SECONDS - t0))
+}
+
+suite_step ctest-gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure \
   --output-junit "$REPORTS_ABS/ctest-gpu.xml"
 for n in "${rank_counts[@]}"; do
-  echo "== $n ranks: smoke"
-  fc_step "smoke-$n" 0 - fc_mpirun "$n" "$FC" gpu smoke --json "$REPORTS/smoke-$n.json"
-  echo "== $n ranks: property suite, $CASES cases"
-  fc_step "check-$n" 0 - fc_mpirun "$n" "$FC" gpu check --cases "$CASES" --json "$REPORTS/check-$n.json" \
-    --junit "$REPORTS/check-$n.xml" --replay-out "$REPORTS/counterexample-$n.json"
-  [ "$n" = 2 ] || continue  # the mutant instances are compiled for 2 ranks
-  # Fails on a false positive or on a survivor this setup can kill (expected survivors,
-  # e.g. the sm_120-only mutants on older GPUs, are marked in the table, not failures).
-  echo "== $n ranks: kill table"
-  fc_step "kill-table-$n" 0 - fc_mpirun "$n" "$FC" gpu kill-table --cases "${KILL_CASES:-300}" \
-    --out "$REPORTS/kill-table-$n.md" --json "$REPORTS/kill-table-$n.json" --junit "$REPORTS/kill-table-$n.xml"
-  # Latency, graph-timed and eager, beside FlashInfer where this build has its adapter; then
-  # the wait profile of one small call with rank 1 starting 20 us late (2 and 4 ranks).
+  for fam in $FAMILIES; do
+    echo "== $n ranks, $fam: smoke"
+    suite_step "smoke-$fam-$n" fc_mpirun "$n" "$FC" gpu smoke --kernel "$fam" --json "$REPORTS/smoke-$fam-$n.json"
+    if [ "$n" = 2 ]; then  # the mutant instances are compiled for 2 ranks
+      # Fails on a false positive or on a survivor this setup can kill (expected survivors
+      # are marked in the table, not failures).
+      for seed in $KILL_SEEDS; do
+        echo "== $n ranks, $fam: kill table, seed $seed"
+        suite_step "kill-table-$fam-$n-s$seed" fc_mpirun "$n" "$FC" gpu kill-table --kernel "$fam" \
+          --cases "$KILL_CASES" --seed "$seed" --out "$REPORTS/kill-table-$fam-$n-s$seed.md" \
+          --json "$REPORTS/kill-table-$fam-$n-s$seed.json" --junit "$REPORTS/kill-table-$fam-$n-s$seed.xml"
+      done
+    fi
+    echo "== $n ranks, $fam: property suite, $CASES cases"
+    suite_step "check-$fam-$n" fc_mpirun "$n" "$FC" gpu check --kernel "$fam" --cases "$CASES" \
+      --json "$REPORTS/check-$fam-$n.json" --junit "$REPORTS/check-$fam-$n.xml" \
+      --replay-out "$REPORTS/counterexample-$fam-$n.json"
+  done
+  # Latency, graph-timed and eager, beside FlashInfer where this build has it; then the wait
+  # profile of one small call with rank 1 starting 20 us late (2 and 4 ranks).
   compare=()
-  [ -f "$BUILD/adapters/flashinfer/libfc_flashinfer_none_bf16.so" ] && compare=(--compare flashinfer)
+  [[ " $FAMILIES " == *" flashinfer "* ]] && compare=(--compare flashinfer)
   echo "== $n ranks: bench"
-  fc_step "bench-$n" 0 - fc_mpirun "$n" "$FC" gpu bench "${compare[@]}" --json "$REPORTS/bench-$n.json"
+  suite_step "bench-$n" fc_mpirun "$n" "$FC" gpu bench "${compare[@]}" --json "$REPORTS/bench-$n.json"
   if [ "$n" -le 4 ]; then
     echo "== $n ranks: wait profile"
-    fc_step "wait-profile-$n" 0 - fc_mpirun "$n" "$FC" gpu bench --wait-profile --tokens 8 --delay-rank 1 \
+    suite_step "wait-profile-$n" fc_mpirun "$n" "$FC" gpu bench --wait-profile --tokens 8 --delay-rank 1 \
       --delay-us 20 --json "$REPORTS/wait-profile-$n.json"
   fi
 done
@@ -65,5 +103,6 @@ done
 for json in "$REPORTS"/bench-*.json "$REPORTS"/wait-profile-*.json; do
   [ -f "$json" ] && fc_step "plot-$(basename "$json" .json)" 0 - "$(fc_python)" bench/plots/plot_bench.py "$json" "$REPORTS"
 done
+fc_step results 0 - python3 ci/gpu_results.py "$REPORTS_ABS" --build "$BUILD" ${RESULTS_MD:+--into "$RESULTS_MD"}
 echo "gpu_suite: reports in $REPORTS"
 fc_steps_report

@@ -22,7 +22,7 @@
 #     ncclshare  `gpu bench --allreduce nccl` with ranks sharing the GPU: passes on exit 2
 #                (bad input)                                                    60 s
 #     memcheck   compute-sanitizer memcheck over `gpu check`, MEMCHECK_CASES=30  MEMCHECK_S=300
-#                (docs/gpu_h200.md ran it time-sliced: MPS=0)
+#                (docs/results.md ran it time-sliced: MPS=0)
 #   RANKS="2"      rank counts; the steps other than gtest run once per count
 #   MPS=1          ranks share the GPU under MPS: started unless running, and at the end
 #                  stopped only if this script started it. MPS=0: time-sliced; refuses to run

@@ -13,6 +13,7 @@
 
 #include "fusioncheck/audit/audit.hpp"
 #include "fusioncheck/audit/cuobjdump.hpp"
+#include "fusioncheck/audit/user_regex.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/cli/paths.hpp"
@@ -34,12 +35,13 @@ struct AuditArguments {
   double timeout_s = 300.0;
 };
 
+// An unset option is no pattern; a set one must be a pattern that matches in bounded time.
 std::optional<std::regex> regex_option(const char* option, const std::string& text) {
   if (text.empty()) return std::nullopt;
   try {
-    return std::regex(text, std::regex::ECMAScript);
-  } catch (const std::regex_error&) {
-    throw UsageError(std::string(option) + ": not a valid regular expression: " + text);
+    return audit::compile_user_regex(option, text);
+  } catch (const audit::AuditInputError& e) {
+    throw UsageError(e.what());
   }
 }
 
@@ -54,7 +56,8 @@ audit::AuditOptions make_options(const AuditArguments& args) {
 }
 
 audit::FileReport audit_file(const std::string& cuobjdump, const std::string& file,
-                             std::chrono::milliseconds time_limit, const audit::AuditOptions& options) {
+                             std::chrono::milliseconds time_limit,
+                             const audit::AuditOptions& options) {
   // A progress line only when cuobjdump takes long (a large binary: ~0.5 s per MB), so that
   // quick runs and their errors stay one line.
   bool reported = false;
@@ -64,8 +67,8 @@ audit::FileReport audit_file(const std::string& cuobjdump, const std::string& fi
     reported = true;
   };
   const auto start = std::chrono::steady_clock::now();
-  audit::FileReport report =
-      audit::audit_listing(file, audit::dump_listing(cuobjdump, file, time_limit, progress), options);
+  audit::FileReport report = audit::audit_listing(
+      file, audit::dump_listing(cuobjdump, file, time_limit, progress), options);
   if (reported)
     fmt::print(stderr, "audit: {} disassembled in {:.1f} s\n", file,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -79,25 +82,27 @@ int run_audit(const AuditArguments& args) {
   if (!args.baseline.empty()) require_readable_file("--baseline", args.baseline);
   const auto cuobjdump = audit::find_cuobjdump();
   if (!cuobjdump)
-    throw UsageError(std::string("cuobjdump not found ($CUOBJDUMP, PATH, /usr/local/cuda/bin); install it with: ") +
-                     audit::kCuobjdumpInstallHint);
+    throw UsageError(
+        std::string(
+            "cuobjdump not found ($CUOBJDUMP, PATH, /usr/local/cuda/bin); install it with: ") +
+        audit::kCuobjdumpInstallHint);
   const auto time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
   std::vector<audit::FileReport> reports;
   try {
-    for (const auto& file : args.files) reports.push_back(audit_file(*cuobjdump, file, time_limit, options));
+    for (const auto& file : args.files)
+      reports.push_back(audit_file(*cuobjdump, file, time_limit, options));
     if (!args.baseline.empty()) {
       const audit::FileReport baseline = audit_file(*cuobjdump, args.baseline, time_limit, options);
       for (auto& report : reports)
         if (audit::compare_with_baseline(report, baseline) == 0)
-          fmt::print(stderr, "audit: no kernel of {} is in the baseline {}\n", report.path, args.baseline);
+          fmt::print(stderr, "audit: no kernel of {} is in the baseline {}\n", report.path,
+                     args.baseline);
     }
   } catch (const audit::AuditInputError& e) {
     throw UsageError(e.what());
   }
-  if (args.as_json)
-    fmt::print("{}\n", audit::to_json(reports).dump(2));
-  else
-    fmt::print("{}", audit::format_table(reports));
+  if (args.as_json) fmt::print("{}\n", audit::to_json(reports).dump(2));
+  else fmt::print("{}", audit::format_table(reports));
   return audit::count_findings(reports) == 0 ? kExitClean : kExitFindings;
 }
 
@@ -106,33 +111,45 @@ int run_audit(const AuditArguments& args) {
 void add_audit_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<AuditArguments>();
   auto* sub = app.add_subcommand(
-      "audit", "List each kernel's synchronisation instructions per architecture in compiled CUDA "
-               "binaries (via cuobjdump) and flag differences, missing PDL waits and empty bodies");
-  sub->add_option("files", args->files,
-                  "Objects, executables or shared libraries with device code (readable regular files)")
+      "audit",
+      "List each kernel's synchronisation instructions per architecture in compiled CUDA "
+      "binaries (via cuobjdump) and flag differences, missing PDL waits and empty bodies");
+  sub->add_option(
+         "files", args->files,
+         "Objects, executables or shared libraries with device code (readable regular files)")
       ->required()
       ->type_name("FILE")
       ->default_str("");
-  sub->add_option("--pdl-kernels", args->pdl_kernels,
-                  "Regular expression (ECMAScript, searched in demangled names) of kernels launched "
-                  "with PDL; default: none besides --pdl-all and the heuristic");
+  sub->add_option(
+      "--pdl-kernels", args->pdl_kernels,
+      "Regular expression (ECMAScript, searched in demangled and mangled names, at most 256 "
+      "characters, no quantified group holding a quantifier or |) of kernels launched "
+      "with PDL; default: none besides --pdl-all and the heuristic");
   sub->add_flag("--pdl-all", args->pdl_all, "Every kernel is launched with PDL");
-  sub->add_flag("--no-pdl-heuristic", args->no_pdl_heuristic,
-                "Do not treat a kernel with a grid-dependency wait or trigger on some arch as PDL-launched");
-  sub->add_flag("--no-known-pdl", args->no_known_pdl,
-                "Do not treat the built-in list of PDL-launched kernels (FlashInfer's, TRT-LLM's, ours; "
-                "audit/README.md) as PDL-launched");
-  sub->add_option("--empty-kernels", args->empty_kernels,
-                  "Regular expression of kernels meant to be empty (never reported as empty-body); default: none");
-  sub->add_option("--baseline", args->baseline,
-                  "Another build of the same kernels (e.g. the sm_90 build known to work): report the sync "
-                  "classes each kernel lacks against it, per source")
+  sub->add_flag(
+      "--no-pdl-heuristic", args->no_pdl_heuristic,
+      "Do not treat a kernel with a grid-dependency wait or trigger on some arch as PDL-launched");
+  sub->add_flag(
+      "--no-known-pdl", args->no_known_pdl,
+      "Do not treat the built-in list of PDL-launched kernels (FlashInfer's, TRT-LLM's, ours; "
+      "audit/README.md) as PDL-launched");
+  sub->add_option(
+      "--empty-kernels", args->empty_kernels,
+      "Regular expression (as --pdl-kernels) of kernels meant to be empty (never reported as "
+      "empty-body); default: none");
+  sub->add_option(
+         "--baseline", args->baseline,
+         "Another build of the same kernels (e.g. the sm_90 build known to work): report the sync "
+         "classes each kernel lacks against it, per source")
       ->type_name("FILE");
   sub->add_flag("--json", args->as_json, "Print as JSON instead of a table");
   sub->add_option("--timeout", args->timeout_s, "Seconds cuobjdump may run per file")
       ->check(seconds_up_to(kMaxTimeout_s));
   sub->footer("cuobjdump is looked for in $CUOBJDUMP, then PATH, then /usr/local/cuda/bin.");
-  sub->callback([args, &exit_code] { exit_code = run_audit(*args); });
+  sub->callback([args, sub, &exit_code] {
+    refuse_empty_values(*sub);
+    exit_code = run_audit(*args);
+  });
 }
 
 }  // namespace fusioncheck::cli

@@ -1,14 +1,22 @@
 // The `fusioncheck` driver: one binary, one subcommand per job. Runs alone or under mpirun.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/cli/error_line.hpp"
 #include "fusioncheck/cli/registry.hpp"
 
 #ifndef FUSIONCHECK_VERSION
@@ -16,8 +24,6 @@
 #endif
 
 namespace {
-
-constexpr std::string_view kErrorPrefix = "fusioncheck: error: ";
 
 // Help without CLI11's "{false}" after a flag declared as "!--no-x": every flag is a switch.
 class Formatter : public CLI::Formatter {
@@ -34,23 +40,41 @@ class Formatter : public CLI::Formatter {
   }
 };
 
-// One line: without a prefix that a lower layer already added (main adds it once), with
-// inner line breaks folded.
-std::string one_line(std::string text) {
-  for (bool again = true; again;) {
-    again = false;
-    for (std::string_view prefix : {kErrorPrefix, std::string_view("fusioncheck: ")})
-      if (text.rfind(prefix, 0) == 0) text.erase(0, prefix.size()), again = true;
-  }
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  for (std::size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at))
-    text.replace(at, 1, "; ");
-  return text;
+int bad_input(const std::string& message) {
+  return fusioncheck::cli::report_bad_input("fusioncheck", message);
 }
 
-int bad_input(const std::string& message) {
-  std::cerr << kErrorPrefix << one_line(message) << "\n";
-  return fusioncheck::cli::kExitBadInput;
+std::string one_line(const std::string& text) {
+  return fusioncheck::cli::one_line_message(text, "fusioncheck");
+}
+
+// A failed write (an output file, or stdout): one line naming it, exit code 3.
+int write_error(const std::string& message) {
+  fusioncheck::cli::print_error_line("fusioncheck", message);
+  return fusioncheck::cli::kExitInternalError;
+}
+
+bool stdout_failure_reported = false;
+
+int stdout_error(int error) {
+  stdout_failure_reported = true;
+  return write_error(std::string("writing stdout: ") +
+                     (error != 0 ? std::strerror(error) : "write failed"));
+}
+
+// Everything printed reaches stdout (a full disk or a closed pipe shows here, at the latest
+// at the final flush); otherwise exit code 3 instead of the command's own, even after bad
+// input was reported.
+int finish_stdout(int exit_code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0)
+    return stdout_failure_reported ? fusioncheck::cli::kExitInternalError : stdout_error(errno);
+  if (!std::ferror(stdout)) return exit_code;
+  if (stdout_failure_reported) return fusioncheck::cli::kExitInternalError;
+  // An earlier flush failed (std::endl in CLI11's help) and its errno is gone: the output is
+  // incomplete already, so one more byte asks the file descriptor why.
+  const ssize_t n = ::write(STDOUT_FILENO, "\n", 1);
+  return stdout_error(n < 0 ? errno : 0);
 }
 
 // "fusioncheck sim" for the deepest subcommand the command line selected.
@@ -85,9 +109,10 @@ std::string leftover_error(const CLI::App& app, const std::string& path) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{"fusioncheck: proves fused allreduce + residual + RMSNorm kernels correct, "
-               "or shows how they break"};
+int run(int argc, char** argv) {
+  CLI::App app{
+      "fusioncheck: proves fused allreduce + residual + RMSNorm kernels correct, "
+      "or shows how they break"};
   app.formatter(std::make_shared<Formatter>());
   // Every option of every subcommand shows its default in --help.
   app.option_defaults()->always_capture_default();
@@ -99,8 +124,9 @@ int main(int argc, char** argv) {
   int exit_code = fusioncheck::cli::kExitClean;
   fusioncheck::cli::add_all_commands(app, exit_code);
   // After the subcommands, which would inherit it.
-  app.footer("Exit codes: 0 clean, 1 findings, 2 bad input (one line on stderr), 3 internal "
-             "error.\nRun `fusioncheck COMMAND --help` for the options of each command.");
+  app.footer(
+      "Exit codes: 0 clean, 1 findings, 2 bad input (one line on stderr), 3 internal "
+      "error or a failed write (one line on stderr).\nRun `fusioncheck COMMAND --help` for the options of each command.");
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
@@ -119,9 +145,18 @@ int main(int argc, char** argv) {
     return bad_input(std::string(e.what()) + " (see " + path + " --help)");
   } catch (const fusioncheck::cli::UsageError& e) {
     return bad_input(e.what());
+  } catch (const fusioncheck::cli::WriteError& e) {
+    return write_error(e.what());
+  } catch (const std::system_error& e) {
+    // fmt::print throws when a write to stdout fails.
+    if (std::ferror(stdout)) return stdout_error(e.code().value());
+    std::cerr << "fusioncheck: internal error: " << one_line(e.what()) << "\n";
+    return fusioncheck::cli::kExitInternalError;
   } catch (const std::exception& e) {
     std::cerr << "fusioncheck: internal error: " << one_line(e.what()) << "\n";
     return fusioncheck::cli::kExitInternalError;
   }
   return exit_code;
 }
+
+int main(int argc, char** argv) { return finish_stdout(run(argc, argv)); }

@@ -16,7 +16,8 @@ namespace {
 std::string layers_text(std::uint8_t layers) {
   using namespace protocol;
   std::string out;
-  for (auto [bit, name] : {std::pair{kInSim, "sim"}, {kInKernel, "kernel"}, {kInFlashInfer, "flashinfer"}})
+  for (auto [bit, name] :
+       {std::pair{kInSim, "sim"}, {kInKernel, "kernel"}, {kInFlashInfer, "flashinfer"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }
@@ -26,7 +27,9 @@ void print_mutants(bool as_json) {
   if (as_json) {
     auto rows = nlohmann::json::array();
     for (const auto& m : kMutantCatalogue)
-      rows.push_back({{"id", m.id}, {"what", m.what}, {"real_world", m.real_world},
+      rows.push_back({{"id", m.id},
+                      {"what", m.what},
+                      {"real_world", m.real_world},
                       {"layers", layers_text(m.layers)}});
     fmt::print("{}\n", rows.dump(2));
     return;

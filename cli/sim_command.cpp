@@ -2,10 +2,15 @@
 // counterexample, replays one from a file, or prints the kill table.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
+#include <sstream>
+#include <system_error>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -22,8 +27,8 @@ namespace {
 
 using namespace fusioncheck::sim;
 
-constexpr std::uint64_t kMaxBudget = 1000000000;  // days of search: more is a typo
-constexpr std::uint64_t kDefaultBudget = 10000;              // random and pct: schedules
+constexpr std::uint64_t kMaxBudget = 1000000000;              // days of search: more is a typo
+constexpr std::uint64_t kDefaultBudget = 10000;               // random and pct: schedules
 constexpr std::uint64_t kDefaultExhaustiveBudget = 10000000;  // exhaustive: executions
 constexpr int kMaxPctDepth = 16;
 constexpr int kMaxDeviations = 4;
@@ -55,9 +60,9 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
 
 // Everything but these options configures a search of one profile; say which do not apply.
 constexpr std::initializer_list<const char*> kSearchOptions = {
-    "--profile", "--mutant", "--scheduler", "--seed", "--depth", "--deviations", "--out",
-    "--ranks", "--blocks", "--vectors", "--elems", "--calls", "--graph-replays",
-    "--late-trigger", "--tiny", "--no-minimise"};
+    "--profile",       "--mutant",       "--scheduler", "--seed",       "--depth", "--deviations",
+    "--out",           "--ranks",        "--blocks",    "--vectors",    "--elems", "--calls",
+    "--graph-replays", "--late-trigger", "--tiny",      "--no-minimise"};
 
 // The mode (--replay, --table or a search) and the options that apply to it; every path is
 // checked here, before any work.
@@ -65,7 +70,8 @@ void check_mode(const CLI::App& sub, const SimArgs& a) {
   const bool replay_mode = sub.count("--replay") > 0;
   if (replay_mode && a.table) throw UsageError("--replay and --table exclude each other");
   if (replay_mode) {
-    const std::string why = "the counterexample file fixes the profile, mutant, configuration and schedule";
+    const std::string why =
+        "the counterexample file fixes the profile, mutant, configuration and schedule";
     refuse_options(sub, kSearchOptions, "to --replay", why);
     refuse_options(sub, {"--budget", "--table-out"}, "to --replay", why);
     require_readable_file("--replay", a.replay);
@@ -89,19 +95,76 @@ void check_mode(const CLI::App& sub, const SimArgs& a) {
   require_output_folder("--out", a.out);
 }
 
+// Where a search on `profile` writes its counterexample.
+std::string counterexample_path(const std::string& out_dir, const Profile& profile, Mutant mutant) {
+  Counterexample cx;
+  cx.profile = profile.name;
+  cx.mutant = mutant;
+  return (std::filesystem::path(out_dir) / counterexample_file_name(cx)).string();
+}
+
 int report_counterexample(const Counterexample& cx, const std::string& out_dir) {
-  std::filesystem::create_directories(out_dir);
+  std::error_code error;
+  std::filesystem::create_directories(out_dir, error);
+  if (error) throw WriteError("creating folder " + out_dir + ": " + error.message());
   const std::string file = (std::filesystem::path(out_dir) / counterexample_file_name(cx)).string();
-  write_counterexample(cx, file);
+  write_output_file(file, to_json(cx).dump(2) + "\n");
   const Replay r = replay(cx);
   fmt::print("{}", format_counterexample(cx, r.trace, file));
   return kExitFindings;
 }
 
+constexpr std::uintmax_t kMaxCounterexampleBytes = 1 << 20;  // one minimised schedule: a few KB
+
+// `j[name]` is absent, or a JSON integer in [0, hi]: nothing bent into range (2.7 read as 2,
+// -1 wrapped to 2^64-1, 2^32+2 truncated to 2).
+void require_count(const nlohmann::json& j, const char* name, std::uint64_t hi,
+                   const std::string& file) {
+  if (!j.is_object() || !j.contains(name)) return;
+  const nlohmann::json& v = j.at(name);
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > hi)
+    throw UsageError(fmt::format("--replay {}: {} = {}: expected an integer in [0, {}]", file, name,
+                                 v.dump(), hi));
+}
+
+// The counterexample file as one JSON document (nothing after it), its numbers strict.
+nlohmann::json read_counterexample_json(const std::string& file) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(file, error);
+  if (error) throw UsageError("--replay " + file + ": " + error.message());
+  if (bytes > kMaxCounterexampleBytes)
+    throw UsageError(fmt::format("--replay {}: {} bytes; a counterexample file has at most {}",
+                                 file, bytes, kMaxCounterexampleBytes));
+  std::ifstream in(file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);  // strict: no trailing text
+  if (j.is_discarded())
+    throw UsageError("'" + file + "' is not JSON (or has text after the document)");
+  constexpr std::uint64_t kInt = std::numeric_limits<int>::max();
+  constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
+  require_count(j, "seed", std::numeric_limits<std::uint64_t>::max(), file);
+  require_count(j, "steps", std::numeric_limits<std::uint64_t>::max(), file);
+  if (j.is_object() && j.contains("config"))
+    for (const char* name :
+         {"ranks", "blocks", "vectors_per_block", "elems_per_vector", "graph_replays"})
+      require_count(j["config"], name, kInt, file);
+  if (j.is_object() && j.contains("deviations") && j["deviations"].is_array())
+    for (const auto& d : j["deviations"]) {
+      const nlohmann::json pair = d.is_array() && d.size() == 2
+                                      ? nlohmann::json{{"step", d[0]}, {"choice", d[1]}}
+                                      : nlohmann::json{{"step", d}};
+      require_count(pair, "step", kU32, file);
+      require_count(pair, "choice", kU32, file);
+      if (!pair.contains("choice"))
+        throw UsageError("--replay " + file + ": a deviation is not a pair [step, choice]");
+    }
+  return j;
+}
+
 int run_replay_file(const SimArgs& a) {
   Counterexample cx;
   try {
-    cx = read_counterexample(a.replay);
+    cx = counterexample_from_json(read_counterexample_json(a.replay));
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -116,27 +179,47 @@ int run_replay_file(const SimArgs& a) {
   shown.steps = r.run.steps;
   fmt::print("{}", format_counterexample(shown, r.trace, ""));
   fmt::print("{}\n", r.reproduced ? "reproduced: the same violation as recorded"
-                                   : "a different violation than recorded: " + cx.violation);
+                                  : "a different violation than recorded: " + cx.violation);
   return kExitFindings;
 }
 
 // The mutants whose search starts from their own configuration, one line each.
 std::string provoking_configs_text() {
   const auto describe = [](const SimConfig& c) {
-    return fmt::format("{}, {} ranks x {} blocks x {} vectors x {} elements",
-                       format_calls(c.calls), c.ranks, c.blocks, c.vectors_per_block,
-                       c.elems_per_vector);
+    return fmt::format("{}, {} ranks x {} blocks x {} vectors x {} elements", format_calls(c.calls),
+                       c.ranks, c.blocks, c.vectors_per_block, c.elems_per_vector);
   };
   std::string out;
   for (const auto& info : protocol::kMutantCatalogue) {
     const SimConfig config = provoking_config(info.mutant);
     const SimConfig tiny = provoking_tiny_config(info.mutant);
     if (config == default_config() && tiny == tiny_config()) continue;
-    out += fmt::format("`{}` needs a call pattern those sequences lack; its searches start from "
-                       "{} and (tiny) {}.\n",
-                       info.id, describe(config), describe(tiny));
+    out += fmt::format(
+        "`{}` needs a call pattern those sequences lack; its searches start from "
+        "{} and (tiny) {}.\n",
+        info.id, describe(config), describe(tiny));
   }
   return out.empty() ? out : out + "\n";
+}
+
+// The Markdown file of the kill table: how it was made, then the table.
+std::string kill_table_document(const KillTableOptions& options, const std::string& table) {
+  std::ostringstream out;
+  out << "# Sim kill table: mutant x profile\n\n"
+         "Generated by `fusioncheck sim --table --table-out docs/sim_kill_table.md` (see\n"
+         "docs/sim.md). For every mutant of the catalogue and every architecture profile: "
+         "seeded\nrandom search of the default configuration ("
+      << format_calls(default_config().calls) << ", 2 ranks x 2 blocks x 2 vectors x 2 elements, "
+      << options.random_budget
+      << " schedules, seed 1), then as many PCT schedules (depth 3), then the bounded "
+         "exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
+         "is the search time until\nthe first violation on the machine that generated the "
+         "table (it varies from run to run);\n*schedules* counts the executions until then "
+         "(for a clean row: all of them). The counterexample\nis the minimised one: ranks x "
+         "blocks x vectors x elements, calls, deviations from the default\nschedule, "
+         "steps. `none` is the correct protocol: it must be clean everywhere.\n\n"
+      << provoking_configs_text() << table;
+  return out.str();
 }
 
 int run_table(const SimArgs& a) {
@@ -149,25 +232,7 @@ int run_table(const SimArgs& a) {
   const auto rows = kill_table(options);
   const std::string text = format_kill_table(rows);
   fmt::print("{}", text);
-  if (!a.table_out.empty()) {
-    std::ofstream out(a.table_out);
-    if (!out) throw UsageError("cannot write " + a.table_out);
-    out << "# Sim kill table: mutant x profile\n\n"
-           "Generated by `fusioncheck sim --table --table-out docs/sim_kill_table.md` (see\n"
-           "docs/sim.md). For every mutant of the catalogue and every architecture profile: "
-           "seeded\nrandom search of the default configuration ("
-        << format_calls(default_config().calls)
-        << ", 2 ranks x 2 blocks x 2 vectors x 2 elements, "
-        << options.random_budget
-        << " schedules, seed 1), then as many PCT schedules (depth 3), then the bounded "
-           "exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
-           "is the search time until\nthe first violation on the machine that generated the "
-           "table (it varies from run to run);\n*schedules* counts the executions until then "
-           "(for a clean row: all of them). The counterexample\nis the minimised one: ranks x "
-           "blocks x vectors x elements, calls, deviations from the default\nschedule, "
-           "steps. `none` is the correct protocol: it must be clean everywhere.\n\n"
-        << provoking_configs_text() << text;
-  }
+  if (!a.table_out.empty()) write_output_file(a.table_out, kill_table_document(options, text));
   for (const auto& row : rows)
     if (row.mutant == Mutant::none && row.killed) return kExitFindings;
   return kExitClean;
@@ -196,24 +261,28 @@ int run_search(const SimArgs& a) {
   for (const Profile* p : profiles) {
     const std::string error = validate(config, *p);
     if (!error.empty()) throw UsageError(error);
+    // The file a violation is written to, in a folder that exists already: before the search.
+    if (std::filesystem::is_directory(a.out))
+      require_output_file("--out", counterexample_path(a.out, *p, *mutant));
   }
 
   for (const Profile* p : profiles) {
     SearchOptions options;
     options.scheduler = *scheduler;
-    options.budget = a.budget.value_or(*scheduler == SchedulerKind::exhaustive ? kDefaultExhaustiveBudget
-                                                                               : kDefaultBudget);
+    options.budget = a.budget.value_or(
+        *scheduler == SchedulerKind::exhaustive ? kDefaultExhaustiveBudget : kDefaultBudget);
     options.seed = a.seed;
     options.pct_depth = a.depth;
     options.deviation_bound = a.deviations;
     const std::string what = fmt::format("{} mutant {} {}", p->name, a.mutant, a.scheduler);
     options.progress = [&](const SearchProgress& s) {
-      fmt::print(stderr, "sim: {}: {} {}, {:.3g} memory events, {:.1f} s\n", what,
-                 s.executions, *scheduler == SchedulerKind::exhaustive ? "executions" : "schedules",
+      fmt::print(stderr, "sim: {}: {} {}, {:.3g} memory events, {:.1f} s\n", what, s.executions,
+                 *scheduler == SchedulerKind::exhaustive ? "executions" : "schedules",
                  static_cast<double>(s.memory_events), s.seconds);
     };
     const SearchResult result = search(config, *p, *mutant, options);
-    const double rate = result.seconds > 0 ? static_cast<double>(result.memory_events) / result.seconds : 0;
+    const double rate =
+        result.seconds > 0 ? static_cast<double>(result.memory_events) / result.seconds : 0;
     if (!result.counterexample) {
       fmt::print("sim: {}: clean, {} {} ({}), {:.3g} memory events, {:.2f} s ({:.3g} events/s)\n",
                  what, result.executions,
@@ -241,66 +310,79 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   const SimConfig start = default_config();
   const SimConfig tiny = tiny_config();
   auto* sub = app.add_subcommand(
-      "sim", "Explore the protocol model on an architecture profile (CPU only). Modes: a search "
-             "(--profile), --replay FILE, or --table");
+      "sim",
+      "Explore the protocol model on an architecture profile (CPU only). Modes: a search "
+      "(--profile), --replay FILE, or --table");
   sub->add_option("--profile", args->profile,
                   "Search: the architecture profile (" + profile_names() + ", or all)");
-  sub->add_option("--mutant", args->mutant, "Search: mutant id (see `fusioncheck mutants`), or none");
+  sub->add_option("--mutant", args->mutant,
+                  "Search: mutant id (see `fusioncheck mutants`), or none");
   sub->add_option("--scheduler", args->scheduler, "Search: how schedules are explored")
       ->check(CLI::IsMember({"random", "pct", "exhaustive"}));
-  sub->add_option("--budget", args->budget,
-                  fmt::format("Search: schedules (random, pct; default {}) or executions (exhaustive; "
-                              "default {}). --table: random and PCT schedules per row (default {})",
-                              kDefaultBudget, kDefaultExhaustiveBudget, KillTableOptions{}.random_budget))
+  sub->add_option(
+         "--budget", args->budget,
+         fmt::format("Search: schedules (random, pct; default {}) or executions (exhaustive; "
+                     "default {}). --table: random and PCT schedules per row (default {})",
+                     kDefaultBudget, kDefaultExhaustiveBudget, KillTableOptions{}.random_budget))
       ->check(integer_in<std::uint64_t>(1, kMaxBudget));
   sub->add_option("--seed", args->seed, "Search: base seed of the random and pct schedules")
       ->check(any_seed());
   sub->add_option("--depth", args->depth, "Search with --scheduler pct: the PCT bug depth")
       ->check(integer_in(1, kMaxPctDepth));
-  sub->add_option("--deviations", args->deviations,
-                  "Search with --scheduler exhaustive: every schedule with at most this many deviations")
+  sub->add_option(
+         "--deviations", args->deviations,
+         "Search with --scheduler exhaustive: every schedule with at most this many deviations")
       ->check(integer_in(0, kMaxDeviations));
   sub->add_option("--replay", args->replay,
                   "Replay a counterexample file (written by a search); no other option applies")
       ->type_name("FILE");
-  sub->add_option("--out", args->out, "Search: folder for counterexample files (created if missing)")
+  sub->add_option("--out", args->out,
+                  "Search: folder for counterexample files (created if missing)")
       ->type_name("DIR");
   sub->add_option("--ranks", args->ranks, fmt::format("Search: ranks (default {})", start.ranks))
       ->check(integer_in(protocol::kMinRanks, protocol::kMaxRanks));
-  sub->add_option("--blocks", args->blocks,
-                  fmt::format("Search: blocks per kernel, at most the profile's SM count (default {})",
-                              start.blocks))
+  sub->add_option(
+         "--blocks", args->blocks,
+         fmt::format("Search: blocks per kernel, at most the profile's SM count (default {})",
+                     start.blocks))
       ->check(integer_in(1, kMaxBlocks));
   sub->add_option("--vectors", args->vectors,
                   fmt::format("Search: vectors (threads) per block (default {}, --tiny {})",
                               start.vectors_per_block, tiny.vectors_per_block))
       ->check(integer_in(1, kMaxVectorsPerBlock));
   sub->add_option("--elems", args->elems,
-                  fmt::format("Search: elements per vector (default {}, --tiny {})", start.elems_per_vector,
-                              tiny.elems_per_vector))
+                  fmt::format("Search: elements per vector (default {}, --tiny {})",
+                              start.elems_per_vector, tiny.elems_per_vector))
       ->check(integer_in(1, kMaxElemsPerVector));
-  sub->add_option("--calls", args->calls,
-                  fmt::format("Search: call sequence, os<N> one-shot / ts<N> two-shot over N vectors "
-                              "(default {}, --tiny {})",
-                              format_calls(start.calls), format_calls(tiny.calls)));
-  sub->add_option("--graph-replays", args->graph_replays,
-                  fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "
-                              "at most {} calls in all)",
-                              start.graph_replays, kMaxTotalCalls))
+  sub->add_option(
+      "--calls", args->calls,
+      fmt::format("Search: call sequence, os<N> one-shot / ts<N> two-shot over N vectors "
+                  "(default {}, --tiny {})",
+                  format_calls(start.calls), format_calls(tiny.calls)));
+  sub->add_option(
+         "--graph-replays", args->graph_replays,
+         fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "
+                     "at most {} calls in all)",
+                     start.graph_replays, kMaxTotalCalls))
       ->check(integer_in(1, kMaxGraphReplays));
-  sub->add_flag("--late-trigger", args->late_trigger, "Search: launch_dependents at the end of the kernel");
-  sub->add_flag("--tiny", args->tiny,
-                fmt::format("Search: start from the tiny configuration ({}x{}x{}x{}, {} calls)", tiny.ranks,
-                            tiny.blocks, tiny.vectors_per_block, tiny.elems_per_vector, tiny.calls.size()));
+  sub->add_flag("--late-trigger", args->late_trigger,
+                "Search: launch_dependents at the end of the kernel");
+  sub->add_flag(
+      "--tiny", args->tiny,
+      fmt::format("Search: start from the tiny configuration ({}x{}x{}x{}, {} calls)", tiny.ranks,
+                  tiny.blocks, tiny.vectors_per_block, tiny.elems_per_vector, tiny.calls.size()));
   sub->add_flag("--no-minimise", args->no_minimise, "Search: report the counterexample as found");
   sub->add_flag("--table", args->table,
                 "Print the mutant x profile kill table (about a minute; progress on stderr)");
-  sub->add_option("--table-out", args->table_out, "--table: also write the kill table to this file (Markdown)")
+  sub->add_option("--table-out", args->table_out,
+                  "--table: also write the kill table to this file (Markdown)")
       ->type_name("FILE");
-  sub->footer("A mutant's search starts from its own configuration where the default lacks the "
-              "pattern it needs (see docs/sim.md); --ranks, --blocks, ... override it.");
+  sub->footer(
+      "A mutant's search starts from its own configuration where the default lacks the "
+      "pattern it needs (see docs/sim.md); --ranks, --blocks, ... override it.");
   sub->callback([args, sub, &exit_code] {
     const SimArgs& a = *args;
+    refuse_empty_values(*sub);
     check_mode(*sub, a);
     if (sub->count("--replay") > 0) {
       exit_code = run_replay_file(a);

@@ -1,11 +1,14 @@
 # Install and export: `find_package(fusioncheck)` gives fusioncheck::protocol,
 # fusioncheck::reference, fusioncheck::kernels_host and, where CUDA was found,
-# fusioncheck::kernels, fusioncheck::mpi and fusioncheck::gpu; plus the fusioncheck binary.
+# fusioncheck::kernels, fusioncheck::mpi, fusioncheck::gpu and fusioncheck::gpu_main (the gpu
+# command line over a kernel registry, cli/include/.../gpu_main.hpp, with the FlashInfer adapter
+# its built-in kernels need); plus the fusioncheck binary.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(_fc_exported fusioncheck_protocol fusioncheck_reference fusioncheck_kernels_host)
-foreach(_t fusioncheck_nccl fusioncheck_kernels fusioncheck_mpi fusioncheck_gpu)
+foreach(_t fusioncheck_nccl fusioncheck_kernels fusioncheck_mpi fusioncheck_gpu fusioncheck_adapter_flashinfer
+        fusioncheck_gpu_main)
   if(TARGET ${_t} AND (NOT _t STREQUAL "fusioncheck_mpi" OR TARGET fusioncheck_gpu))
     list(APPEND _fc_exported ${_t})
   endif()
@@ -25,10 +28,14 @@ set_target_properties(fusioncheck PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_I
   INSTALL_RPATH_USE_LINK_PATH TRUE)
 get_property(_fc_fi_libs GLOBAL PROPERTY FUSIONCHECK_FLASHINFER_LIBRARIES)
 if(_fc_fi_libs)
-  install(TARGETS ${_fc_fi_libs} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  # Exported too: the adapter (linked by fusioncheck::gpu_main) links them.
+  install(TARGETS ${_fc_fi_libs} EXPORT fusioncheckTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(DIRECTORY protocol/include/ reference/include/ kernels/include/ mpi_launch/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET fusioncheck_adapter_flashinfer)
+  install(DIRECTORY adapters/flashinfer/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 install(EXPORT fusioncheckTargets NAMESPACE fusioncheck::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fusioncheck)
 configure_package_config_file(cmake/fusioncheckConfig.cmake.in

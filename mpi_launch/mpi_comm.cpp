@@ -8,8 +8,7 @@
 
 namespace fusioncheck::mpi {
 
-MpiComm::MpiComm(int* argc, char*** argv, std::chrono::milliseconds timeout)
-    : timeout_(timeout) {
+MpiComm::MpiComm(int* argc, char*** argv, std::chrono::milliseconds timeout) : timeout_(timeout) {
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) {
@@ -70,8 +69,7 @@ void MpiComm::all_gather(const void* send, void* recv, std::size_t bytes, const 
   wait_bounded(&request, what);
 }
 
-void MpiComm::gather(const void* send, void* recv, std::size_t bytes, int root,
-                     const char* what) {
+void MpiComm::gather(const void* send, void* recv, std::size_t bytes, int root, const char* what) {
   MPI_Request request;
   MPI_Igather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE,
               root, MPI_COMM_WORLD, &request);

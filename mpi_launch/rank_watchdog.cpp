@@ -82,9 +82,11 @@ void RankWatchdog::exit_with_message(int rank, const std::string& why) {
   _exit(1);
 }
 
-RankWatchdog::RankWatchdog(int rank, std::vector<PeerProcess> peers, std::chrono::milliseconds stall_limit,
-                           Fire fire, std::chrono::milliseconds period)
-    : rank_(rank), peers_(std::move(peers)), stall_limit_(stall_limit), fire_(std::move(fire)), period_(period) {
+RankWatchdog::RankWatchdog(int rank, std::vector<PeerProcess> peers,
+                           std::chrono::milliseconds stall_limit, Fire fire,
+                           std::chrono::milliseconds period)
+    : rank_(rank), peers_(std::move(peers)), stall_limit_(stall_limit), fire_(std::move(fire)),
+      period_(period) {
   set_phase("starting");
   thread_ = std::thread([this] { watch(); });
 }
@@ -100,7 +102,8 @@ std::string vanished_peers(const std::vector<PeerProcess>& peers) {
   std::string out;
   for (const auto& p : peers)
     if (process_gone(p.pid))
-      out += (out.empty() ? "rank " : ", rank ") + std::to_string(p.rank) + " (pid " + std::to_string(p.pid) + ")";
+      out += (out.empty() ? "rank " : ", rank ") + std::to_string(p.rank) + " (pid " +
+             std::to_string(p.pid) + ")";
   return out;
 }
 
@@ -117,9 +120,11 @@ void RankWatchdog::watch() {
     }
     seen_gone = gone;
     const Clock::time_point since{Clock::duration(g_phase_since.load(std::memory_order_acquire))};
-    const auto stalled = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since);
+    const auto stalled =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since);
     if (stalled > stall_limit_) {
-      fire_("no progress for " + std::to_string(stalled.count() / 1000.0).substr(0, 5) + " s in: " + phase);
+      fire_("no progress for " + std::to_string(stalled.count() / 1000.0).substr(0, 5) +
+            " s in: " + phase);
       return;
     }
   }
@@ -140,7 +145,7 @@ void install_terminate_report(int rank, const std::vector<PeerProcess>& peers) {
 std::vector<PeerProcess> peers_on_this_host(MpiComm& comm) {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
-  const auto host = static_cast<long long>(std::hash<std::string>{}(name) & 0x7fffffffffffffffLL);
+  const auto host = static_cast<long long>(std::hash<std::string>{}(name)&0x7fffffffffffffffLL);
   const auto pids = comm.all_gather_value(static_cast<long long>(getpid()), "process ids");
   const auto hosts = comm.all_gather_value(host, "host ids");
   std::vector<PeerProcess> peers;

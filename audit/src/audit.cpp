@@ -16,7 +16,8 @@ namespace fusioncheck::audit {
 namespace {
 
 bool code_order(const FunctionCode& a, const FunctionCode& b) {
-  return std::tuple(a.source, arch_number(a.arch), a.arch) < std::tuple(b.source, arch_number(b.arch), b.arch);
+  return std::tuple(a.source, arch_number(a.arch), a.arch) <
+         std::tuple(b.source, arch_number(b.arch), b.arch);
 }
 
 std::set<std::string> sync_classes(const FunctionCode& code) {
@@ -53,7 +54,8 @@ std::string pdl_reason(const KernelReport& kernel, const AuditOptions& options) 
                               std::regex_search(kernel.mangled, *options.pdl_kernels)))
     return "matches --pdl-kernels";
   if (options.known_pdl)
-    if (const KnownPdlKernel* known = find_known_pdl_kernel(kernel.name)) return "known PDL kernel: " + std::string(known->what);
+    if (const KnownPdlKernel* known = find_known_pdl_kernel(kernel.name))
+      return "known PDL kernel: " + std::string(known->what);
   if (!options.pdl_heuristic) return {};
   for (const auto& code : kernel.code)
     for (std::string_view marker : {kGridDependencyWait, kGridDependencyTrigger})
@@ -63,7 +65,8 @@ std::string pdl_reason(const KernelReport& kernel, const AuditOptions& options) 
   return {};
 }
 
-void find_sync_differences(const KernelReport& kernel, const std::vector<const FunctionCode*>& codes,
+void find_sync_differences(const KernelReport& kernel,
+                           const std::vector<const FunctionCode*>& codes,
                            std::vector<Finding>& findings) {
   std::map<std::string, std::vector<std::string>> archs_with_class;
   for (const auto* code : codes)
@@ -71,10 +74,11 @@ void find_sync_differences(const KernelReport& kernel, const std::vector<const F
   for (const auto* code : codes) {
     std::vector<std::string> missing;
     for (const auto& [name, archs] : archs_with_class)
-      if (!code->sync_counts.contains(name)) missing.push_back(name + " (present on " + join(archs, ", ") + ")");
+      if (!code->sync_counts.contains(name))
+        missing.push_back(name + " (present on " + join(archs, ", ") + ")");
     if (missing.empty()) continue;
-    findings.push_back({FindingKind::kSyncDiffersBetweenArchs, kernel.name, kernel.mangled, code->arch,
-                        code->source, "lacks " + join(missing, "; ")});
+    findings.push_back({FindingKind::kSyncDiffersBetweenArchs, kernel.name, kernel.mangled,
+                        code->arch, code->source, "lacks " + join(missing, "; ")});
   }
 }
 
@@ -83,31 +87,35 @@ void find_sync_differences(const KernelReport& kernel, const std::vector<const F
 // own; kernels meant to be empty are excused by AuditOptions::empty_kernels.
 void find_empty_bodies(const KernelReport& kernel, const std::vector<const FunctionCode*>& codes,
                        const AuditOptions& options, std::vector<Finding>& findings) {
-  if (options.empty_kernels &&
-      (std::regex_search(kernel.name, *options.empty_kernels) || std::regex_search(kernel.mangled, *options.empty_kernels)))
+  if (options.empty_kernels && (std::regex_search(kernel.name, *options.empty_kernels) ||
+                                std::regex_search(kernel.mangled, *options.empty_kernels)))
     return;
-  const auto largest = *std::max_element(codes.begin(), codes.end(), [](const auto* a, const auto* b) {
-    return a->body_instructions < b->body_instructions;
-  });
+  const auto largest = *std::max_element(
+      codes.begin(), codes.end(),
+      [](const auto* a, const auto* b) { return a->body_instructions < b->body_instructions; });
   const bool real_elsewhere = largest->body_instructions >= kRealBodyMinInstructions;
   for (const auto* code : codes) {
     if (code->body_instructions > kEmptyBodyMaxInstructions) continue;
-    findings.push_back({FindingKind::kEmptyBody, kernel.name, kernel.mangled, code->arch, code->source,
-                        "body has " + std::to_string(code->body_instructions) + " instruction(s) here" +
-                            (real_elsewhere ? " but " + std::to_string(largest->body_instructions) + " on " + largest->arch
-                                            : std::string(" and no architecture of this binary has a real one: "
-                                                          "compiled out? (--empty-kernels excuses kernels meant "
-                                                          "to be empty)"))});
+    findings.push_back(
+        {FindingKind::kEmptyBody, kernel.name, kernel.mangled, code->arch, code->source,
+         "body has " + std::to_string(code->body_instructions) + " instruction(s) here" +
+             (real_elsewhere
+                  ? " but " + std::to_string(largest->body_instructions) + " on " + largest->arch
+                  : std::string(" and no architecture of this binary has a real one: "
+                                "compiled out? (--empty-kernels excuses kernels meant "
+                                "to be empty)"))});
   }
 }
 
 void find_missing_waits(const KernelReport& kernel, std::vector<Finding>& findings) {
   for (const auto& code : kernel.code) {
     if (code.sync_counts.contains(std::string(kGridDependencyWait))) continue;
-    const std::string instruction = code.source == CodeSource::kSass ? "ACQBULK" : "griddepcontrol.wait";
-    findings.push_back({FindingKind::kPdlWaitMissing, kernel.name, kernel.mangled, code.arch, code.source,
-                        "no grid-dependency wait (" + instruction + ") although launched with PDL (" +
-                            kernel.pdl_reason + ")"});
+    const std::string instruction =
+        code.source == CodeSource::kSass ? "ACQBULK" : "griddepcontrol.wait";
+    findings.push_back({FindingKind::kPdlWaitMissing, kernel.name, kernel.mangled, code.arch,
+                        code.source,
+                        "no grid-dependency wait (" + instruction +
+                            ") although launched with PDL (" + kernel.pdl_reason + ")"});
   }
 }
 
@@ -130,7 +138,8 @@ std::string demangle(const std::string& mangled) {
   return status == 0 && text ? std::string(text.get()) : mangled;  // C names stay as they are
 }
 
-FileReport audit_listing(const std::string& path, const Listing& listing, const AuditOptions& options) {
+FileReport audit_listing(const std::string& path, const Listing& listing,
+                         const AuditOptions& options) {
   std::map<std::string, KernelReport> by_mangled;
   for (const auto& code : listing.functions) {
     auto& kernel = by_mangled[code.mangled];
@@ -178,12 +187,15 @@ std::size_t compare_with_baseline(FileReport& report, const FileReport& baseline
       std::map<std::string, std::vector<std::string>> baseline_classes;  // class -> baseline archs
       for (const auto& base : it->second->code)
         if (base.source == code.source)
-          for (const auto& [name, count] : base.sync_counts) baseline_classes[name].push_back(base.arch);
+          for (const auto& [name, count] : base.sync_counts)
+            baseline_classes[name].push_back(base.arch);
       std::vector<std::string> missing;
       for (const auto& [name, archs] : baseline_classes)
-        if (!code.sync_counts.contains(name)) missing.push_back(name + " (baseline: " + join(archs, ", ") + ")");
+        if (!code.sync_counts.contains(name))
+          missing.push_back(name + " (baseline: " + join(archs, ", ") + ")");
       if (!missing.empty())
-        report.findings.push_back({FindingKind::kMissingVsBaseline, kernel.name, kernel.mangled, code.arch, code.source,
+        report.findings.push_back({FindingKind::kMissingVsBaseline, kernel.name, kernel.mangled,
+                                   code.arch, code.source,
                                    "lacks " + join(missing, "; ") + " of " + baseline.path});
     }
   }
@@ -207,15 +219,26 @@ nlohmann::json to_json(const std::vector<FileReport>& reports) {
     for (const auto& kernel : report.kernels) {
       auto code = nlohmann::json::array();
       for (const auto& c : kernel.code)
-        code.push_back({{"arch", c.arch}, {"source", source_name(c.source)}, {"instructions", c.instructions},
-                        {"body_instructions", c.body_instructions}, {"sync", c.sync_counts}});
-      kernels.push_back({{"name", kernel.name}, {"mangled", kernel.mangled}, {"is_entry", kernel.is_entry},
-                         {"pdl", kernel.pdl}, {"pdl_reason", kernel.pdl_reason}, {"code", code}});
+        code.push_back({{"arch", c.arch},
+                        {"source", source_name(c.source)},
+                        {"instructions", c.instructions},
+                        {"body_instructions", c.body_instructions},
+                        {"sync", c.sync_counts}});
+      kernels.push_back({{"name", kernel.name},
+                         {"mangled", kernel.mangled},
+                         {"is_entry", kernel.is_entry},
+                         {"pdl", kernel.pdl},
+                         {"pdl_reason", kernel.pdl_reason},
+                         {"code", code}});
     }
     auto findings = nlohmann::json::array();
     for (const auto& f : report.findings)
-      findings.push_back({{"kind", finding_kind_name(f.kind)}, {"kernel", f.kernel}, {"mangled", f.mangled},
-                          {"arch", f.arch}, {"source", source_name(f.source)}, {"detail", f.detail}});
+      findings.push_back({{"kind", finding_kind_name(f.kind)},
+                          {"kernel", f.kernel},
+                          {"mangled", f.mangled},
+                          {"arch", f.arch},
+                          {"source", source_name(f.source)},
+                          {"detail", f.detail}});
     files.push_back({{"path", report.path}, {"kernels", kernels}, {"findings", findings}});
   }
   return {{"files", files}, {"findings_total", count_findings(reports)}};
@@ -232,7 +255,8 @@ std::string format_table(const std::vector<FileReport>& reports) {
       out << "\n";
       for (const auto& code : kernel.code) {
         std::vector<std::string> counts;
-        for (const auto& [name, count] : code.sync_counts) counts.push_back(name + " x" + std::to_string(count));
+        for (const auto& [name, count] : code.sync_counts)
+          counts.push_back(name + " x" + std::to_string(count));
         char row[64];
         std::snprintf(row, sizeof row, "  %-8s %-4s %6d  ", code.arch.c_str(),
                       std::string(source_name(code.source)).c_str(), code.body_instructions);
@@ -241,8 +265,8 @@ std::string format_table(const std::vector<FileReport>& reports) {
     }
     out << "findings: " << report.findings.size() << "\n";
     for (const auto& f : report.findings)
-      out << "  " << finding_kind_name(f.kind) << "  " << f.arch << " " << source_name(f.source) << "  "
-          << f.kernel << ": " << f.detail << "\n";
+      out << "  " << finding_kind_name(f.kind) << "  " << f.arch << " " << source_name(f.source)
+          << "  " << f.kernel << ": " << f.detail << "\n";
   }
   out << "total findings: " << count_findings(reports) << "\n";
   return out.str();

@@ -46,7 +46,10 @@ struct Pipe {
     if (fds[which] >= 0) ::close(fds[which]);
     fds[which] = -1;
   }
-  void close_both() { close_end(0); close_end(1); }
+  void close_both() {
+    close_end(0);
+    close_end(1);
+  }
 };
 
 struct ChildResult {
@@ -102,7 +105,8 @@ ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& p
     if (std::string_view(*e).rfind("PATH=", 0) != 0) env_strings.emplace_back(*e);
   const char* path = std::getenv("PATH");
   const std::string tool_dir = std::filesystem::path(argv[0]).parent_path().string();
-  env_strings.push_back("PATH=" + (tool_dir.empty() ? std::string() : tool_dir + ":") + (path ? path : "/usr/bin:/bin"));
+  env_strings.push_back("PATH=" + (tool_dir.empty() ? std::string() : tool_dir + ":") +
+                        (path ? path : "/usr/bin:/bin"));
   std::vector<char*> c_env;
   for (auto& e : env_strings) c_env.push_back(e.data());
   c_env.push_back(nullptr);
@@ -136,8 +140,9 @@ ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& p
     }
     auto wait = left;
     if (progress.report)
-      wait = std::min(wait, std::max(std::chrono::milliseconds(1),
-                                     std::chrono::duration_cast<std::chrono::milliseconds>(next_report - now)));
+      wait = std::min(
+          wait, std::max(std::chrono::milliseconds(1),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(next_report - now)));
     std::array<pollfd, 2> watched{pollfd{out.fds[0], POLLIN, 0}, pollfd{err.fds[0], POLLIN, 0}};
     const int ready = ::poll(watched.data(), watched.size(), static_cast<int>(wait.count()));
     if (ready < 0 && errno == EINTR) continue;
@@ -161,8 +166,7 @@ ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& p
   splitter.flush();
   if (result.timed_out) ::kill(-child, SIGKILL);  // the group of the child started above
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   return result;
 }
@@ -185,7 +189,8 @@ std::optional<std::string> find_cuobjdump() {
     }
   }
 #if defined(FUSIONCHECK_CUOBJDUMP_PATH)
-  if (is_executable_file(FUSIONCHECK_CUOBJDUMP_PATH)) return std::string(FUSIONCHECK_CUOBJDUMP_PATH);
+  if (is_executable_file(FUSIONCHECK_CUOBJDUMP_PATH))
+    return std::string(FUSIONCHECK_CUOBJDUMP_PATH);
 #endif
   if (is_executable_file("/usr/local/cuda/bin/cuobjdump")) return "/usr/local/cuda/bin/cuobjdump";
   return std::nullopt;
@@ -194,13 +199,13 @@ std::optional<std::string> find_cuobjdump() {
 Listing dump_listing(const std::string& cuobjdump, const std::string& file,
                      std::chrono::milliseconds time_limit, const DumpProgress& progress) {
   std::error_code error;
-  if (!std::filesystem::exists(file, error))
-    throw AuditInputError(file + ": no such file");
+  if (!std::filesystem::exists(file, error)) throw AuditInputError(file + ": no such file");
   if (!std::filesystem::is_regular_file(file, error) || ::access(file.c_str(), R_OK) != 0)
     throw AuditInputError(file + ": not a readable regular file");
 
   ListingParser parser;
-  const ChildResult run = run_and_parse({cuobjdump, "-sass", "-ptx", file}, parser, time_limit, progress);
+  const ChildResult run =
+      run_and_parse({cuobjdump, "-sass", "-ptx", file}, parser, time_limit, progress);
   if (run.timed_out)
     throw AuditInputError("cuobjdump did not finish on " + file + " within " +
                           std::to_string(time_limit.count() / 1000) + " s (see --timeout)");
@@ -208,8 +213,9 @@ Listing dump_listing(const std::string& cuobjdump, const std::string& file,
     if (run.stderr_text.find("does not contain device code") != std::string::npos)
       throw AuditInputError(file + ": not a CUDA binary (it holds no device code)");
     if (run.stderr_text.find("nvdisasm") != std::string::npos)
-      throw AuditInputError("cuobjdump needs nvdisasm to show SASS and cannot find it; install it with: " +
-                            std::string(kCuobjdumpInstallHint));
+      throw AuditInputError(
+          "cuobjdump needs nvdisasm to show SASS and cannot find it; install it with: " +
+          std::string(kCuobjdumpInstallHint));
     throw AuditInputError("cuobjdump failed on " + file + ": " + first_line(run.stderr_text));
   }
   Listing listing = parser.finish();

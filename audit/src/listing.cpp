@@ -8,8 +8,9 @@ namespace fusioncheck::audit {
 namespace {
 
 bool is_hex_digits(std::string_view text) {
-  return !text.empty() &&
-         std::all_of(text.begin(), text.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c));
+  });
 }
 
 // A SASS instruction line is "/*0040*/  <instruction> ;  /* 0x<encoding> */". The encoding
@@ -47,8 +48,8 @@ bool declares(std::string_view line, std::string_view keyword) {
   if (at == std::string_view::npos) return false;
   const bool starts_word = at == 0 || line[at - 1] == ' ' || line[at - 1] == '\t';
   const auto after = at + keyword.size();
-  const bool ends_word = after == line.size() || line[after] == ' ' || line[after] == '\t' ||
-                         line[after] == '(';
+  const bool ends_word =
+      after == line.size() || line[after] == ' ' || line[after] == '\t' || line[after] == '(';
   return starts_word && ends_word && !line.starts_with("//");
 }
 
@@ -85,7 +86,8 @@ void ListingParser::count_instruction(std::string_view instruction) {
   const bool sass = current_.source == CodeSource::kSass;
   if (sass ? is_body_instruction_sass(instruction) : is_body_instruction_ptx(instruction))
     ++current_.body_instructions;
-  const auto sync = sass ? classify_sass_instruction(instruction) : classify_ptx_instruction(instruction);
+  const auto sync =
+      sass ? classify_sass_instruction(instruction) : classify_ptx_instruction(instruction);
   if (sync) ++current_.sync_counts[*sync];
 }
 
@@ -139,7 +141,8 @@ void ListingParser::feed_ptx_line(std::string_view line) {
   const auto opens = std::count(line.begin(), line.end(), '{');
   const auto closes = std::count(line.begin(), line.end(), '}');
   if (ptx_brace_depth_ == 0 && opens > closes) {
-    if (!pending_ptx_name_.empty()) start_function(std::move(pending_ptx_name_), pending_ptx_is_entry_);
+    if (!pending_ptx_name_.empty())
+      start_function(std::move(pending_ptx_name_), pending_ptx_is_entry_);
     pending_ptx_name_.clear();
   } else if (ptx_brace_depth_ == 0 && line.ends_with(";")) {
     pending_ptx_name_.clear();  // a prototype or a variable, no body follows

@@ -26,7 +26,6 @@ constexpr int kMaxHidden = 8192;
 constexpr int kWarmup = 20;
 constexpr int kTimed = 200;
 
-
 struct Bench {
   std::vector<fk::Workspace> ws;
   cudaStream_t streams[kRanks]{};

@@ -15,7 +15,7 @@ import os
 import sys
 
 OURS = ("one-shot", "two-shot", "auto", "unfused")
-UNBOUNDED = "one-shot unbounded polls"  # gpu bench's benchmark-only instance (tables since issue 14)
+UNBOUNDED = "one-shot unbounded polls"  # gpu bench's benchmark-only instance
 
 
 class BadInput(Exception):

@@ -27,7 +27,8 @@ void run_fused_bf16(benchmark::State& state, Accumulation accumulation) {
     compute_fused_into(c, in, out);
     benchmark::DoNotOptimize(out.norm_out.data());
   }
-  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.ranks + 1) * c.tokens * c.hidden * 2);
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(c.ranks + 1) * c.tokens *
+                          c.hidden * 2);
 }
 
 void BM_FusedBf16(benchmark::State& state) { run_fused_bf16(state, Accumulation::fp32); }
@@ -65,7 +66,8 @@ void BM_CheckNormTolerance(benchmark::State& state) {
   const FusedConfig c = check_config(false, false);
   const FusedInputs in = make_exact_inputs(c, 1, 0);
   const FusedOutputs out = compute_fused(c, in);
-  for (auto _ : state) benchmark::DoNotOptimize(norm_out_tolerance(c, out.residual_out, in.gamma).data());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(norm_out_tolerance(c, out.residual_out, in.gamma).data());
   state.SetItemsProcessed(state.iterations() * c.tokens * c.hidden);
 }
 
@@ -126,7 +128,8 @@ std::vector<MixCall> suite_mix() {
 }
 
 FusedInputs mix_inputs(const MixCall& m) {
-  return m.exact ? make_exact_inputs(m.config, m.seed, 0) : make_random_inputs(m.config, SpecialsSpec{m.seed, 0});
+  return m.exact ? make_exact_inputs(m.config, m.seed, 0)
+                 : make_random_inputs(m.config, SpecialsSpec{m.seed, 0});
 }
 
 std::int64_t mix_elements(const std::vector<MixCall>& mix) {
@@ -159,8 +162,9 @@ void BM_SuiteMixInputsPerRank(benchmark::State& state) {
         partial.rows = m.config.tokens / ranks;  // rank 0's share: rows [0, tokens / N)
         partial.residual_rows_only = true;
       }
-      const FusedInputs in = m.exact ? make_exact_inputs(m.config, m.seed, 0, true, partial)
-                                     : make_random_inputs(m.config, SpecialsSpec{m.seed, 0}, partial);
+      const FusedInputs in = m.exact
+                                 ? make_exact_inputs(m.config, m.seed, 0, true, partial)
+                                 : make_random_inputs(m.config, SpecialsSpec{m.seed, 0}, partial);
       benchmark::DoNotOptimize(in.residual_in.data());
     }
   state.SetItemsProcessed(state.iterations() * mix_elements(mix));
@@ -171,7 +175,8 @@ void BM_SuiteMixReference(benchmark::State& state) {
   std::vector<FusedInputs> inputs;
   for (const auto& m : mix) inputs.push_back(mix_inputs(m));
   for (auto _ : state)
-    for (std::size_t i = 0; i < mix.size(); ++i) benchmark::DoNotOptimize(compute_fused(mix[i].config, inputs[i]).norm_out.data());
+    for (std::size_t i = 0; i < mix.size(); ++i)
+      benchmark::DoNotOptimize(compute_fused(mix[i].config, inputs[i]).norm_out.data());
   state.SetItemsProcessed(state.iterations() * mix_elements(mix));
 }
 
@@ -211,7 +216,9 @@ BENCHMARK(BM_CheckFp8Static)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CheckFp8Dynamic)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FusedBf16PerStep)->Args({128, 4096, 8})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SuiteMixInputs)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SuiteMixInputsPerRank)->ArgsProduct({{2, 4, 8}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SuiteMixInputsPerRank)
+    ->ArgsProduct({{2, 4, 8}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SuiteMixReference)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SuiteMixComparison)->Unit(benchmark::kMillisecond);
 

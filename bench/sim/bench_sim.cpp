@@ -68,17 +68,27 @@ void BM_TimeToDetect(benchmark::State& state) {
     if (!found) state.SkipWithError("mutant not killed");
     ++seed;
   }
-  state.counters["schedules"] = benchmark::Counter(static_cast<double>(schedules),
-                                                   benchmark::Counter::kAvgIterations);
+  state.counters["schedules"] =
+      benchmark::Counter(static_cast<double>(schedules), benchmark::Counter::kAvgIterations);
   state.SetLabel(std::string(info.id));
 }
 
-BENCHMARK(BM_MemoryEventsTwoRanks)->DenseRange(0, static_cast<int>(kProfiles.size()) - 1)
-    ->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ExhaustiveTiny)->DenseRange(0, static_cast<int>(kProfiles.size()) - 1)
-    ->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TimeToDetect)->DenseRange(0, static_cast<int>(protocol::kMutantCatalogue.size()) - 1)
-    ->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MemoryEventsTwoRanks)
+    ->DenseRange(0, static_cast<int>(kProfiles.size()) - 1)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExhaustiveTiny)
+    ->DenseRange(0, static_cast<int>(kProfiles.size()) - 1)
+    ->Iterations(1)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TimeToDetect)
+    ->DenseRange(0, static_cast<int>(protocol::kMutantCatalogue.size()) - 1)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace fusioncheck::sim

@@ -11,15 +11,16 @@
 #endif
 
 namespace fusioncheck::kernels::device {
-template __global__ void fc_oneshot_pdl_kernel<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT,
-                                                Instrument::none, EpilogueScope::plain, ClusterCode::compiled>(
-    const OneShotArgs);
+template __global__ void
+fc_oneshot_pdl_kernel<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT, Instrument::none,
+                      EpilogueScope::plain, ClusterCode::compiled>(const OneShotArgs);
 }  // namespace fusioncheck::kernels::device
 
 // Keeps the instance and its PDL launcher referenced from an exported symbol.
 extern "C" __attribute__((visibility("default"))) void* fc_audit_oneshot_launcher() {
   using namespace fusioncheck::kernels::device;
   return reinterpret_cast<void*>(
-      &launch_oneshot_instance<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT, Instrument::none,
-                               fusioncheck::kernels::EpilogueScope::plain, ClusterCode::compiled>);
+      &launch_oneshot_instance<2, __nv_bfloat16, __nv_bfloat16, Mutant::FC_AUDIT_MUTANT,
+                               Instrument::none, fusioncheck::kernels::EpilogueScope::plain,
+                               ClusterCode::compiled>);
 }

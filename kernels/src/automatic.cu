@@ -11,7 +11,8 @@
 namespace fusioncheck::kernels {
 
 LaunchInfo launch_automatic(const FusedParams& p, Workspace& ws, cudaStream_t stream) {
-  const std::uint64_t bytes = static_cast<std::uint64_t>(p.tokens) * p.hidden * dtype_bytes(p.dtype);
+  const std::uint64_t bytes =
+      static_cast<std::uint64_t>(p.tokens) * p.hidden * dtype_bytes(p.dtype);
   const bool twoshot = twoshot_preferred(p.ranks, bytes, ws.ranks_on_device());
   LaunchInfo info = twoshot ? launch_twoshot(p, ws, stream) : launch_oneshot(p, ws, stream);
   info.twoshot = twoshot;

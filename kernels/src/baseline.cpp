@@ -11,10 +11,11 @@
 namespace fusioncheck::kernels {
 
 #ifdef FUSIONCHECK_HAVE_NCCL
-#define FC_NCCL_CHECK(call)                                                                       \
-  do {                                                                                            \
-    const ncclResult_t fc_r_ = (call);                                                            \
-    if (fc_r_ != ncclSuccess) throw CudaError(std::string(#call) + " failed: " + ncclGetErrorString(fc_r_)); \
+#define FC_NCCL_CHECK(call)                                                          \
+  do {                                                                               \
+    const ncclResult_t fc_r_ = (call);                                               \
+    if (fc_r_ != ncclSuccess)                                                        \
+      throw CudaError(std::string(#call) + " failed: " + ncclGetErrorString(fc_r_)); \
   } while (0)
 
 struct NcclAllReduce::Impl {
@@ -32,8 +33,10 @@ NcclAllReduce::NcclAllReduce(Bootstrap& bootstrap) : impl_(std::make_unique<Impl
   FC_NCCL_CHECK(ncclCommInitRank(&impl_->comm, bootstrap.size(), ids[0], bootstrap.rank()));
 }
 
-void NcclAllReduce::allreduce_sum(const void* input, void* output, std::size_t count, DType dtype, cudaStream_t stream) {
-  FC_NCCL_CHECK(ncclAllReduce(input, output, count, dtype == DType::bf16 ? ncclBfloat16 : ncclFloat16, ncclSum,
+void NcclAllReduce::allreduce_sum(const void* input, void* output, std::size_t count, DType dtype,
+                                  cudaStream_t stream) {
+  FC_NCCL_CHECK(ncclAllReduce(input, output, count,
+                              dtype == DType::bf16 ? ncclBfloat16 : ncclFloat16, ncclSum,
                               impl_->comm, stream));
 }
 bool NcclAllReduce::available() { return true; }
@@ -47,11 +50,12 @@ bool NcclAllReduce::available() { return false; }
 #endif
 NcclAllReduce::~NcclAllReduce() = default;
 
-void launch_unfused_baseline(const FusedParams& params, Workspace& workspace, void* allreduced, cudaStream_t stream,
-                             NcclAllReduce* nccl) {
+void launch_unfused_baseline(const FusedParams& params, Workspace& workspace, void* allreduced,
+                             cudaStream_t stream, NcclAllReduce* nccl) {
   if (nccl != nullptr) {
-    nccl->allreduce_sum(params.input, allreduced, static_cast<std::size_t>(params.tokens) * params.hidden,
-                        params.dtype, stream);
+    nccl->allreduce_sum(params.input, allreduced,
+                        static_cast<std::size_t>(params.tokens) * params.hidden, params.dtype,
+                        stream);
   } else {
     FusedParams ar = params;
     ar.pattern = Pattern::allreduce;

@@ -61,7 +61,8 @@ std::span<const OneShotEntry> oneshot_entries_plain_f16();   // EpilogueScope::p
 std::span<const OneShotEntry> oneshot_entries_plain_bf16();  // EpilogueScope::plain
 std::span<const OneShotEntry> oneshot_entries_mutants();
 std::span<const TwoShotEntry> twoshot_entries();
-std::span<const OneShotEntry> oneshot_entries_wait_profile();  // Instrument::wait_profile (wait_profile.cu)
+std::span<const OneShotEntry>
+oneshot_entries_wait_profile();  // Instrument::wait_profile (wait_profile.cu)
 // BENCHMARK ONLY (oneshot_unbounded_polls.cu): polls without a time bound; never for checking.
 std::span<const OneShotEntry> oneshot_entries_unbounded_polls();
 
@@ -70,12 +71,13 @@ cudaError_t preload_unfused_kernels();
 cudaError_t preload_spin_kernel();  // automatic.cu
 
 // Plans (grid, cluster) and enqueues one one-shot call of a given instance (oneshot.cu).
-LaunchInfo launch_oneshot_entry(const OneShotEntry& entry, const FusedParams& params, Workspace& workspace,
-                                cudaStream_t stream);
+LaunchInfo launch_oneshot_entry(const OneShotEntry& entry, const FusedParams& params,
+                                Workspace& workspace, cudaStream_t stream);
 // Validates the call and launches the entry of `entries` for its (ranks, dtype, Lamport
 // width); throws InvalidLaunch "<which_exist>; asked ..." when there is none.
-LaunchInfo launch_matching_oneshot(std::span<const OneShotEntry> entries, const std::string& which_exist,
-                                   const FusedParams& params, Workspace& workspace, cudaStream_t stream);
+LaunchInfo launch_matching_oneshot(std::span<const OneShotEntry> entries,
+                                   const std::string& which_exist, const FusedParams& params,
+                                   Workspace& workspace, cudaStream_t stream);
 
 }  // namespace detail
 }  // namespace fusioncheck::kernels

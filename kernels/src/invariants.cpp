@@ -8,28 +8,35 @@ namespace {
 
 void check_guards(int r, const ControlState& after, std::vector<std::string>& out) {
   if (!protocol::guards_intact(after.control))
-    out.push_back("invariant 11: rank " + std::to_string(r) + " control block guard words overwritten");
+    out.push_back("invariant 11: rank " + std::to_string(r) +
+                  " control block guard words overwritten");
   if (!after.buffer_guards_intact)
-    out.push_back("invariant 11: rank " + std::to_string(r) + " guard words around the shared buffers overwritten");
+    out.push_back("invariant 11: rank " + std::to_string(r) +
+                  " guard words around the shared buffers overwritten");
 }
 
-void check_same_control(const std::vector<protocol::ControlBlock>& blocks, std::vector<std::string>& out) {
+void check_same_control(const std::vector<protocol::ControlBlock>& blocks,
+                        std::vector<std::string>& out) {
   for (std::size_t r = 1; r < blocks.size(); ++r) {
     const auto& a = blocks[0];
     const auto& b = blocks[r];
-    if (a.flag != b.flag || a.clear_size != b.clear_size || a.arrival_counter != b.arrival_counter ||
-        a.two_shot_flag != b.two_shot_flag || a.two_shot_counter != b.two_shot_counter || a.comm_size != b.comm_size)
-      out.push_back("invariant 3: control state of rank " + std::to_string(r) + " (flag " + std::to_string(b.flag) +
-                    ", clear_size " + std::to_string(b.clear_size) + ", counter " + std::to_string(b.arrival_counter) +
-                    ", two-shot flag " + std::to_string(b.two_shot_flag) + ") differs from rank 0 (flag " +
-                    std::to_string(a.flag) + ", clear_size " + std::to_string(a.clear_size) + ", counter " +
-                    std::to_string(a.arrival_counter) + ", two-shot flag " + std::to_string(a.two_shot_flag) + ")");
+    if (a.flag != b.flag || a.clear_size != b.clear_size ||
+        a.arrival_counter != b.arrival_counter || a.two_shot_flag != b.two_shot_flag ||
+        a.two_shot_counter != b.two_shot_counter || a.comm_size != b.comm_size)
+      out.push_back("invariant 3: control state of rank " + std::to_string(r) + " (flag " +
+                    std::to_string(b.flag) + ", clear_size " + std::to_string(b.clear_size) +
+                    ", counter " + std::to_string(b.arrival_counter) + ", two-shot flag " +
+                    std::to_string(b.two_shot_flag) + ") differs from rank 0 (flag " +
+                    std::to_string(a.flag) + ", clear_size " + std::to_string(a.clear_size) +
+                    ", counter " + std::to_string(a.arrival_counter) + ", two-shot flag " +
+                    std::to_string(a.two_shot_flag) + ")");
   }
 }
 
 }  // namespace
 
-std::vector<std::string> check_oneshot_control_invariants(int r, const ControlState& b, const ControlState& a, int n,
+std::vector<std::string> check_oneshot_control_invariants(int r, const ControlState& b,
+                                                          const ControlState& a, int n,
                                                           std::uint64_t elems) {
   std::vector<std::string> out;
   check_guards(r, a, out);
@@ -38,21 +45,25 @@ std::vector<std::string> check_oneshot_control_invariants(int r, const ControlSt
                   std::to_string(a.control.arrival_counter) + ", not 0");
   const std::uint32_t expected_flag = (b.control.flag + 1) % protocol::kLamportBuffers;
   if (a.control.flag != expected_flag)
-    out.push_back("invariant 2: rank " + std::to_string(r) + " flag went " + std::to_string(b.control.flag) +
-                  " -> " + std::to_string(a.control.flag) + ", expected " + std::to_string(expected_flag));
+    out.push_back("invariant 2: rank " + std::to_string(r) + " flag went " +
+                  std::to_string(b.control.flag) + " -> " + std::to_string(a.control.flag) +
+                  ", expected " + std::to_string(expected_flag));
   if (a.control.clear_size != static_cast<std::uint64_t>(n) * elems)
     out.push_back("invariant 2: rank " + std::to_string(r) + " clear_size is " +
-                  std::to_string(a.control.clear_size) + ", expected N * size = " + std::to_string(n * elems));
-  if (a.control.two_shot_flag != b.control.two_shot_flag || a.control.two_shot_counter != b.control.two_shot_counter)
-    out.push_back("invariant 2: rank " + std::to_string(r) + " two-shot state changed during a one-shot call");
+                  std::to_string(a.control.clear_size) +
+                  ", expected N * size = " + std::to_string(n * elems));
+  if (a.control.two_shot_flag != b.control.two_shot_flag ||
+      a.control.two_shot_counter != b.control.two_shot_counter)
+    out.push_back("invariant 2: rank " + std::to_string(r) +
+                  " two-shot state changed during a one-shot call");
   return out;
 }
 
-std::vector<std::string> check_oneshot_rank_invariants(int r, const ControlState& before, const ControlState& after,
-                                                       const std::vector<std::vector<std::uint16_t>>& inputs,
-                                                       DType dtype) {
-  std::vector<std::string> out = check_oneshot_control_invariants(r, before, after, static_cast<int>(inputs.size()),
-                                                                  inputs.empty() ? 0 : inputs[0].size());
+std::vector<std::string> check_oneshot_rank_invariants(
+    int r, const ControlState& before, const ControlState& after,
+    const std::vector<std::vector<std::uint16_t>>& inputs, DType dtype) {
+  std::vector<std::string> out = check_oneshot_control_invariants(
+      r, before, after, static_cast<int>(inputs.size()), inputs.empty() ? 0 : inputs[0].size());
   LamportScanRequest request;
   request.data_buffer = static_cast<int>(before.control.flag % protocol::kLamportBuffers);
   request.dtype = dtype;
@@ -62,9 +73,9 @@ std::vector<std::string> check_oneshot_rank_invariants(int r, const ControlState
   return out;
 }
 
-std::vector<std::string> check_oneshot_invariants(const std::vector<ControlState>& before,
-                                                  const std::vector<ControlState>& after,
-                                                  const std::vector<std::vector<std::uint16_t>>& inputs, DType dtype) {
+std::vector<std::string> check_oneshot_invariants(
+    const std::vector<ControlState>& before, const std::vector<ControlState>& after,
+    const std::vector<std::vector<std::uint16_t>>& inputs, DType dtype) {
   std::vector<std::string> out;
   const int n = static_cast<int>(after.size());
   if (before.size() != after.size() || inputs.size() != after.size()) {
@@ -79,24 +90,30 @@ std::vector<std::string> check_oneshot_invariants(const std::vector<ControlState
   return out;
 }
 
-std::vector<std::string> check_twoshot_rank_invariants(int r, const ControlState& before, const ControlState& after) {
+std::vector<std::string> check_twoshot_rank_invariants(int r, const ControlState& before,
+                                                       const ControlState& after) {
   std::vector<std::string> out;
   check_guards(r, after, out);
   const auto& b = before.control;
   const auto& a = after.control;
-  const std::uint32_t expected = (b.two_shot_flag + static_cast<std::uint32_t>(after.twoshot_flag_steps)) % 3;
+  const std::uint32_t expected =
+      (b.two_shot_flag + static_cast<std::uint32_t>(after.twoshot_flag_steps)) % 3;
   if (a.two_shot_flag != expected)
-    out.push_back("invariant 2: rank " + std::to_string(r) + " two-shot flag went " + std::to_string(b.two_shot_flag) +
-                  " -> " + std::to_string(a.two_shot_flag) + ", expected " + std::to_string(expected));
+    out.push_back("invariant 2: rank " + std::to_string(r) + " two-shot flag went " +
+                  std::to_string(b.two_shot_flag) + " -> " + std::to_string(a.two_shot_flag) +
+                  ", expected " + std::to_string(expected));
   if (a.two_shot_counter != 0)
-    out.push_back("invariant 1: rank " + std::to_string(r) + " two-shot counter is " + std::to_string(a.two_shot_counter));
+    out.push_back("invariant 1: rank " + std::to_string(r) + " two-shot counter is " +
+                  std::to_string(a.two_shot_counter));
   if (a.flag != b.flag || a.clear_size != b.clear_size || a.arrival_counter != b.arrival_counter)
-    out.push_back("invariant 2: rank " + std::to_string(r) + " one-shot state changed during a two-shot call");
+    out.push_back("invariant 2: rank " + std::to_string(r) +
+                  " one-shot state changed during a two-shot call");
   std::uint64_t bad = 0;
   for (std::uint32_t v : after.barrier_flags) bad += v != a.two_shot_flag;
   if (bad > 0)
     out.push_back("invariant 7: rank " + std::to_string(r) + " " + std::to_string(bad) + " of " +
-                  std::to_string(after.barrier_flags.size()) + " barrier flags differ from the two-shot flag " +
+                  std::to_string(after.barrier_flags.size()) +
+                  " barrier flags differ from the two-shot flag " +
                   std::to_string(a.two_shot_flag));
   return out;
 }
@@ -111,7 +128,8 @@ std::vector<std::string> check_twoshot_invariants(const std::vector<ControlState
   return out;
 }
 
-std::vector<std::string> check_same_control_state(const std::vector<protocol::ControlBlock>& blocks) {
+std::vector<std::string> check_same_control_state(
+    const std::vector<protocol::ControlBlock>& blocks) {
   std::vector<std::string> out;
   check_same_control(blocks, out);
   return out;

@@ -26,7 +26,8 @@ void check_peer_access(Bootstrap& bootstrap, int device) {
   FC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   const GpuUuid mine_uuid = uuid_of(prop.uuid);
   std::vector<GpuUuid> gpus(static_cast<std::size_t>(bootstrap.size()));
-  bootstrap.all_gather(&mine_uuid, gpus.data(), sizeof(GpuUuid), "GPU of every rank (peer-access check)");
+  bootstrap.all_gather(&mine_uuid, gpus.data(), sizeof(GpuUuid),
+                       "GPU of every rank (peer-access check)");
   auto local_ordinal = [](const GpuUuid& u) -> std::optional<int> {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) return std::nullopt;
@@ -40,14 +41,16 @@ void check_peer_access(Bootstrap& bootstrap, int device) {
     int can = 0;
     return cudaDeviceCanAccessPeer(&can, device, peer) == cudaSuccess && can != 0;
   };
-  const std::string mine = peer_access_problem(bootstrap.rank(), device, gpus, local_ordinal, can_access);
+  const std::string mine =
+      peer_access_problem(bootstrap.rank(), device, gpus, local_ordinal, can_access);
   const int bad = mine.empty() ? 0 : 1;
   std::vector<int> bad_ranks(gpus.size());
   bootstrap.all_gather(&bad, bad_ranks.data(), sizeof(int), "workspace peer-access check");
   if (!mine.empty()) throw InvalidLaunch(mine);
   for (std::size_t r = 0; r < bad_ranks.size(); ++r)
     if (bad_ranks[r])
-      throw InvalidLaunch("rank " + std::to_string(r) + " cannot reach another rank's GPU by peer access (its error "
+      throw InvalidLaunch("rank " + std::to_string(r) +
+                          " cannot reach another rank's GPU by peer access (its error "
                           "names the pair); the workspace needs P2P between all GPUs of the job");
 }
 
@@ -70,7 +73,8 @@ PeerMappings::PeerMappings(Bootstrap& bootstrap, void* mine) {
     }
     void* p = nullptr;
     try {
-      FC_CUDA_CHECK(cudaIpcOpenMemHandle(&p, handles[static_cast<std::size_t>(r)], cudaIpcMemLazyEnablePeerAccess));
+      FC_CUDA_CHECK(cudaIpcOpenMemHandle(&p, handles[static_cast<std::size_t>(r)],
+                                         cudaIpcMemLazyEnablePeerAccess));
     } catch (...) {
       for (void* q : opened_) (void)cudaIpcCloseMemHandle(q);
       throw;

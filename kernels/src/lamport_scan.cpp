@@ -25,7 +25,8 @@ float half_bits_to_float(std::uint16_t h) {
 
 // Fixed-size copies (the compiler makes them plain loads): a copy of run-time size per
 // element made the scan of a few MiB take milliseconds.
-std::uint32_t read_elem(const std::vector<std::uint8_t>& bytes, std::uint64_t index, int elem_bytes) {
+std::uint32_t read_elem(const std::vector<std::uint8_t>& bytes, std::uint64_t index,
+                        int elem_bytes) {
   if (elem_bytes == 4) {
     std::uint32_t v;
     std::memcpy(&v, &bytes[index * 4], 4);
@@ -74,16 +75,20 @@ void validate_lamport_request(const LamportScanRequest& request) {
       throw std::invalid_argument("Lamport scan: the ranks' inputs differ in length");
   const bool on_device = request.device_input != nullptr;
   if (request.slots != SlotScan::my_slot_everywhere) {
-    if (on_device) throw std::invalid_argument("Lamport scan: a device input is for a scan of my slot everywhere");
+    if (on_device)
+      throw std::invalid_argument(
+          "Lamport scan: a device input is for a scan of my slot everywhere");
     return;
   }
   const std::size_t inputs = request.inputs.size() + (on_device ? 1 : 0);
   if (inputs != 1)
     throw std::invalid_argument("Lamport scan of my slot everywhere: " + std::to_string(inputs) +
                                 " inputs, expected this rank's alone");
-  if (request.ranks < 1 || request.ranks > protocol::kMaxRanks || request.rank < 0 || request.rank >= request.ranks)
-    throw std::invalid_argument("Lamport scan of my slot everywhere: rank " + std::to_string(request.rank) +
-                                " of " + std::to_string(request.ranks) + " ranks");
+  if (request.ranks < 1 || request.ranks > protocol::kMaxRanks || request.rank < 0 ||
+      request.rank >= request.ranks)
+    throw std::invalid_argument("Lamport scan of my slot everywhere: rank " +
+                                std::to_string(request.rank) + " of " +
+                                std::to_string(request.ranks) + " ranks");
 }
 
 }  // namespace
@@ -95,7 +100,8 @@ std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int ele
   return protocol::canonicalize_bits32(std::bit_cast<std::uint32_t>(f));
 }
 
-LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes, std::uint64_t per_buffer) {
+LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes,
+                               std::uint64_t per_buffer) {
   validate_lamport_request(request);
   const bool mine = request.slots == SlotScan::my_slot_everywhere;
   const std::size_t n = mine ? static_cast<std::size_t>(request.ranks) : request.inputs.size();
@@ -105,8 +111,8 @@ LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes
   scan.data_buffer = request.data_buffer;
   scan.elem_bytes = elem_bytes;
   scan.slot_elems = request.device_input != nullptr ? request.device_input_elems
-                   : request.inputs.empty()        ? 0
-                                                   : request.inputs[0].size();
+                    : request.inputs.empty()        ? 0
+                                                    : request.inputs[0].size();
   scan.slots_fit = n * scan.slot_elems <= per_buffer;
   scan.slots.resize(n);
   return scan;
@@ -114,11 +120,14 @@ LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes
 
 LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest& request) {
   if (a.lamport.size() != protocol::kLamportBuffers * a.comm_size)
-    throw std::invalid_argument("Lamport scan on the host: the state was read without its Lamport buffers");
+    throw std::invalid_argument(
+        "Lamport scan on the host: the state was read without its Lamport buffers");
   if (request.slots == SlotScan::my_slot_everywhere)
-    throw std::invalid_argument("Lamport scan on the host: my_slot_everywhere needs the peers' buffers (device scanner)");
+    throw std::invalid_argument(
+        "Lamport scan on the host: my_slot_everywhere needs the peers' buffers (device scanner)");
   if (request.device_input != nullptr)
-    throw std::invalid_argument("Lamport scan on the host: the input is in GPU memory (device scanner)");
+    throw std::invalid_argument(
+        "Lamport scan on the host: the input is in GPU memory (device scanner)");
   const int n = static_cast<int>(request.inputs.size());
   const std::uint64_t per_buffer = a.comm_size / a.elem_bytes;
   LamportScan scan = empty_lamport_scan(request, a.elem_bytes, per_buffer);
@@ -127,8 +136,8 @@ LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest
     const auto input = request.inputs[static_cast<std::size_t>(src)];
     for (std::uint64_t i = 0; i < scan.slot_elems; ++i) {
       const std::uint32_t want = pushed_lamport_bits(input[i], request.dtype, a.elem_bytes);
-      const std::uint32_t got = read_elem(a.lamport, request.data_buffer * per_buffer + src * scan.slot_elems + i,
-                                          a.elem_bytes);
+      const std::uint32_t got = read_elem(
+          a.lamport, request.data_buffer * per_buffer + src * scan.slot_elems + i, a.elem_bytes);
       if (got != want && slot.mismatches++ == 0) {
         slot.first_index = i;
         slot.first_value = got;
@@ -137,7 +146,8 @@ LamportScan scan_lamport_on_host(const ControlState& a, const LamportScanRequest
     }
   }
   for (int b = 0; b < protocol::kLamportBuffers; ++b)
-    scan.buffers[b] = scan_sentinel(a, b, b == request.data_buffer ? std::min(per_buffer, n * scan.slot_elems) : 0);
+    scan.buffers[b] = scan_sentinel(
+        a, b, b == request.data_buffer ? std::min(per_buffer, n * scan.slot_elems) : 0);
   return scan;
 }
 
@@ -152,9 +162,10 @@ std::vector<std::string> lamport_violations(int r, const LamportScan& scan) {
     if (slot.mismatches == 0) continue;
     const std::size_t owner = mine ? i : static_cast<std::size_t>(r);
     const std::size_t pusher = mine ? static_cast<std::size_t>(scan.rank) : i;
-    out.push_back("invariant 4: rank " + std::to_string(owner) + " buffer " + std::to_string(scan.data_buffer) +
-                  " slot " + std::to_string(pusher) + ": " + std::to_string(slot.mismatches) +
-                  " elements differ from rank " + std::to_string(pusher) + "'s input, first at " +
+    out.push_back("invariant 4: rank " + std::to_string(owner) + " buffer " +
+                  std::to_string(scan.data_buffer) + " slot " + std::to_string(pusher) + ": " +
+                  std::to_string(slot.mismatches) + " elements differ from rank " +
+                  std::to_string(pusher) + "'s input, first at " +
                   std::to_string(slot.first_index) + ": " + hex(slot.first_value) + " instead of " +
                   hex(slot.first_expected));
   }
@@ -163,13 +174,15 @@ std::vector<std::string> lamport_violations(int r, const LamportScan& scan) {
   for (int b = 0; b < protocol::kLamportBuffers; ++b) {
     const LamportBufferScan& buf = scan.buffers[b];
     if (buf.narrow > 0)
-      out.push_back("invariant 6: rank " + rank + " buffer " + std::to_string(b) + ": " + std::to_string(buf.narrow) +
+      out.push_back("invariant 6: rank " + rank + " buffer " + std::to_string(b) + ": " +
+                    std::to_string(buf.narrow) +
                     " fp32 elements hold the 16-bit sentinel pattern 0x80008000");
     if (buf.not_sentinel > 0)
-      out.push_back(std::string(b == scan.data_buffer ? "invariant 4 (past N*size)" : "invariant 5") + ": rank " +
-                    rank + " buffer " + std::to_string(b) + ": " + std::to_string(buf.not_sentinel) +
-                    " elements are not -0, first at element " + std::to_string(buf.first_index) + " = " +
-                    hex(buf.first_value));
+      out.push_back(
+          std::string(b == scan.data_buffer ? "invariant 4 (past N*size)" : "invariant 5") +
+          ": rank " + rank + " buffer " + std::to_string(b) + ": " +
+          std::to_string(buf.not_sentinel) + " elements are not -0, first at element " +
+          std::to_string(buf.first_index) + " = " + hex(buf.first_value));
   }
   return out;
 }

@@ -28,10 +28,10 @@ struct ScanCounters {
 };
 
 struct ScanArgs {
-  const void* lamport = nullptr;   // 3 buffers of per_buffer elements
-  std::uint64_t per_buffer = 0;    // elements per buffer
+  const void* lamport = nullptr;  // 3 buffers of per_buffer elements
+  std::uint64_t per_buffer = 0;   // elements per buffer
   int data_buffer = 0;
-  int slots = 0;                   // ranks; the slots are compared only when they fit
+  int slots = 0;  // ranks; the slots are compared only when they fit
   std::uint64_t slot_elems = 0;
   // every_slot_here (my_slot < 0): slots * slot_elems, every rank's input; my_slot_everywhere:
   // slot_elems, this rank's, compared with slot [my_slot] of each data_buffers[owner].
@@ -54,7 +54,8 @@ __device__ __forceinline__ std::uint32_t pushed_bits(std::uint16_t in, bool bf16
   if constexpr (kElemBytes == 2) {
     return protocol::canonicalize_bits16(in);
   } else {
-    const float f = bf16 ? __uint_as_float(std::uint32_t{in} << 16) : __half2float(__ushort_as_half(in));
+    const float f =
+        bf16 ? __uint_as_float(std::uint32_t{in} << 16) : __half2float(__ushort_as_half(in));
     return protocol::canonicalize_bits32(__float_as_uint(f));
   }
 }
@@ -67,19 +68,24 @@ __global__ void __launch_bounds__(256) fc_lamport_scan_kernel(const ScanArgs a) 
   auto* words = reinterpret_cast<unsigned long long*>(&block);
   for (int i = threadIdx.x; i < kWords; i += blockDim.x) words[i] = 0;
   __syncthreads();
-  for (int i = threadIdx.x; i < protocol::kLamportBuffers; i += blockDim.x) block.first_not_sentinel[i] = kNoneYet;
-  for (int i = threadIdx.x; i < protocol::kMaxRanks; i += blockDim.x) block.first_mismatch[i] = kNoneYet;
+  for (int i = threadIdx.x; i < protocol::kLamportBuffers; i += blockDim.x)
+    block.first_not_sentinel[i] = kNoneYet;
+  for (int i = threadIdx.x; i < protocol::kMaxRanks; i += blockDim.x)
+    block.first_mismatch[i] = kNoneYet;
   __syncthreads();
 
-  const std::uint64_t slot_end =
-      static_cast<std::uint64_t>(a.slots) * a.slot_elems <= a.per_buffer ? a.slots * a.slot_elems : 0;
+  const std::uint64_t slot_end = static_cast<std::uint64_t>(a.slots) * a.slot_elems <= a.per_buffer
+                                     ? a.slots * a.slot_elems
+                                     : 0;
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (int b = 0; b < protocol::kLamportBuffers; ++b) {
     const std::uint64_t base = b * a.per_buffer;
     const std::uint64_t pushed = static_cast<std::uint64_t>(a.slots) * a.slot_elems;
-    const std::uint64_t first = b != a.data_buffer ? 0 : pushed < a.per_buffer ? pushed : a.per_buffer;
-    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.per_buffer;
-         i += stride) {
+    const std::uint64_t first = b != a.data_buffer      ? 0
+                                : pushed < a.per_buffer ? pushed
+                                                        : a.per_buffer;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         i < a.per_buffer; i += stride) {
       const std::uint32_t v = load_elem<kElemBytes>(a.lamport, base + i);
       if (b == a.data_buffer && i < slot_end) {
         if (a.my_slot >= 0) continue;  // each slot is compared by the rank that pushed it
@@ -90,8 +96,9 @@ __global__ void __launch_bounds__(256) fc_lamport_scan_kernel(const ScanArgs a) 
           atomicMin(&block.first_mismatch[slot], (local << 32) | v);
         }
       } else if (i >= first) {
-        const bool sentinel = kElemBytes == 4 ? protocol::is_neg_zero_bits32(v)
-                                              : protocol::is_neg_zero_bits16(static_cast<std::uint16_t>(v));
+        const bool sentinel = kElemBytes == 4
+                                  ? protocol::is_neg_zero_bits32(v)
+                                  : protocol::is_neg_zero_bits16(static_cast<std::uint16_t>(v));
         if (!sentinel) {
           atomicAdd(&block.not_sentinel[b], 1ull);
           atomicMin(&block.first_not_sentinel[b], (i << 32) | v);
@@ -103,11 +110,12 @@ __global__ void __launch_bounds__(256) fc_lamport_scan_kernel(const ScanArgs a) 
   // my_slot_everywhere: what this rank pushed, in every rank's data buffer.
   if (a.my_slot >= 0 && slot_end > 0) {
     const std::uint64_t total = static_cast<std::uint64_t>(a.slots) * a.slot_elems;
-    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-         i += stride) {
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         i < total; i += stride) {
       const int owner = static_cast<int>(i / a.slot_elems);
       const std::uint64_t local = i - owner * a.slot_elems;
-      const std::uint32_t v = load_elem<kElemBytes>(a.data_buffers[owner], a.my_slot * a.slot_elems + local);
+      const std::uint32_t v =
+          load_elem<kElemBytes>(a.data_buffers[owner], a.my_slot * a.slot_elems + local);
       if (v != pushed_bits<kElemBytes>(a.inputs[local], a.bf16)) {
         atomicAdd(&block.mismatches[owner], 1ull);
         atomicMin(&block.first_mismatch[owner], (local << 32) | v);
@@ -131,11 +139,11 @@ __global__ void __launch_bounds__(256) fc_lamport_scan_kernel(const ScanArgs a) 
 }  // namespace device
 
 struct DeviceLamportScanner::Scratch {
-  device::ScanCounters* counters = nullptr;  // device
+  device::ScanCounters* counters = nullptr;       // device
   device::ScanCounters* host_counters = nullptr;  // pinned
-  std::uint16_t* inputs = nullptr;           // device
-  std::uint16_t* host_inputs = nullptr;      // pinned
-  std::uint64_t input_capacity = 0;          // elements of both input buffers
+  std::uint16_t* inputs = nullptr;                // device
+  std::uint16_t* host_inputs = nullptr;           // pinned
+  std::uint64_t input_capacity = 0;               // elements of both input buffers
 
   ~Scratch() {  // teardown must not throw
     if (counters != nullptr) (void)cudaFree(counters);
@@ -161,12 +169,14 @@ DeviceLamportScanner::DeviceLamportScanner() : scratch_(std::make_unique<Scratch
 
 DeviceLamportScanner::~DeviceLamportScanner() = default;
 
-LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const LamportScanRequest& request) {
+LamportScan DeviceLamportScanner::scan(const Workspace& workspace,
+                                       const LamportScanRequest& request) {
   const WorkspaceConfig& config = workspace.config();
   const int elem_bytes = config.fp32_lamport ? 4 : 2;
   const std::uint64_t per_buffer = config.comm_size / elem_bytes;
   const int n = static_cast<int>(request.inputs.size());  // host inputs (none with a device_input)
-  if (per_buffer >= (1ull << 32)) throw InvalidLaunch("Lamport scan: a buffer of 2^32 elements or more");
+  if (per_buffer >= (1ull << 32))
+    throw InvalidLaunch("Lamport scan: a buffer of 2^32 elements or more");
   LamportScan scan = empty_lamport_scan(request, elem_bytes, per_buffer);
 
   const bool mine = request.slots == SlotScan::my_slot_everywhere;
@@ -174,11 +184,13 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   const std::uint64_t input_elems = scan.slots_fit ? n * scan.slot_elems : 0;
   scratch_->reserve_inputs(std::max<std::uint64_t>(input_elems, 1));
   for (int r = 0; r < n && input_elems > 0; ++r)
-    std::memcpy(scratch_->host_inputs + r * scan.slot_elems, request.inputs[static_cast<std::size_t>(r)].data(),
+    std::memcpy(scratch_->host_inputs + r * scan.slot_elems,
+                request.inputs[static_cast<std::size_t>(r)].data(),
                 scan.slot_elems * sizeof(std::uint16_t));
   device::ScanCounters& init = *scratch_->host_counters;
   std::memset(&init, 0, sizeof(init));
-  std::fill(std::begin(init.first_not_sentinel), std::end(init.first_not_sentinel), device::kNoneYet);
+  std::fill(std::begin(init.first_not_sentinel), std::end(init.first_not_sentinel),
+            device::kNoneYet);
   std::fill(std::begin(init.first_mismatch), std::end(init.first_mismatch), device::kNoneYet);
 
   // The workspace's kernels ran on their own streams: everything they wrote is visible
@@ -186,8 +198,8 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   FC_CUDA_CHECK(cudaDeviceSynchronize());
   FC_CUDA_CHECK(cudaMemcpy(scratch_->counters, &init, sizeof(init), cudaMemcpyHostToDevice));
   if (input_elems > 0)
-    FC_CUDA_CHECK(cudaMemcpy(scratch_->inputs, scratch_->host_inputs, input_elems * sizeof(std::uint16_t),
-                             cudaMemcpyHostToDevice));
+    FC_CUDA_CHECK(cudaMemcpy(scratch_->inputs, scratch_->host_inputs,
+                             input_elems * sizeof(std::uint16_t), cudaMemcpyHostToDevice));
   device::ScanArgs args;
   args.lamport = workspace.lamport_device();
   args.per_buffer = per_buffer;
@@ -199,8 +211,9 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   if (mine) {
     args.my_slot = request.rank;
     for (int r = 0; r < request.ranks; ++r)
-      args.data_buffers[r] = static_cast<const std::uint8_t*>(workspace.lamport_device(r)) +
-                             static_cast<std::uint64_t>(request.data_buffer) * per_buffer * elem_bytes;
+      args.data_buffers[r] =
+          static_cast<const std::uint8_t*>(workspace.lamport_device(r)) +
+          static_cast<std::uint64_t>(request.data_buffer) * per_buffer * elem_bytes;
   }
   args.out = scratch_->counters;
   constexpr int kThreads = 256;
@@ -209,8 +222,8 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
   if (elem_bytes == 4) device::fc_lamport_scan_kernel<4><<<blocks, kThreads>>>(args);
   else device::fc_lamport_scan_kernel<2><<<blocks, kThreads>>>(args);
   FC_CUDA_CHECK(cudaGetLastError());
-  FC_CUDA_CHECK(cudaMemcpy(scratch_->host_counters, scratch_->counters, sizeof(device::ScanCounters),
-                           cudaMemcpyDeviceToHost));
+  FC_CUDA_CHECK(cudaMemcpy(scratch_->host_counters, scratch_->counters,
+                           sizeof(device::ScanCounters), cudaMemcpyDeviceToHost));
 
   const device::ScanCounters& got = *scratch_->host_counters;
   for (int b = 0; b < protocol::kLamportBuffers; ++b) {
@@ -231,7 +244,8 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace, const Lamport
       // The input element there, for the report: one word read back from a device input.
       std::uint16_t input = 0;
       if (on_device) {
-        FC_CUDA_CHECK(cudaMemcpy(&input, request.device_input + slot.first_index, sizeof(input), cudaMemcpyDeviceToHost));
+        FC_CUDA_CHECK(cudaMemcpy(&input, request.device_input + slot.first_index, sizeof(input),
+                                 cudaMemcpyDeviceToHost));
       } else {
         input = request.inputs[mine ? 0 : static_cast<std::size_t>(r)][slot.first_index];
       }

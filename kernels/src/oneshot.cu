@@ -21,14 +21,16 @@ const detail::OneShotEntry* find_oneshot(std::span<const EntryTable> tables, con
   const detail::OneShotEntry* found = nullptr;
   for (EntryTable entries : tables)
     for (const auto& e : entries)
-      if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport && e.mutant == m)
+      if (e.ranks == p.ranks && e.dtype == p.dtype && e.fp32_lamport == p.fp32_lamport &&
+          e.mutant == m)
         found = narrower_instance(found, e, p.pattern, p.fp32_accumulation);
   return found;
 }
 
 // Every instance launch_oneshot may pick: the normal ones and the mutants.
 std::span<const EntryTable> oneshot_tables() {
-  static const EntryTable tables[] = {detail::oneshot_entries_plain_f16(), detail::oneshot_entries_plain_bf16(),
+  static const EntryTable tables[] = {detail::oneshot_entries_plain_f16(),
+                                      detail::oneshot_entries_plain_bf16(),
                                       detail::oneshot_entries_f16(), detail::oneshot_entries_bf16(),
                                       detail::oneshot_entries_mutants()};
   return tables;
@@ -78,7 +80,9 @@ int cached_query(int (*query)(int), const detail::OneShotEntry& e, int threads) 
   if (it != cache.end()) return it->second;
   return cache.emplace(key, query(threads)).first->second;
 }
-int max_cluster_size(const detail::OneShotEntry& e, int threads) { return cached_query(e.max_cluster_size, e, threads); }
+int max_cluster_size(const detail::OneShotEntry& e, int threads) {
+  return cached_query(e.max_cluster_size, e, threads);
+}
 int blocks_per_sm(const detail::OneShotEntry& e, bool cluster_free, int threads) {
   return cached_query(cluster_free ? e.cluster_free.blocks_per_sm : e.blocks_per_sm, e, threads);
 }
@@ -95,26 +99,30 @@ std::vector<protocol::Mutant> oneshot_mutants_compiled() {
   return out;
 }
 
-LaunchInfo launch_oneshot(const FusedParams& p, Workspace& ws, cudaStream_t stream, protocol::Mutant mutant) {
+LaunchInfo launch_oneshot(const FusedParams& p, Workspace& ws, cudaStream_t stream,
+                          protocol::Mutant mutant) {
   validate_oneshot(p, ws.limits());
   const bool fp32_lamport = p.fp32_lamport;
   const detail::OneShotEntry* entry = find_oneshot(oneshot_tables(), p, mutant);
   if (entry == nullptr)
-    throw InvalidLaunch("no one-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
-                        " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)) +
-                        " fp32_lamport=" + (fp32_lamport ? "true" : "false") +
-                        " (mutants are compiled for bf16, 2 ranks, bf16 Lamport; sentinel-width: fp32 Lamport)");
+    throw InvalidLaunch(
+        "no one-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
+        " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)) +
+        " fp32_lamport=" + (fp32_lamport ? "true" : "false") +
+        " (mutants are compiled for bf16, 2 ranks, bf16 Lamport; sentinel-width: fp32 Lamport)");
   return detail::launch_oneshot_entry(*entry, p, ws, stream);
 }
 
-LaunchInfo detail::launch_matching_oneshot(std::span<const OneShotEntry> entries, const std::string& which_exist,
-                                          const FusedParams& p, Workspace& ws, cudaStream_t stream) {
+LaunchInfo detail::launch_matching_oneshot(std::span<const OneShotEntry> entries,
+                                           const std::string& which_exist, const FusedParams& p,
+                                           Workspace& ws, cudaStream_t stream) {
   validate_oneshot(p, ws.limits());
   const EntryTable tables[] = {entries};
   if (const OneShotEntry* e = find_oneshot(tables, p, protocol::Mutant::none))
     return launch_oneshot_entry(*e, p, ws, stream);
-  throw InvalidLaunch(which_exist + "; asked ranks=" + std::to_string(p.ranks) + " dtype=" +
-                      std::string(dtype_name(p.dtype)) + " fp32_lamport=" + (p.fp32_lamport ? "true" : "false") +
+  throw InvalidLaunch(which_exist + "; asked ranks=" + std::to_string(p.ranks) +
+                      " dtype=" + std::string(dtype_name(p.dtype)) +
+                      " fp32_lamport=" + (p.fp32_lamport ? "true" : "false") +
                       " pattern=" + std::string(pattern_name(p.pattern)) +
                       " fp32_accumulation=" + (p.fp32_accumulation ? "true" : "false"));
 }
@@ -138,11 +146,12 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   // large calls are bound by how many vectors are in flight, not by arithmetic. Ranks that
   // share a GPU keep one block per SM of their share.
   const int threads_no_cluster = round_up_warp(std::min(1024, vrow));
-  const int sm_share =
-      co_resident_blocks(sm_count(), detail::ranks_sharing_reported_sms(ws.ranks_on_device()), pdl_kernels);
+  const int sm_share = co_resident_blocks(
+      sm_count(), detail::ranks_sharing_reported_sms(ws.ranks_on_device()), pdl_kernels);
   const auto max_blocks_of = [&](bool cluster_free) {
-    const int per_sm =
-        ws.ranks_on_device() == 1 ? std::min(4, blocks_per_sm(*entry, cluster_free, threads_no_cluster)) : 1;
+    const int per_sm = ws.ranks_on_device() == 1
+                           ? std::min(4, blocks_per_sm(*entry, cluster_free, threads_no_cluster))
+                           : 1;
     return p.max_blocks > 0 ? p.max_blocks : sm_share * per_sm;
   };
   const int max_blocks = max_blocks_of(false);
@@ -151,8 +160,8 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   // shared memory, where the device and the occupancy query allow it. Automatic mode splits
   // rows into blocks of kAutomaticClusterBlockVectors or more, 8 or 4 a row, as the share
   // holds them (choose_cluster): since the exchange needs no cluster barrier, more and smaller
-  // blocks a row were faster at 1-4 tokens (hidden 8192 without a cluster: 5.0 us, in 8
-  // blocks: 3.3 us, one H200; docs/bench-history-sessions-10-15.md, session 14).
+  // blocks a row are faster at 1-4 tokens (hidden 8192 without a cluster: 5.0 us, in 8
+  // blocks: 3.3 us, one H200).
   ClusterChoice choice;
   choice.mode = p.cluster;
   choice.row_vectors = vrow;
@@ -162,7 +171,8 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   choice.max_blocks = max_blocks;
   choice.sm_share = sm_share;
   const int cluster = choose_cluster(choice, [&](int c) {
-    return device_supports_clusters() && max_cluster_size(*entry, round_up_warp(std::min(1024, vrow / c))) >= c;
+    return device_supports_clusters() &&
+           max_cluster_size(*entry, round_up_warp(std::min(1024, vrow / c))) >= c;
   });
   if (p.cluster == ClusterMode::force_cluster && cluster == 1)
     throw InvalidLaunch("cluster path forced but not available: device cluster launch=" +
@@ -193,13 +203,16 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   args.budget = p.spin_budget_cycles;
   args.delay = device::DelaySpec{p.delay_seed, p.delay_max_ns};
   FC_CUDA_CHECK((cluster_free ? entry->cluster_free.launch : entry->launch)(args, shape, stream));
-  return LaunchInfo{shape.grid, shape.threads, cluster, args.call_index, false, entry->scope, cluster_free};
+  return LaunchInfo{shape.grid, shape.threads, cluster,     args.call_index,
+                    false,      entry->scope,  cluster_free};
 }
 
 // ---- PDL consumer (early-trigger negative control) ------------------------------------
-__global__ void fc_pdl_consumer_kernel(const uint4* src, uint4* dst, std::size_t n, bool read_before_wait) {
+__global__ void fc_pdl_consumer_kernel(const uint4* src, uint4* dst, std::size_t n,
+                                       bool read_before_wait) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     uint4 v{};
     if (read_before_wait) v = device::load_volatile16(src + i);
     device::pdl_wait<protocol::Mutant::none>();
@@ -219,7 +232,8 @@ void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, boo
   // peer's fused grid needs. Its first sweep (kConsumerMaxBlocks * 256 vectors) is what it
   // reads before its wait.
   constexpr std::size_t kConsumerMaxBlocks = 32;
-  config.gridDim = dim3(static_cast<unsigned>(std::clamp<std::size_t>((n + 255) / 256, 1, kConsumerMaxBlocks)));
+  config.gridDim =
+      dim3(static_cast<unsigned>(std::clamp<std::size_t>((n + 255) / 256, 1, kConsumerMaxBlocks)));
   config.blockDim = dim3(256);
   config.stream = stream;
   cudaLaunchAttribute attr{};
@@ -248,19 +262,23 @@ __global__ void fc_pdl_producer_kernel(PdlProducerCopies copies, std::uint32_t d
   for (int c = 0; c < copies.count; ++c) {
     const auto* src = static_cast<const uint4*>(copies.copy[c].src);
     auto* dst = static_cast<uint4*>(copies.copy[c].dst);
-    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < copies.copy[c].bytes / 16;
-         i += stride)
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+         i < copies.copy[c].bytes / 16; i += stride)
       dst[i] = src[i];
   }
 }
 
-void launch_pdl_producer(const PdlProducerCopies& copies, std::uint32_t delay_ns, cudaStream_t stream) {
+void launch_pdl_producer(const PdlProducerCopies& copies, std::uint32_t delay_ns,
+                         cudaStream_t stream) {
   if (copies.count < 0 || copies.count > PdlProducerCopies::kMax)
-    throw InvalidLaunch("pdl producer: at most " + std::to_string(PdlProducerCopies::kMax) + " copies");
+    throw InvalidLaunch("pdl producer: at most " + std::to_string(PdlProducerCopies::kMax) +
+                        " copies");
   for (int c = 0; c < copies.count; ++c)
-    if (copies.copy[c].bytes % 16 != 0) throw InvalidLaunch("pdl producer: bytes must be a multiple of 16");
+    if (copies.copy[c].bytes % 16 != 0)
+      throw InvalidLaunch("pdl producer: bytes must be a multiple of 16");
   if (delay_ns > kMaxPdlProducerDelayNs)
-    throw InvalidLaunch("pdl producer: delay above " + std::to_string(kMaxPdlProducerDelayNs) + " ns");
+    throw InvalidLaunch("pdl producer: delay above " + std::to_string(kMaxPdlProducerDelayNs) +
+                        " ns");
   // A small grid, launched without PDL (it follows the previous work in the stream, as a
   // GEMM follows the previous layer): every block is resident before the call behind it
   // starts, and with ranks sharing a GPU it leaves room for a peer's fused grid.
@@ -283,19 +301,24 @@ void preload_kernels() {
                        detail::oneshot_entries_unbounded_polls()})
     for (const auto& e : entries) {
       load(e.preload, "one-shot");
-      if (e.cluster_free.preload != nullptr) load(e.cluster_free.preload, "one-shot (cluster-free twin)");
+      if (e.cluster_free.preload != nullptr)
+        load(e.cluster_free.preload, "one-shot (cluster-free twin)");
     }
   for (const auto& e : detail::twoshot_entries()) load(e.preload, "two-shot");
   load(&detail::preload_unfused_kernels, "unfused residual+RMSNorm");
   load(&detail::preload_spin_kernel, "spin");
-  load([] {
-    cudaFuncAttributes attributes{};
-    return cudaFuncGetAttributes(&attributes, fc_pdl_consumer_kernel);
-  }, "PDL consumer");
-  load([] {
-    cudaFuncAttributes attributes{};
-    return cudaFuncGetAttributes(&attributes, fc_pdl_producer_kernel);
-  }, "PDL producer");
+  load(
+      [] {
+        cudaFuncAttributes attributes{};
+        return cudaFuncGetAttributes(&attributes, fc_pdl_consumer_kernel);
+      },
+      "PDL consumer");
+  load(
+      [] {
+        cudaFuncAttributes attributes{};
+        return cudaFuncGetAttributes(&attributes, fc_pdl_producer_kernel);
+      },
+      "PDL producer");
 }
 
 }  // namespace fusioncheck::kernels

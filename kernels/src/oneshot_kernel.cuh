@@ -52,8 +52,7 @@ __device__ __forceinline__ uint4 load_input_vector(const void* input, std::uint6
 
 // Step 3's store. torn-element writes each element's bytes separately, high byte first,
 // with a pause between: a poller sees a non-sentinel element that is only half written.
-template <typename L, Mutant M>
-__device__ __forceinline__ void push_vector(L* dst, uint4 v) {
+template <typename L, Mutant M> __device__ __forceinline__ void push_vector(L* dst, uint4 v) {
   if constexpr (M == Mutant::torn_element) {
     auto* bytes = reinterpret_cast<std::uint8_t*>(dst);
     for (int half = 1; half >= 0; --half) {
@@ -83,17 +82,15 @@ enum class Instrument { none, wait_profile, unbounded_polls };
 
 // Whether an instance carries the cluster path (a token row split over the blocks of a
 // thread-block cluster, the partial sums meeting in distributed shared memory). That code
-// costs 2-4 % at 1-16 tokens even where no call takes it (one H200; session 12 in
-// docs/bench-history-sessions-10-15.md), so the instances of the normal calls also come
-// built without it (left_out): a twin that the calls taking no cluster run
-// (OneShotEntry::cluster_free).
+// costs 2-4 % at 1-16 tokens even where no call takes it (measured on one H200), so the
+// instances of the normal calls also come built without it (left_out): a twin that the
+// calls taking no cluster run (OneShotEntry::cluster_free).
 enum class ClusterCode { compiled, left_out };
 
 // Polls of one Lamport slot before the first read of the clock (see sum_vector). None at 16
-// ranks, where the extra loops doubled the kernel's spills (ptxas -v: 1164 instead of 528
-// bytes of spill stores, fp16); 16 ranks were never timed here.
-template <int N>
-inline constexpr int kPollsBeforeClock = N <= 8 ? 8 : 0;
+// ranks, where the extra loops double the kernel's spills (ptxas -v: 1164 instead of 528
+// bytes of spill stores, fp16); 16 ranks are not timed.
+template <int N> inline constexpr int kPollsBeforeClock = N <= 8 ? 8 : 0;
 
 template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S, ClusterCode R>
 __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs a) {
@@ -116,30 +113,34 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // The Lamport buffers' addresses are fixed per workspace: they are read from the parameters
   // before step 1, so that no constant-cache miss lands on the path of the first push. A
   // rank's three buffers are comm_size bytes apart (docs/design.md, Workspace).
-  constexpr bool kBasesInRegisters = N <= 2;  // from 4 ranks on they make the kernel spill (ptxas -v)
+  constexpr bool kBasesInRegisters =
+      N <= 2;  // from 4 ranks on they make the kernel spill (ptxas -v)
   std::uint8_t* buffer0[kBasesInRegisters ? N : 1] = {};
   if constexpr (kBasesInRegisters)
 #pragma unroll
-    for (int r = 0; r < N; ++r) buffer0[r] = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, r, N)]);
-  std::uint8_t* const my_buffer0 = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, a.rank, N)]);
+    for (int r = 0; r < N; ++r)
+      buffer0[r] = reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, r, N)]);
+  std::uint8_t* const my_buffer0 =
+      reinterpret_cast<std::uint8_t*>(a.ws.lamport[detail::table_lamport(0, a.rank, N)]);
   // The compiler reads most parameters where they are used, after the wait, and a launch's
   // parameters are new to the SM's constant cache. So one thread other than thread 0 (which
   // goes on to the state read) reads a word of each 64-byte parameter line the call needs
-  // before the wait, where a miss overlaps the previous kernel's tail: the control block's
+  // before the wait, where a miss overlaps the tail of the kernel before it: the control block's
   // address (its line also holds the buffer table's first entries), the table's last entry
   // for N ranks (up to 8 ranks the two cover the table; at 16 one line in the middle is
   // left), the buffer stride and the row shape. The lines of the input, the rank and the
   // trigger are read before the wait anyway. The sum goes to shared memory through a
-  // volatile store so that the reads are not dropped. With the early trigger this made 1-16
-  // tokens 1-6 % faster on one H200; with the at-end trigger no earlier kernel runs beside
-  // the wait and nothing changed (docs/bench-history-sessions-10-15.md, session 12).
+  // volatile store so that the reads are not dropped. With the early trigger this makes 1-16
+  // tokens 1-6 % faster on one H200; with the at-end trigger no kernel before it runs beside
+  // the wait, and it changes nothing.
   if (threadIdx.x == (blockDim.x > 32 ? 32u : 0u)) {
     __shared__ std::uint64_t s_parameter_lines;
     *reinterpret_cast<volatile std::uint64_t*>(&s_parameter_lines) =
-        reinterpret_cast<std::uintptr_t>(a.ws.control) ^ a.ws.lamport[detail::table_lamport(0, N - 1, N)] ^
-        a.ws.comm_size ^ static_cast<std::uint64_t>(a.e.tokens);
+        reinterpret_cast<std::uintptr_t>(a.ws.control) ^
+        a.ws.lamport[detail::table_lamport(0, N - 1, N)] ^ a.ws.comm_size ^
+        static_cast<std::uint64_t>(a.e.tokens);
   }
-  // Set up before the wait, where it overlaps the previous kernel's tail.
+  // Set up before the wait, where it overlaps the tail of the kernel before it.
   __shared__ ClusterExchange cluster_exchange_space;
   if constexpr (R == ClusterCode::compiled)
     if (a.cluster_size > 1) cluster_exchange_init(cluster_exchange_space);
@@ -152,10 +153,14 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
     const int early_width = a.e.hidden / K / early_c;  // vectors of a row this block holds
     const int early_v = (early_c > 1 ? static_cast<int>(blockIdx.x % early_c) * early_width : 0) +
                         static_cast<int>(threadIdx.x);
-    const int early_t = early_c > 1 ? static_cast<int>(blockIdx.x / early_c) : static_cast<int>(blockIdx.x);
-    const int early_v_end = (early_c > 1 ? static_cast<int>(blockIdx.x % early_c) * early_width : 0) + early_width;
-    if (early_t < a.e.tokens && early_v < early_v_end && a.e.residual_in != nullptr && a.e.gamma != nullptr) {
-      load_row_vector<T, K>(a.e.residual_in, static_cast<std::uint64_t>(early_t) * a.e.hidden + early_v * K,
+    const int early_t =
+        early_c > 1 ? static_cast<int>(blockIdx.x / early_c) : static_cast<int>(blockIdx.x);
+    const int early_v_end =
+        (early_c > 1 ? static_cast<int>(blockIdx.x % early_c) * early_width : 0) + early_width;
+    if (early_t < a.e.tokens && early_v < early_v_end && a.e.residual_in != nullptr &&
+        a.e.gamma != nullptr) {
+      load_row_vector<T, K>(a.e.residual_in,
+                            static_cast<std::uint64_t>(early_t) * a.e.hidden + early_v * K,
                             early_inputs[0]);
       load_row_vector<T, K>(a.e.gamma, static_cast<std::uint64_t>(early_v) * K, early_inputs[1]);
     }
@@ -183,7 +188,8 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   const bool has_first = group < a.e.tokens && v_begin + static_cast<int>(threadIdx.x) < v_end;
   uint4 first_in{};
   if (has_first)
-    first_in = load_input_vector<T, L>(a.input, group * hidden + static_cast<std::uint64_t>(v_begin + threadIdx.x) * K);
+    first_in = load_input_vector<T, L>(
+        a.input, group * hidden + static_cast<std::uint64_t>(v_begin + threadIdx.x) * K);
 
   __shared__ std::uint32_t s_flag;
   __shared__ std::uint64_t s_clear;
@@ -195,8 +201,8 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // is one block) is all the blocks of the call: once its thread 0 has read the state, every
   // block has arrived, so it updates the state right away (step 7 at step 2) and never adds
   // to the counter, which stays 0. That takes the update off the tail of the call: 2 % at
-  // 1 x 4096 on one H200 (docs/bench-history-sessions-10-15.md, session 13). Mutant
-  // instances keep the counter at every grid size, so that its bugs show at one block too.
+  // 1 x 4096 on one H200. Mutant instances keep the counter at every grid size, so that its
+  // bugs show at one block too.
   const bool single_block = M == Mutant::none && gridDim.x == 1;
   if (threadIdx.x == 0) {  // step 2
     // One acquire load of clear_size and the word holding the flag (they share 16 bytes,
@@ -248,14 +254,16 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
     for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
       const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
       const bool first = t == group && v == v_begin + static_cast<int>(threadIdx.x);
-      const uint4 vec = canonicalize_vector<L, M>(first ? first_in : load_input_vector<T, L>(a.input, idx));
+      const uint4 vec =
+          canonicalize_vector<L, M>(first ? first_in : load_input_vector<T, L>(a.input, idx));
 #pragma unroll
-      for (int r = 0; r < N; ++r) push_vector<L, M>(lamport(data_b, r) + a.rank * a.size + idx, vec);
+      for (int r = 0; r < N; ++r)
+        push_vector<L, M>(lamport(data_b, r) + a.rank * a.size + idx, vec);
     }
   }
   step_done(3);
 
-  // Step 4: clear what the previous call wrote into my clear buffer.
+  // Step 4: clear what the call before this one wrote into my clear buffer.
   {
     const std::uint64_t n = protocol::elements_to_clear(s_clear, N * a.size, M);
     L* buf = my_lamport(clear_b);
@@ -269,7 +277,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
 
   // Steps 5 and 6: poll all N slots (bounded), reduce in rank order, epilogue.
   const L* mine = my_lamport(data_b);
-  auto sum_vector = [&](int t, int v, float (&ar)[K]) {
+  auto sum_vector = [&](int t, int v, float(&ar)[K]) {
     const std::uint64_t idx = t * hidden + static_cast<std::uint64_t>(v) * K;
     // All N loads are issued before any is tested, so their latencies overlap; then each
     // slot still holding a sentinel is polled until its push lands.
@@ -281,17 +289,18 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const L* p = mine + r * a.size + idx;
       const long long p0 = kProfile ? clock64() : 0;
       uint4 x = vals[r];
-      // The first polls do not read the clock. A loop that reads it on every turn saw a
-      // landed push 0.2-0.5 us later at 1-16 tokens on two H200s (docs/bench-history.md,
-      // session 9); these polls lengthen the bound by at most kPollsBeforeClock<N> load
-      // latencies.
-      for (int i = 0; i < kPollsBeforeClock<N> && vector_has_sentinel<L, M>(x); ++i) x = load_volatile16(p);
+      // The first polls do not read the clock. A loop that reads it on every turn sees a
+      // landed push 0.2-0.5 us later at 1-16 tokens on two H200s; these polls lengthen the
+      // bound by at most kPollsBeforeClock<N> load latencies.
+      for (int i = 0; i < kPollsBeforeClock<N> && vector_has_sentinel<L, M>(x); ++i)
+        x = load_volatile16(p);
       while (vector_has_sentinel<L, M>(x)) {
         if (kBounded && deadline.expired()) {
-          write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
-                                           static_cast<std::uint32_t>(r), f, 0u, a.call_index,
-                                           HangSite::lamport_poll},
-                            deadline);
+          write_hang_record(
+              a.ws,
+              HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t),
+                       static_cast<std::uint32_t>(r), f, 0u, a.call_index, HangSite::lamport_poll},
+              deadline);
           break;
         }
         x = load_volatile16(p);
@@ -322,18 +331,20 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   // behind the polls; by then every block has usually arrived, and step 7 need not read again.
   std::uint32_t arrivals = 0;
   // Acquire loads: the state update of step 7 cannot be ordered before the arrivals it saw.
-  if (!single_block && blockIdx.x == 0 && threadIdx.x == 0) arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
+  if (!single_block && blockIdx.x == 0 && threadIdx.x == 0)
+    arrivals = load_acquire_gpu_u32(&cb->arrival_counter);
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
   for (int t = group; t < a.e.tokens; t += groups) {
     if constexpr (kEarlyInputs)
       process_row<T, K, S, Rounding::pairs, true>(a.e, t, v_begin, v_end, red, sum_vector,
                                                   t == group ? early_inputs : nullptr);
-    else
-      process_row<T, K, S>(a.e, t, v_begin, v_end, red, sum_vector);
+    else process_row<T, K, S>(a.e, t, v_begin, v_end, red, sum_vector);
     if (red.exchange_expired) {  // a block of the row's cluster came later than the budget
-      write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t), 0u, f,
-                                       static_cast<std::uint32_t>(C), a.call_index, HangSite::cluster_exchange},
-                        deadline);
+      write_hang_record(
+          a.ws,
+          HangInfo{static_cast<std::uint32_t>(a.rank), static_cast<std::uint32_t>(t), 0u, f,
+                   static_cast<std::uint32_t>(C), a.call_index, HangSite::cluster_exchange},
+          deadline);
       red.exchange_expired = false;
     }
   }
@@ -350,8 +361,9 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       bool arrived = true;
       while (c != gridDim.x) {
         if (kBounded && deadline.expired()) {
-          write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), 0u, 0u, f, c,
-                                           a.call_index, HangSite::arrival_counter},
+          write_hang_record(a.ws,
+                            HangInfo{static_cast<std::uint32_t>(a.rank), 0u, 0u, f, c, a.call_index,
+                                     HangSite::arrival_counter},
                             deadline);
           arrived = false;
           break;
@@ -390,7 +402,8 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
       const unsigned long long elapsed = end - deadline.start;
       w.poll_cycles = total;
       w.work_cycles = elapsed > total ? elapsed - total : 0ull;
-      for (int i = 0; i < kWaitProfileSteps; ++i) w.step_end_cycles[i] = static_cast<unsigned long long>(step_end[i]);
+      for (int i = 0; i < kWaitProfileSteps; ++i)
+        w.step_end_cycles[i] = static_cast<unsigned long long>(step_end[i]);
     }
   }
   if constexpr (kProfile)
@@ -443,8 +456,8 @@ int max_cluster_size_instance(int threads) {  // of the instance with the cluste
 template <int N, typename T, typename L, Mutant M, Instrument I, EpilogueScope S, ClusterCode R>
 int blocks_per_sm_instance(int threads) {
   int blocks = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fc_oneshot_pdl_kernel<N, T, L, M, I, S, R>, threads, 0) !=
-      cudaSuccess) {
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks, fc_oneshot_pdl_kernel<N, T, L, M, I, S, R>, threads, 0) != cudaSuccess) {
     (void)cudaGetLastError();
     return 1;
   }
@@ -464,7 +477,12 @@ template <int N, typename T, typename L, Mutant M, Instrument I = Instrument::no
           EpilogueScope S = EpilogueScope::full>
 constexpr detail::OneShotEntry oneshot_entry(DType dtype) {
   constexpr ClusterCode R = ClusterCode::compiled;
-  return detail::OneShotEntry{N, dtype, sizeof(L) == 4, M, S, &launch_oneshot_instance<N, T, L, M, I, S, R>,
+  return detail::OneShotEntry{N,
+                              dtype,
+                              sizeof(L) == 4,
+                              M,
+                              S,
+                              &launch_oneshot_instance<N, T, L, M, I, S, R>,
                               &max_cluster_size_instance<N, T, L, M, I, S>,
                               &preload_oneshot_instance<N, T, L, M, I, S, R>,
                               &blocks_per_sm_instance<N, T, L, M, I, S, R>};

@@ -28,17 +28,20 @@ struct TwoShotArgs {
 // Signal `value` to every rank's flag [phase][my block][my rank], after this block's
 // stores; then wait until my flags [phase][blocks][0..N) hold `value`.
 template <int N, Mutant M>
-__device__ __forceinline__ void barrier(const TwoShotArgs& a, int phase, bool all_blocks, std::uint32_t value,
-                                        std::uint32_t f, const Deadline& deadline) {
+__device__ __forceinline__ void barrier(const TwoShotArgs& a, int phase, bool all_blocks,
+                                        std::uint32_t value, std::uint32_t f,
+                                        const Deadline& deadline) {
   __syncthreads();
   inject_delay(a.delay, a.rank, DelayPoint::before_flag, a.call_index);
   if (threadIdx.x < N) {
     if constexpr (M != Mutant::barrier_no_release) __threadfence_system();
-    auto* peer = reinterpret_cast<std::uint32_t*>(a.ws.pointer_table[detail::table_barrier(threadIdx.x, N)]);
+    auto* peer =
+        reinterpret_cast<std::uint32_t*>(a.ws.pointer_table[detail::table_barrier(threadIdx.x, N)]);
     store_flag<M>(peer + detail::barrier_index(phase, blockIdx.x, a.rank), value);
   }
   inject_delay(a.delay, a.rank, DelayPoint::before_poll, a.call_index);
-  auto* mine = reinterpret_cast<const std::uint32_t*>(a.ws.pointer_table[detail::table_barrier(a.rank, N)]);
+  auto* mine =
+      reinterpret_cast<const std::uint32_t*>(a.ws.pointer_table[detail::table_barrier(a.rank, N)]);
   const int slots = (all_blocks ? gridDim.x : 1) * N;
   for (int s = threadIdx.x; s < slots; s += blockDim.x) {
     const int block = all_blocks ? s / N : blockIdx.x;
@@ -47,9 +50,11 @@ __device__ __forceinline__ void barrier(const TwoShotArgs& a, int phase, bool al
     std::uint32_t seen = load_flag<M>(p);
     while (seen != value) {
       if (deadline.expired()) {
-        write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), 0u, static_cast<std::uint32_t>(peer), f,
-                                         value, a.call_index, HangSite::twoshot_barrier},
-                          deadline);
+        write_hang_record(
+            a.ws,
+            HangInfo{static_cast<std::uint32_t>(a.rank), 0u, static_cast<std::uint32_t>(peer), f,
+                     value, a.call_index, HangSite::twoshot_barrier},
+            deadline);
         break;
       }
       seen = load_flag<M>(p);
@@ -77,7 +82,9 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
     __threadfence();
     atomicAdd(&cb->two_shot_counter, 1u);
   }
-  auto data = [&](int r) { return reinterpret_cast<T*>(a.ws.pointer_table[detail::table_twoshot_data(r, N)]); };
+  auto data = [&](int r) {
+    return reinterpret_cast<T*>(a.ws.pointer_table[detail::table_twoshot_data(r, N)]);
+  };
   const std::uint64_t chunk_vectors = a.chunk / K;
   const std::uint64_t vectors = a.size / K;
   // The gather region starts at a fixed offset, half the data buffer, whatever this call's
@@ -113,7 +120,8 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
       for (int k = 0; k < K; ++k) sum[k] = round_to<T>(sum[k]);
     for (int r = 1; r < N; ++r) {
       load_row_vector<T, K>(data(a.rank), r * a.chunk + local * K, x);
-      for (int k = 0; k < K; ++k) sum[k] = fp32_accumulation ? sum[k] + x[k] : round_to<T>(sum[k] + x[k]);
+      for (int k = 0; k < K; ++k)
+        sum[k] = fp32_accumulation ? sum[k] + x[k] : round_to<T>(sum[k] + x[k]);
     }
     for (int r = 0; r < N; ++r) store_row_vector<T, K>(data(r), gather + gv * K, sum);
   }
@@ -122,8 +130,10 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
 
   // All-gather done: epilogue, one block per row.
   const T* gathered = data(a.rank) + gather;
-  auto sum_vector = [&](int t, int v, float (&ar)[K]) {
-    load_row_vector<T, K>(gathered, static_cast<std::uint64_t>(t) * a.e.hidden + static_cast<std::uint64_t>(v) * K, ar);
+  auto sum_vector = [&](int t, int v, float(&ar)[K]) {
+    load_row_vector<T, K>(
+        gathered, static_cast<std::uint64_t>(t) * a.e.hidden + static_cast<std::uint64_t>(v) * K,
+        ar);
   };
   for (int t = blockIdx.x; t < a.e.tokens; t += gridDim.x)
     process_row<T, K, S>(a.e, t, 0, a.e.hidden / K, red, sum_vector);
@@ -134,8 +144,9 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
     bool arrived = true;
     while (c != gridDim.x) {
       if (deadline.expired()) {
-        write_hang_record(a.ws, HangInfo{static_cast<std::uint32_t>(a.rank), 0u, 0u, f, c, a.call_index,
-                                         HangSite::arrival_counter},
+        write_hang_record(a.ws,
+                          HangInfo{static_cast<std::uint32_t>(a.rank), 0u, 0u, f, c, a.call_index,
+                                   HangSite::arrival_counter},
                           deadline);
         arrived = false;
         break;
@@ -157,7 +168,8 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
 }
 
 template <int N, typename T, Mutant M, EpilogueScope S>
-cudaError_t launch_twoshot_instance(const TwoShotArgs& args, const detail::LaunchShape& shape, cudaStream_t stream) {
+cudaError_t launch_twoshot_instance(const TwoShotArgs& args, const detail::LaunchShape& shape,
+                                    cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(shape.grid);
   config.blockDim = dim3(shape.threads);
@@ -178,7 +190,8 @@ cudaError_t preload_twoshot_instance() {  // see preload_kernels (launch.hpp)
 
 template <int N, typename T, Mutant M, EpilogueScope S = EpilogueScope::full>
 constexpr detail::TwoShotEntry twoshot_entry(DType dtype) {
-  return detail::TwoShotEntry{N, dtype, M, S, &launch_twoshot_instance<N, T, M, S>, &preload_twoshot_instance<N, T, M, S>};
+  return detail::TwoShotEntry{
+      N, dtype, M, S, &launch_twoshot_instance<N, T, M, S>, &preload_twoshot_instance<N, T, M, S>};
 }
 
 }  // namespace device
@@ -192,14 +205,22 @@ std::span<const TwoShotEntry> twoshot_entries() {
   constexpr auto kPlain = EpilogueScope::plain;
   // Per (ranks, dtype) the plain instance and the one of every pattern (choice.hpp).
   static const TwoShotEntry entries[] = {
-      twoshot_entry<2, B, Mutant::none, kPlain>(DType::bf16),  twoshot_entry<2, B, Mutant::none>(DType::bf16),
-      twoshot_entry<4, B, Mutant::none, kPlain>(DType::bf16),  twoshot_entry<4, B, Mutant::none>(DType::bf16),
-      twoshot_entry<8, B, Mutant::none, kPlain>(DType::bf16),  twoshot_entry<8, B, Mutant::none>(DType::bf16),
-      twoshot_entry<16, B, Mutant::none, kPlain>(DType::bf16), twoshot_entry<16, B, Mutant::none>(DType::bf16),
-      twoshot_entry<2, H, Mutant::none, kPlain>(DType::f16),   twoshot_entry<2, H, Mutant::none>(DType::f16),
-      twoshot_entry<4, H, Mutant::none, kPlain>(DType::f16),   twoshot_entry<4, H, Mutant::none>(DType::f16),
-      twoshot_entry<8, H, Mutant::none, kPlain>(DType::f16),   twoshot_entry<8, H, Mutant::none>(DType::f16),
-      twoshot_entry<16, H, Mutant::none, kPlain>(DType::f16),  twoshot_entry<16, H, Mutant::none>(DType::f16),
+      twoshot_entry<2, B, Mutant::none, kPlain>(DType::bf16),
+      twoshot_entry<2, B, Mutant::none>(DType::bf16),
+      twoshot_entry<4, B, Mutant::none, kPlain>(DType::bf16),
+      twoshot_entry<4, B, Mutant::none>(DType::bf16),
+      twoshot_entry<8, B, Mutant::none, kPlain>(DType::bf16),
+      twoshot_entry<8, B, Mutant::none>(DType::bf16),
+      twoshot_entry<16, B, Mutant::none, kPlain>(DType::bf16),
+      twoshot_entry<16, B, Mutant::none>(DType::bf16),
+      twoshot_entry<2, H, Mutant::none, kPlain>(DType::f16),
+      twoshot_entry<2, H, Mutant::none>(DType::f16),
+      twoshot_entry<4, H, Mutant::none, kPlain>(DType::f16),
+      twoshot_entry<4, H, Mutant::none>(DType::f16),
+      twoshot_entry<8, H, Mutant::none, kPlain>(DType::f16),
+      twoshot_entry<8, H, Mutant::none>(DType::f16),
+      twoshot_entry<16, H, Mutant::none, kPlain>(DType::f16),
+      twoshot_entry<16, H, Mutant::none>(DType::f16),
       twoshot_entry<2, B, Mutant::barrier_no_release>(DType::bf16),
       twoshot_entry<2, B, Mutant::twoshot_gather_overlap>(DType::bf16),
   };
@@ -214,15 +235,17 @@ std::vector<protocol::Mutant> twoshot_mutants_compiled() {
   return out;
 }
 
-LaunchInfo launch_twoshot(const FusedParams& p, Workspace& ws, cudaStream_t stream, protocol::Mutant mutant) {
+LaunchInfo launch_twoshot(const FusedParams& p, Workspace& ws, cudaStream_t stream,
+                          protocol::Mutant mutant) {
   validate_twoshot(p, ws.limits());
   const detail::TwoShotEntry* entry = nullptr;
   for (const auto& e : detail::twoshot_entries())
     if (e.ranks == p.ranks && e.dtype == p.dtype && e.mutant == mutant)
       entry = narrower_instance(entry, e, p.pattern, p.fp32_accumulation);
   if (entry == nullptr)
-    throw InvalidLaunch("no two-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
-                        " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)));
+    throw InvalidLaunch(
+        "no two-shot instance for mutant " + std::string(protocol::mutant_id(mutant)) +
+        " with ranks=" + std::to_string(p.ranks) + " dtype=" + std::string(dtype_name(p.dtype)));
   detail::LaunchShape shape;
   shape.grid = ws.twoshot_blocks();  // fixed per workspace: the barrier slots depend on it
   shape.threads = std::max(32, std::min(1024, (p.hidden / 8 + 31) / 32 * 32));

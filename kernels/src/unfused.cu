@@ -12,11 +12,14 @@ namespace fusioncheck::kernels {
 namespace device {
 
 template <typename T, EpilogueScope S>
-__global__ void __launch_bounds__(1024) fc_residual_rmsnorm_kernel(const EpilogueArgs e, const void* allreduced) {
+__global__ void __launch_bounds__(1024)
+    fc_residual_rmsnorm_kernel(const EpilogueArgs e, const void* allreduced) {
   __shared__ float scratch[32];
   RowReduction red{scratch};
-  auto sum_vector = [&](int t, int v, float (&ar)[8]) {
-    load_row_vector<T, 8>(allreduced, static_cast<std::uint64_t>(t) * e.hidden + static_cast<std::uint64_t>(v) * 8, ar);
+  auto sum_vector = [&](int t, int v, float(&ar)[8]) {
+    load_row_vector<T, 8>(
+        allreduced, static_cast<std::uint64_t>(t) * e.hidden + static_cast<std::uint64_t>(v) * 8,
+        ar);
   };
   for (int t = blockIdx.x; t < e.tokens; t += gridDim.x)
     process_row<T, 8, S, Rounding::elements>(e, t, 0, e.hidden / 8, red, sum_vector);
@@ -27,7 +30,8 @@ template <typename T>
 void launch_residual_rmsnorm_instance(bool plain, int grid, int threads, cudaStream_t stream,
                                       const EpilogueArgs& e, const void* allreduced) {
   if (plain)
-    fc_residual_rmsnorm_kernel<T, EpilogueScope::plain><<<grid, threads, 0, stream>>>(e, allreduced);
+    fc_residual_rmsnorm_kernel<T, EpilogueScope::plain>
+        <<<grid, threads, 0, stream>>>(e, allreduced);
   else
     fc_residual_rmsnorm_kernel<T, EpilogueScope::full><<<grid, threads, 0, stream>>>(e, allreduced);
 }
@@ -38,18 +42,21 @@ cudaError_t detail::preload_unfused_kernels() {  // see preload_kernels (launch.
   using device::fc_residual_rmsnorm_kernel;
   constexpr auto kPlain = EpilogueScope::plain, kFull = EpilogueScope::full;
   cudaFuncAttributes attributes{};
-  for (const void* kernel : {reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__nv_bfloat16, kPlain>),
-                             reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__nv_bfloat16, kFull>),
-                             reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__half, kPlain>),
-                             reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__half, kFull>)}) {
+  for (const void* kernel :
+       {reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__nv_bfloat16, kPlain>),
+        reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__nv_bfloat16, kFull>),
+        reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__half, kPlain>),
+        reinterpret_cast<const void*>(fc_residual_rmsnorm_kernel<__half, kFull>)}) {
     const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduced, cudaStream_t stream) {
-  if (p.pattern == Pattern::allreduce) throw InvalidLaunch("unfused residual+RMSNorm: pattern allreduce has no epilogue");
+void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduced,
+                                     cudaStream_t stream) {
+  if (p.pattern == Pattern::allreduce)
+    throw InvalidLaunch("unfused residual+RMSNorm: pattern allreduce has no epilogue");
   FusedParams check = p;
   check.input = allreduced;
   int device = 0, major = 0, minor = 0;
@@ -66,7 +73,8 @@ void launch_residual_rmsnorm_unfused(const FusedParams& p, const void* allreduce
   // is not slowed by code it does not run; it sums nothing, so only the pattern decides.
   const bool plain = epilogue_scope_for(p.pattern, true) == EpilogueScope::plain;
   if (p.dtype == DType::bf16)
-    device::launch_residual_rmsnorm_instance<__nv_bfloat16>(plain, grid, threads, stream, e, allreduced);
+    device::launch_residual_rmsnorm_instance<__nv_bfloat16>(plain, grid, threads, stream, e,
+                                                            allreduced);
   else
     device::launch_residual_rmsnorm_instance<__half>(plain, grid, threads, stream, e, allreduced);
   FC_CUDA_CHECK(cudaGetLastError());

@@ -71,7 +71,7 @@ struct Workspace::Impl {
   int compute_capability = 0;
   int twoshot_blocks = 1;
   SharedLayout layout{};
-  void* shared = nullptr;  // mine
+  void* shared = nullptr;                  // mine
   std::vector<std::uint8_t*> peer_shared;  // every rank's, mine included
   std::unique_ptr<PeerMappings> peers;     // the opened IPC mappings (closed before the free)
   void* private_mem = nullptr;
@@ -130,7 +130,8 @@ struct Workspace::Impl {
     view.control = reinterpret_cast<protocol::ControlBlock*>(base);
     view.hang_claim = reinterpret_cast<std::uint32_t*>(base + kPrivateClaim);
     view.pointer_table = reinterpret_cast<const std::uint64_t*>(base + kPrivateTable);
-    view.wait_profile = reinterpret_cast<WaitProfileEntry*>(base + private_profile_offset(config.ranks));
+    view.wait_profile =
+        reinterpret_cast<WaitProfileEntry*>(base + private_profile_offset(config.ranks));
     view.hang_record = static_cast<HangRecord*>(hang_dev);
     view.comm_size = config.comm_size;
     view.twoshot_bytes = config.comm_size;
@@ -157,11 +158,14 @@ struct Workspace::Impl {
 namespace {
 void check_config(const WorkspaceConfig& c) {
   if (!protocol::is_supported_rank_count(c.ranks))
-    throw InvalidLaunch("workspace ranks=" + std::to_string(c.ranks) + " is not supported: 2, 4, 8 or 16");
+    throw InvalidLaunch("workspace ranks=" + std::to_string(c.ranks) +
+                        " is not supported: 2, 4, 8 or 16");
   if (c.comm_size == 0 || c.comm_size % 256 != 0)
-    throw InvalidLaunch("workspace comm_size=" + std::to_string(c.comm_size) + " must be a positive multiple of 256");
+    throw InvalidLaunch("workspace comm_size=" + std::to_string(c.comm_size) +
+                        " must be a positive multiple of 256");
   if (c.max_twoshot_blocks < 1 || c.max_twoshot_blocks > detail::kMaxTwoShotBlocks)
-    throw InvalidLaunch("workspace max_twoshot_blocks must be in [1, " + std::to_string(detail::kMaxTwoShotBlocks) + "]");
+    throw InvalidLaunch("workspace max_twoshot_blocks must be in [1, " +
+                        std::to_string(detail::kMaxTwoShotBlocks) + "]");
 }
 // One block per SM of the rank's share; where ranks share a GPU, a third of it (choice.hpp:
 // other kernels of the rank may be resident beside this one).
@@ -298,7 +302,8 @@ ControlState read_control_state(const Workspace& ws, LamportCopy lamport) {
   s.elem_bytes = impl.config.fp32_lamport ? 4 : 2;
   s.ranks = impl.config.ranks;
   s.twoshot_blocks = impl.twoshot_blocks;
-  FC_CUDA_CHECK(cudaMemcpy(&s.control, impl.view.control, sizeof(s.control), cudaMemcpyDeviceToHost));
+  FC_CUDA_CHECK(
+      cudaMemcpy(&s.control, impl.view.control, sizeof(s.control), cudaMemcpyDeviceToHost));
   const auto* shared = static_cast<const std::uint8_t*>(impl.shared);
   const std::uint64_t barrier_bytes = detail::kBarrierFlagWords * 4;
   // Host copies of the guard words (4 x kGuardBytes) and the barrier flags.
@@ -310,7 +315,8 @@ ControlState read_control_state(const Workspace& ws, LamportCopy lamport) {
     std::vector<std::uint8_t> pageable;
     if (impl.layout.total > kMaxPinnedStaging) pageable.resize(impl.layout.total);
     else if (impl.staging == nullptr)
-      FC_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ws.impl_->staging), impl.layout.total));
+      FC_CUDA_CHECK(
+          cudaMallocHost(reinterpret_cast<void**>(&ws.impl_->staging), impl.layout.total));
     std::uint8_t* const all = pageable.empty() ? impl.staging : pageable.data();
     FC_CUDA_CHECK(cudaMemcpy(all, shared, impl.layout.total, cudaMemcpyDeviceToHost));
     s.lamport.assign(all + impl.layout.lamport, all + impl.layout.guard1);
@@ -319,9 +325,10 @@ ControlState read_control_state(const Workspace& ws, LamportCopy lamport) {
     std::memcpy(barrier.data(), all + impl.layout.barrier, barrier_bytes);
   } else {
     for (int g = 0; g < 4; ++g)
-      FC_CUDA_CHECK(cudaMemcpy(&guards[g * kGuardBytes], shared + guard_offsets(impl.layout, g), kGuardBytes,
-                               cudaMemcpyDeviceToHost));
-    FC_CUDA_CHECK(cudaMemcpy(barrier.data(), shared + impl.layout.barrier, barrier_bytes, cudaMemcpyDeviceToHost));
+      FC_CUDA_CHECK(cudaMemcpy(&guards[g * kGuardBytes], shared + guard_offsets(impl.layout, g),
+                               kGuardBytes, cudaMemcpyDeviceToHost));
+    FC_CUDA_CHECK(cudaMemcpy(barrier.data(), shared + impl.layout.barrier, barrier_bytes,
+                             cudaMemcpyDeviceToHost));
   }
   s.buffer_guards_intact = true;
   for (std::uint64_t i = 0; i < guards.size(); i += 8) {

@@ -24,14 +24,14 @@ namespace {
 namespace k = kernels;
 namespace ref = reference;
 
-
 bool has_quant(k::Pattern p) {
   return p == k::Pattern::fp8_static || p == k::Pattern::fp8_dynamic || p == k::Pattern::nvfp4;
 }
 
 // Hash of output bytes for the cross-rank agreement (invariant 8): 8 bytes per step, then
 // the tail byte by byte.
-std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t h = 1469598103934665603ull) {
+std::uint64_t hash_bytes(const void* data, std::size_t bytes,
+                         std::uint64_t h = 1469598103934665603ull) {
   const auto* p = static_cast<const unsigned char*>(data);
   std::size_t i = 0;
   for (; i + 8 <= bytes; i += 8) {
@@ -43,7 +43,6 @@ std::uint64_t hash_bytes(const void* data, std::size_t bytes, std::uint64_t h = 
   for (; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
-
 
 ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   ref::FusedConfig rc;
@@ -79,7 +78,9 @@ RowShare checked_rows(const GpuCase& c, const CallSpec& spec, int rank, bool rot
 // reuse instead, unless the user tuned malloc through the environment.
 void keep_freed_memory_for_reuse() {
 #ifdef __GLIBC__
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr || std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr) return;
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+      std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr)
+    return;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: blocks below 32 MiB come from the heap
   mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and the heap is not shrunk below 1 GiB of free space
 #endif
@@ -92,7 +93,9 @@ constexpr std::size_t kFindingBytes = 4096;
 class Timed {
  public:
   explicit Timed(double& sum) : sum_(sum), start_(std::chrono::steady_clock::now()) {}
-  ~Timed() { sum_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  ~Timed() {
+    sum_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
   Timed(const Timed&) = delete;
   Timed& operator=(const Timed&) = delete;
 
@@ -104,7 +107,8 @@ class Timed {
 }  // namespace
 
 struct CaseRunner::CallBuffers {
-  DeviceBuffer input, residual_in, gamma, allreduce_out, residual_out, norm_out, quant_out, scale_out, consumer_copy;
+  DeviceBuffer input, residual_in, gamma, allreduce_out, residual_out, norm_out, quant_out,
+      scale_out, consumer_copy;
   // Where a call behind a PDL producer gets its inputs made: the producer copies them over
   // the poison in input, residual_in and gamma.
   DeviceBuffer staged_input, staged_residual, staged_gamma;
@@ -113,7 +117,8 @@ struct CaseRunner::CallBuffers {
         residual_out(elems * 2), norm_out(elems * 2), quant_out(elems),
         scale_out(std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
                                                                 tokens, hidden / 16))),
-        consumer_copy(elems * 2), staged_input(elems * 2), staged_residual(elems * 2), staged_gamma(hidden * 2) {}
+        consumer_copy(elems * 2), staged_input(elems * 2), staged_residual(elems * 2),
+        staged_gamma(hidden * 2) {}
   // 0xFF bytes: NaN in fp16 and bf16. What a kernel reads of an input before the producer
   // wrote it.
   void fill_poison(cudaStream_t stream, std::size_t elems, std::size_t hidden) {
@@ -124,10 +129,12 @@ struct CaseRunner::CallBuffers {
   // 0xFF bytes: NaN in fp16/bf16, fp32 scales and e4m3 codes; the call's extent only.
   void fill_canaries(cudaStream_t stream, std::size_t tokens, std::size_t hidden) {
     const std::size_t elems = tokens * hidden;
-    for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out, &consumer_copy}) b->fill(0xFF, stream, elems * 2);
+    for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out, &consumer_copy})
+      b->fill(0xFF, stream, elems * 2);
     quant_out.fill(0xFF, stream, elems);
-    scale_out.fill(0xFF, stream, std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
-                                                                               tokens, hidden / 16)));
+    scale_out.fill(0xFF, stream,
+                   std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
+                                                                 tokens, hidden / 16)));
   }
   // What the PDL consumer copies: the call's last output.
   const DeviceBuffer& consumed(k::Pattern pattern) const {
@@ -168,7 +175,8 @@ CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLi
 
 CaseRunner::~CaseRunner() { cudaStreamDestroy(stream_); }
 
-void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call_index, CallData& call) {
+void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call_index,
+                              CallData& call) {
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
   call.config = reference_config(c, spec);
   call.call_index = call_index;
@@ -182,8 +190,7 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   // the host comparison every input is generated whole on the host and uploaded.
   const bool last_of_group =
       c.mode == IssueMode::checked_each_call || position + 1 == static_cast<int>(c.calls.size());
-  const bool scan_needs_all =
-      last_of_group && !spec.twoshot && !kernel_.scans_my_slot_everywhere();
+  const bool scan_needs_all = last_of_group && !spec.twoshot && !kernel_.scans_my_slot_everywhere();
   const RowShare share = checked_rows(c, spec, comm_.rank(), kernel_.traits().rotated_reduction);
   ref::PartialInputs partial;
   if (!scan_needs_all) {
@@ -201,7 +208,9 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   specials.with_neg_zero = c.neg_zero_inputs;
   {
     Timed timed(times_.inputs);
-    if (spec.exact_values) call.inputs = ref::make_exact_inputs(call.config, c.seed, call_index, c.neg_zero_inputs, partial);
+    if (spec.exact_values)
+      call.inputs =
+          ref::make_exact_inputs(call.config, c.seed, call_index, c.neg_zero_inputs, partial);
     else call.inputs = ref::make_random_inputs(call.config, specials, partial);
   }
   Timed timed(times_.uploads);
@@ -212,19 +221,24 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   DeviceBuffer& gamma = spec.pdl_producer ? b.staged_gamma : b.gamma;
   if (spec.pdl_producer) b.fill_poison(stream_, elems, static_cast<std::size_t>(c.hidden));
   if (call.complete_inputs) {
-    input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), elems * 2, stream_);
+    input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), elems * 2,
+                 stream_);
     residual_in.upload(call.inputs.residual_in.data(), elems * 2, stream_);
   } else {
     auto generate = [&](int input_stream, DeviceBuffer& out, std::uint16_t* copy) {
       auto* bits = static_cast<std::uint16_t*>(out.get());
-      if (spec.exact_values) generate_on_device(exact, input_stream, c.dtype, elems, bits, copy, stream_);
+      if (spec.exact_values)
+        generate_on_device(exact, input_stream, c.dtype, elems, bits, copy, stream_);
       else generate_on_device(specials, input_stream, c.dtype, elems, bits, copy, stream_);
     };
-    generate(comm_.rank(), input, call.own_input_in_scan_copy ? static_cast<std::uint16_t*>(scan_input_.get()) : nullptr);
+    generate(
+        comm_.rank(), input,
+        call.own_input_in_scan_copy ? static_cast<std::uint16_t*>(scan_input_.get()) : nullptr);
     generate(ref::kResidualStream, residual_in, nullptr);
   }
   gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2, stream_);
-  b.fill_canaries(stream_, static_cast<std::size_t>(spec.tokens), static_cast<std::size_t>(c.hidden));
+  b.fill_canaries(stream_, static_cast<std::size_t>(spec.tokens),
+                  static_cast<std::size_t>(c.hidden));
 }
 
 void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& call) {
@@ -274,7 +288,8 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   else kernel_.launch(p, spec.twoshot, stream_);
   if (spec.pdl_consumer)  // a next layer that reads the output before its own wait
     k::launch_pdl_consumer_copy(b.consumed(spec.pattern).get(), b.consumer_copy.get(),
-                                static_cast<std::size_t>(spec.tokens) * c.hidden * 2, true, stream_);
+                                static_cast<std::size_t>(spec.tokens) * c.hidden * 2, true,
+                                stream_);
   ++calls_run_;
 }
 
@@ -308,15 +323,18 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
   auto report = [&](std::optional<ref::Mismatch> m) {
     if (!m) return;
     m = in_whole_output(*m, share, hidden);
-    out.push_back({"reference", fmt::format("rank {} call {} ({}): {} at element {}: got {} expected {} (allowed {})",
-                                            comm_.rank(), call.call_index, describe(spec), m->what, m->index,
-                                            m->actual, m->expected, m->allowed)});
+    out.push_back(
+        {"reference",
+         fmt::format("rank {} call {} ({}): {} at element {}: got {} expected {} (allowed {})",
+                     comm_.rank(), call.call_index, describe(spec), m->what, m->index, m->actual,
+                     m->expected, m->allowed)});
   };
   std::uint64_t agreement = 0;
   ref::Tensor consumed(rc.dtype, 0);
   if (spec.pattern == k::Pattern::allreduce) {
     consumed = download(b.allreduce_out);
-    if (share.count > 0) report(ref::first_bit_mismatch(want.allreduce, mine(consumed), "allreduce_out"));
+    if (share.count > 0)
+      report(ref::first_bit_mismatch(want.allreduce, mine(consumed), "allreduce_out"));
     agreement = hash_bytes(consumed.data(), consumed.bytes());
   } else {
     const ref::Tensor residual = download(b.residual_out);
@@ -327,21 +345,27 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
       allowed = ref::norm_out_tolerance(rc, want.residual_out, gamma);
       report(ref::first_norm_mismatch(want.norm_out, mine(consumed), allowed));
     }
-    agreement = hash_bytes(consumed.data(), consumed.bytes(), hash_bytes(residual.data(), residual.bytes()));
+    agreement = hash_bytes(consumed.data(), consumed.bytes(),
+                           hash_bytes(residual.data(), residual.bytes()));
     if (has_quant(spec.pattern)) {
       const ref::FusedConfig& whole = call.config;
       std::vector<std::uint8_t> codes(whole.quant.nvfp4 ? elems / 2 : elems);
       b.quant_out.download(codes.data(), codes.size());
       std::vector<std::uint8_t> scales;  // per token (FP8 dynamic) or per block (NVFP4), as bytes
       if (whole.quant.fp8_dynamic) scales.resize(static_cast<std::size_t>(whole.tokens) * 4);
-      if (whole.quant.nvfp4) scales.resize(ref::nvfp4_scale_storage(whole.quant.nvfp4_layout, whole.tokens, hidden / 16));
+      if (whole.quant.nvfp4)
+        scales.resize(
+            ref::nvfp4_scale_storage(whole.quant.nvfp4_layout, whole.tokens, hidden / 16));
       if (!scales.empty()) b.scale_out.download(scales.data(), scales.size());
       if (share.count > 0) {
         ref::QuantOutputs q;
         const auto code_rows = codes.begin() + static_cast<std::ptrdiff_t>(share.first * hidden);
-        if (whole.quant.fp8_static) q.fp8_static.assign(code_rows, code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
+        if (whole.quant.fp8_static)
+          q.fp8_static.assign(code_rows,
+                              code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
         if (whole.quant.fp8_dynamic) {
-          q.fp8_dynamic.assign(code_rows, code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
+          q.fp8_dynamic.assign(code_rows,
+                               code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
           q.fp8_dynamic_scale.resize(share.count);
           std::memcpy(q.fp8_dynamic_scale.data(), scales.data() + share.first * 4, share.count * 4);
         }
@@ -366,11 +390,13 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
       const auto a = copy.bits16();
       const auto w = consumed.bits16();
       while (first < elems && a[first] == w[first]) ++first;
-      out.push_back({"pdl-consumer",
-                     fmt::format("rank {} call {} ({}): the PDL consumer, reading before its grid-dependency wait, "
-                                 "saw element {} as {:#06x}, the kernel's output is {:#06x}: dependents were "
-                                 "triggered before the output was written",
-                                 comm_.rank(), call.call_index, describe(spec), first, a[first], w[first])});
+      out.push_back(
+          {"pdl-consumer",
+           fmt::format(
+               "rank {} call {} ({}): the PDL consumer, reading before its grid-dependency wait, "
+               "saw element {} as {:#06x}, the kernel's output is {:#06x}: dependents were "
+               "triggered before the output was written",
+               comm_.rank(), call.call_index, describe(spec), first, a[first], w[first])});
     }
   }
   return agreement;
@@ -378,8 +404,9 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
 
 // Every rank checks its own state (the Lamport buffers stay where they are); only the
 // control blocks travel (RankReport), for the cross-rank invariant 3.
-void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const k::ControlState& before_sequence,
-                                  const CallData& last_call, std::vector<Finding>& out) {
+void CaseRunner::check_invariants(const GpuCase& c, int first, int count,
+                                  const k::ControlState& before_sequence, const CallData& last_call,
+                                  std::vector<Finding>& out) {
   last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);
   const k::ControlState& after = last_state_;
   // The state before the last call, derived from the state before the sequence: one-shot
@@ -393,7 +420,8 @@ void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const 
           (before.control.two_shot_flag + static_cast<std::uint32_t>(after.twoshot_flag_steps)) % 3;
     } else {
       before.control.flag = (before.control.flag + 1) % protocol::kLamportBuffers;
-      before.control.clear_size = static_cast<std::uint64_t>(c.ranks) * c.calls[i].tokens * c.hidden;
+      before.control.clear_size =
+          static_cast<std::uint64_t>(c.ranks) * c.calls[i].tokens * c.hidden;
     }
   }
   std::vector<std::string> violations;
@@ -410,13 +438,15 @@ void CaseRunner::check_invariants(const GpuCase& c, int first, int count, const 
       request.rank = comm_.rank();
       request.ranks = c.ranks;
       if (!last_call.own_input_in_scan_copy)  // prepare_call makes the copy for this call
-        throw std::logic_error("the Lamport scan needs the GPU's copy of this rank's input of the last call");
+        throw std::logic_error(
+            "the Lamport scan needs the GPU's copy of this rank's input of the last call");
       request.device_input = static_cast<const std::uint16_t*>(scan_input_.get());
       request.device_input_elems = elems;
     } else {
       if (!last_call.complete_inputs)  // prepare_call generates them whole for this call
         throw std::logic_error("the Lamport scan needs every rank's whole input of the last call");
-      for (const auto& t : last_call.inputs.rank_inputs) request.inputs.push_back(t.bits16().first(elems));
+      for (const auto& t : last_call.inputs.rank_inputs)
+        request.inputs.push_back(t.bits16().first(elems));
     }
     const auto lamport = k::lamport_violations(comm_.rank(), kernel_.scan_lamport(request));
     violations.insert(violations.end(), lamport.begin(), lamport.end());
@@ -442,7 +472,8 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
     }
     Timed timed(times_.invariants);
     mpi::set_phase("checking the workspace for the invariants");
-    check_invariants(c, first, count, before, calls[static_cast<std::size_t>(first + count - 1)], out);
+    check_invariants(c, first, count, before, calls[static_cast<std::size_t>(first + count - 1)],
+                     out);
   } else {
     last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);  // for the diagnosis
   }
@@ -451,16 +482,19 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
   Timed timed(times_.exchange);
   std::vector<RankReport> all(static_cast<std::size_t>(comm_.size()));
   comm_.all_gather(&mine, all.data(), sizeof(RankReport), "every rank's report after the calls");
-  bool any = std::any_of(all.begin(), all.end(), [](const RankReport& r) { return r.findings > 0; });
-  const bool hang = std::any_of(all.begin(), all.end(), [](const RankReport& r) { return r.hang.valid != 0; });
+  bool any =
+      std::any_of(all.begin(), all.end(), [](const RankReport& r) { return r.findings > 0; });
+  const bool hang =
+      std::any_of(all.begin(), all.end(), [](const RankReport& r) { return r.hang.valid != 0; });
   std::vector<Finding> cross;  // cross-rank findings: every rank computes them, rank 0 keeps them
   if (hang) {
     // One diagnosis naming every rank that waited and the state of every rank.
     std::string states;
     for (int r = 0; r < comm_.size(); ++r) {
       const auto& b = all[static_cast<std::size_t>(r)].control;
-      states += fmt::format("{}rank {}: flag {}, counter {}, clear_size {}, two-shot flag {}", r ? "; " : "", r,
-                            b.flag, b.arrival_counter, b.clear_size, b.two_shot_flag);
+      states +=
+          fmt::format("{}rank {}: flag {}, counter {}, clear_size {}, two-shot flag {}",
+                      r ? "; " : "", r, b.flag, b.arrival_counter, b.clear_size, b.two_shot_flag);
     }
     for (const auto& r : all)
       if (r.hang.valid) cross.push_back({"hang", k::describe(r.hang) + " | " + states});
@@ -470,27 +504,35 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
     for (int i = first; i < first + count && agree; ++i)
       for (int r = 1; r < comm_.size(); ++r)
         if (all[static_cast<std::size_t>(r)].output_hash[i] != all[0].output_hash[i])
-          cross.push_back({"agreement", fmt::format("invariant 8: call {}: rank {}'s outputs differ bitwise from "
-                                                    "rank 0's", calls[static_cast<std::size_t>(i)].call_index, r)});
+          cross.push_back(
+              {"agreement",
+               fmt::format("invariant 8: call {}: rank {}'s outputs differ bitwise from "
+                           "rank 0's",
+                           calls[static_cast<std::size_t>(i)].call_index, r)});
     std::vector<protocol::ControlBlock> blocks;
     for (const auto& r : all) blocks.push_back(r.control);
     for (auto& v : k::check_same_control_state(blocks))
-      cross.push_back({"invariant", fmt::format("after call {}: {}",
-                                                calls[static_cast<std::size_t>(first + count - 1)].call_index, v)});
+      cross.push_back(
+          {"invariant",
+           fmt::format("after call {}: {}",
+                       calls[static_cast<std::size_t>(first + count - 1)].call_index, v)});
   }
   any = any || !cross.empty();
-  if (comm_.rank() == 0) out.insert(out.begin(), cross.begin(), cross.end());  // a hang explains the rest
+  if (comm_.rank() == 0)
+    out.insert(out.begin(), cross.begin(), cross.end());  // a hang explains the rest
   return any;
 }
 
-CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal) {
+CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused,
+                                       const std::string& refusal) {
   Timed timed(times_.exchange);
   CaseVerdict verdict;
   verdict.refused = refused;
   verdict.refusal = refusal;
   // Every rank learns every rank's finding count and hang flag; the first finding of each
   // rank (check + message, truncated) reaches rank 0 only when there is one.
-  const bool my_hang = std::any_of(mine.begin(), mine.end(), [](const Finding& f) { return f.check == "hang"; });
+  const bool my_hang =
+      std::any_of(mine.begin(), mine.end(), [](const Finding& f) { return f.check == "hang"; });
   const long long summary[2] = {static_cast<long long>(mine.size()), my_hang ? 1 : 0};
   std::vector<long long> all(2 * static_cast<std::size_t>(comm_.size()));
   comm_.all_gather(summary, all.data(), sizeof(summary), "finding counts");
@@ -516,7 +558,8 @@ CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused, 
     }
   } else {
     verdict.findings = mine;
-    if (verdict.findings.empty()) verdict.findings.push_back({"remote", "a rank reported findings (see rank 0)"});
+    if (verdict.findings.empty())
+      verdict.findings.push_back({"remote", "a rank reported findings (see rank 0)"});
   }
   return verdict;
 }
@@ -524,7 +567,9 @@ CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused, 
 CaseVerdict CaseRunner::run(const GpuCase& c) {
   std::uint64_t max_elems = 0;
   for (const auto& call : c.calls)
-    max_elems = std::max<std::uint64_t>(max_elems, static_cast<std::uint64_t>(call.tokens) * c.hidden);
+    max_elems =
+        std::max<std::uint64_t>(max_elems, static_cast<std::uint64_t>(call.tokens) * c.hidden);
+  mpi::set_phase("preparing the kernel's workspace");
   kernel_.prepare(max_elems, c.fp32_lamport);
   kernel_.clear_hang_record();
   // The state before the first call (its control block is all the checks need); later
@@ -557,7 +602,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
       bool stop = false;
       for (int replay = 0; replay < replays && !stop; ++replay) {
         mpi::set_phase("generating and uploading inputs");
-        for (int i = 0; i < n; ++i) prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
+        for (int i = 0; i < n; ++i)
+          prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
         const k::ControlState before = std::move(last_state_);
         {
           Timed timed(times_.kernels);
@@ -567,7 +613,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           } else {
             if (graph_exec == nullptr) {
               cudaGraph_t graph = nullptr;
-              cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+              cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+                         "cudaStreamBeginCapture");
               for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
               cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
               cuda_check(cudaGraphInstantiate(&graph_exec, graph, 0), "cudaGraphInstantiate");
@@ -591,7 +638,9 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
       cudaStreamEndCapture(stream_, &partial);
       if (partial) cudaGraphDestroy(partial);
     }
-    cudaStreamSynchronize(stream_);
+    // The calls enqueued before the refused one finish, or are released, within the kernel's bound.
+    mpi::set_phase("waiting for the calls before a refused one");
+    kernel_.wait(stream_);
     return gather_verdict({}, true, e.what());
   }
   return gather_verdict(std::move(findings), false, "");

@@ -13,7 +13,7 @@
 #include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
-#include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
@@ -22,11 +22,20 @@ namespace {
 namespace k = kernels;
 
 // oneshot_unbounded: our one-shot compiled without the time bound on its polls (benchmark
-// only: a hang there spins for ever), timed beside it (graphs interleaved) to show what the bound costs.
-// other_*: the same calls through another kernel under test (BenchOptions::compare).
-enum class Variant { oneshot, oneshot_unbounded, twoshot, automatic, unfused, other_oneshot, other_twoshot };
-constexpr const char* kVariantName[] = {"one-shot", "one-shot unbounded polls", "two-shot", "auto", "unfused",
-                                        "other one-shot", "other two-shot"};
+// only: a hang there spins for ever), timed beside it (graphs interleaved) to show what the bound
+// costs. other_*: the same calls through another kernel under test (BenchOptions::compare).
+enum class Variant {
+  oneshot,
+  oneshot_unbounded,
+  twoshot,
+  automatic,
+  unfused,
+  other_oneshot,
+  other_twoshot
+};
+constexpr const char* kVariantName[] = {
+    "one-shot", "one-shot unbounded polls", "two-shot",      "auto",
+    "unfused",  "other one-shot",           "other two-shot"};
 constexpr const char* kUnboundedColumn = kVariantName[static_cast<int>(Variant::oneshot_unbounded)];
 // Per row: our one-shot's median over the unbounded instance's (graph and eager); the cost of
 // the bounded polls is this ratio minus 1.
@@ -80,10 +89,12 @@ struct CallGraph {
 bool baseline_uses_nccl(BaselineAllreduce choice, bool ranks_share_gpu, bool nccl_built) {
   if (choice == BaselineAllreduce::ours) return false;
   if (choice == BaselineAllreduce::automatic) return nccl_built && !ranks_share_gpu;
-  if (!nccl_built) throw BadInput("--allreduce nccl: this build has no NCCL (FUSIONCHECK_HAVE_NCCL is off)");
+  if (!nccl_built)
+    throw BadInput("--allreduce nccl: this build has no NCCL (FUSIONCHECK_HAVE_NCCL is off)");
   if (ranks_share_gpu)
-    throw BadInput("--allreduce nccl: ranks share a GPU here and NCCL refuses two ranks on one GPU; "
-                          "use one rank per GPU, or --allreduce ours");
+    throw BadInput(
+        "--allreduce nccl: ranks share a GPU here and NCCL refuses two ranks on one GPU; "
+        "use one rank per GPU, or --allreduce ours");
   return true;
 }
 
@@ -117,11 +128,14 @@ class BenchRunner {
     workspace_ = std::make_unique<k::Workspace>(k::Workspace::create_ipc(bootstrap_, wc));
     // NCCL refuses two ranks on one GPU: then the unfused path's allreduce is our one-shot
     // kernel in its allreduce-only pattern, so fusion's gain is still measured.
-    if (baseline_uses_nccl(options_.allreduce, placement_.ranks_share_gpu, k::NcclAllReduce::available()))
+    if (baseline_uses_nccl(options_.allreduce, placement_.ranks_share_gpu,
+                           k::NcclAllReduce::available()))
       nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
     variants_ = {Variant::oneshot};
-    if (k::oneshot_unbounded_polls_compiled(comm_.size())) variants_.push_back(Variant::oneshot_unbounded);
-    for (Variant v : {Variant::twoshot, Variant::automatic, Variant::unfused}) variants_.push_back(v);
+    if (k::oneshot_unbounded_polls_compiled(comm_.size()))
+      variants_.push_back(Variant::oneshot_unbounded);
+    for (Variant v : {Variant::twoshot, Variant::automatic, Variant::unfused})
+      variants_.push_back(v);
     if (options_.compare) {
       other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
       other_->prepare(max_elems_, false);
@@ -134,7 +148,8 @@ class BenchRunner {
     const int max_hidden = *std::max_element(options_.hidden.begin(), options_.hidden.end());
     DeviceBuffer input(max_elems_ * 2), residual(max_elems_ * 2), gamma(max_hidden * 2),
         residual_out(max_elems_ * 2), norm_out(max_elems_ * 2), allreduced(max_elems_ * 2);
-    for (DeviceBuffer* b : {&input, &residual, &gamma})  // small finite values: content does not change timing
+    for (DeviceBuffer* b :
+         {&input, &residual, &gamma})  // small finite values: content does not change timing
       b->fill(0x3c, stream_, b->bytes());
     cuda_check(cudaStreamSynchronize(stream_), "input fill");
     nlohmann::json rows = nlohmann::json::array();
@@ -155,8 +170,11 @@ class BenchRunner {
         p.gamma = gamma.get();
         p.residual_out = residual_out.get();
         p.norm_out = norm_out.get();
-        nlohmann::json row{{"tokens", tokens}, {"hidden", hidden}, {"graph", nlohmann::json::object()},
-                           {"eager", nlohmann::json::object()}, {"blocks", nlohmann::json::object()}};
+        nlohmann::json row{{"tokens", tokens},
+                           {"hidden", hidden},
+                           {"graph", nlohmann::json::object()},
+                           {"eager", nlohmann::json::object()},
+                           {"blocks", nlohmann::json::object()}};
         std::vector<Variant> captured;
         std::vector<std::unique_ptr<CallGraph>> graphs;
         for (Variant v : variants_) {
@@ -165,12 +183,15 @@ class BenchRunner {
             warm_up(v, p, allreduced.get());
             if (v == Variant::oneshot || v == Variant::oneshot_unbounded || v == Variant::twoshot)
               row["blocks"][name] = last_.grid;
-            if (v == Variant::oneshot || v == Variant::oneshot_unbounded) {  // which one-shot build ran
+            if (v == Variant::oneshot ||
+                v == Variant::oneshot_unbounded) {  // which one-shot build ran
               row["cluster_size"][name] = last_.cluster_size;
               row["cluster_free_build"][name] = last_.cluster_free;
             }
-            if (v == Variant::automatic) row["auto picks"] = last_.twoshot ? "two-shot" : "one-shot";
-            row["eager"][name] = options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
+            if (v == Variant::automatic)
+              row["auto picks"] = last_.twoshot ? "two-shot" : "one-shot";
+            row["eager"][name] =
+                options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
             graphs.push_back(capture_graph(v, p, allreduced.get()));
             captured.push_back(v);
           } catch (const k::InvalidLaunch& e) {  // same decision on every rank
@@ -180,9 +201,11 @@ class BenchRunner {
           }
         }
         const std::vector<nlohmann::json> timed = time_graphs_interleaved(captured, graphs);
-        for (std::size_t i = 0; i < captured.size(); ++i) row["graph"][column(captured[i])] = timed[i];
+        for (std::size_t i = 0; i < captured.size(); ++i)
+          row["graph"][column(captured[i])] = timed[i];
         if (row["graph"].contains(kUnboundedColumn))
-          row[kBoundRatioKey] = {{"graph", bound_ratio(row, "graph")}, {"eager", bound_ratio(row, "eager")}};
+          row[kBoundRatioKey] = {{"graph", bound_ratio(row, "graph")},
+                                 {"eager", bound_ratio(row, "eager")}};
         rows.push_back(row);
         if (comm_.rank() == 0) print_row(row);
       }
@@ -213,7 +236,8 @@ class BenchRunner {
   void wait_all(Variant v) {
     if (v == Variant::other_oneshot || v == Variant::other_twoshot) {
       other_->wait(stream_);
-      if (other_->hang_record().valid) throw RunFailure("bench: " + k::describe(other_->hang_record()));
+      if (other_->hang_record().valid)
+        throw RunFailure("bench: " + k::describe(other_->hang_record()));
       return;
     }
     cuda_check(cudaStreamSynchronize(stream_), "bench calls");
@@ -225,7 +249,9 @@ class BenchRunner {
       case Variant::other_oneshot: other_->launch(p, false, stream_); break;
       case Variant::other_twoshot: other_->launch(p, true, stream_); break;
       case Variant::oneshot: last_ = k::launch_oneshot(p, *workspace_, stream_); break;
-      case Variant::oneshot_unbounded: last_ = k::launch_oneshot_unbounded_polls(p, *workspace_, stream_); break;
+      case Variant::oneshot_unbounded:
+        last_ = k::launch_oneshot_unbounded_polls(p, *workspace_, stream_);
+        break;
       case Variant::twoshot: last_ = k::launch_twoshot(p, *workspace_, stream_); break;
       case Variant::automatic: last_ = k::launch_automatic(p, *workspace_, stream_); break;
       case Variant::unfused:
@@ -251,7 +277,8 @@ class BenchRunner {
     comm_.all_gather(mine.data(), all.data(), mine.size() * sizeof(double), "bench times");
     std::vector<double> out(mine);
     for (int r = 0; r < comm_.size(); ++r)
-      for (std::size_t i = 0; i < mine.size(); ++i) out[i] = std::max(out[i], all[r * mine.size() + i]);
+      for (std::size_t i = 0; i < mine.size(); ++i)
+        out[i] = std::max(out[i], all[r * mine.size() + i]);
     return out;
   }
 
@@ -277,7 +304,8 @@ class BenchRunner {
   std::unique_ptr<CallGraph> capture_graph(Variant v, const k::FusedParams& p, void* allreduced) {
     auto graph = std::make_unique<CallGraph>();
     mpi::set_phase("bench: capturing a graph");
-    cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed),
+               "cudaStreamBeginCapture");
     cudaGraph_t captured = nullptr;
     try {
       for (int i = 0; i < options_.graph_calls; ++i) launch(v, p, allreduced);
@@ -305,8 +333,8 @@ class BenchRunner {
   // of two columns is then a side-by-side figure. One timing: the ranks meet at a barrier,
   // the graph waits behind a spin kernel, an event pair around it; per call = graph time /
   // calls. Per variant: median and p10/p90 over repeats of the slowest rank.
-  std::vector<nlohmann::json> time_graphs_interleaved(const std::vector<Variant>& variants,
-                                                      const std::vector<std::unique_ptr<CallGraph>>& graphs) {
+  std::vector<nlohmann::json> time_graphs_interleaved(
+      const std::vector<Variant>& variants, const std::vector<std::unique_ptr<CallGraph>>& graphs) {
     const std::size_t n = variants.size();
     std::vector<std::vector<double>> per_call(n);
     EventPair events;
@@ -326,7 +354,9 @@ class BenchRunner {
     std::vector<nlohmann::json> out;
     for (std::size_t col = 0; col < n; ++col) {
       const std::vector<double> slowest = slowest_rank(per_call[col]);
-      out.push_back({{"median", median(slowest)}, {"p10", percentile(slowest, 10)}, {"p90", percentile(slowest, 90)}});
+      out.push_back({{"median", median(slowest)},
+                     {"p10", percentile(slowest, 10)},
+                     {"p90", percentile(slowest, 90)}});
     }
     return out;
   }
@@ -336,11 +366,13 @@ class BenchRunner {
       const auto& g = row["graph"][key];
       return g.is_null() ? -1.0 : g["median"].get<double>();
     };
-    std::string line = fmt::format("{:>7} {:>7}", row["tokens"].get<int>(), row["hidden"].get<int>());
+    std::string line =
+        fmt::format("{:>7} {:>7}", row["tokens"].get<int>(), row["hidden"].get<int>());
     for (Variant v : variants_) line += fmt::format(" {:>13.2f}", us(column(v)));
     line += fmt::format(" {:>9.2f}x", us("unfused") / us("auto"));
     if (has_unbounded()) {
-      const auto& ratio = row.contains(kBoundRatioKey) ? row[kBoundRatioKey]["graph"] : nlohmann::json();
+      const auto& ratio =
+          row.contains(kBoundRatioKey) ? row[kBoundRatioKey]["graph"] : nlohmann::json();
       line += fmt::format(" {:>9.3f}", ratio.is_null() ? -1.0 : ratio.get<double>());
     }
     const auto& eager = row["eager"]["one-shot"];
@@ -359,7 +391,8 @@ class BenchRunner {
   }
 
   bool has_unbounded() const {
-    return std::find(variants_.begin(), variants_.end(), Variant::oneshot_unbounded) != variants_.end();
+    return std::find(variants_.begin(), variants_.end(), Variant::oneshot_unbounded) !=
+           variants_.end();
   }
 
  private:
@@ -381,8 +414,10 @@ class BenchRunner {
 std::string grid_note(const nlohmann::json& rows) {
   int oneshot = 0, twoshot = 0;
   for (const auto& row : rows) {
-    if (row["blocks"].contains("one-shot")) oneshot = std::max(oneshot, row["blocks"]["one-shot"].get<int>());
-    if (row["blocks"].contains("two-shot")) twoshot = std::max(twoshot, row["blocks"]["two-shot"].get<int>());
+    if (row["blocks"].contains("one-shot"))
+      oneshot = std::max(oneshot, row["blocks"]["one-shot"].get<int>());
+    if (row["blocks"].contains("two-shot"))
+      twoshot = std::max(twoshot, row["blocks"]["two-shot"].get<int>());
   }
   return fmt::format("largest grid per rank: one-shot {} blocks, two-shot {}", oneshot, twoshot);
 }
@@ -390,40 +425,49 @@ std::string grid_note(const nlohmann::json& rows) {
 }  // namespace
 
 BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
+  require_launcher(comm, "2, 4, 8 or 16");
   if (!protocol::is_supported_rank_count(comm.size()))
-    throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks",
-                                      comm.size()));
-  if (options.iters < 100) throw BadInput("--iters must be at least 100 (a median of >= 100 calls)");
+    throw BadInput(
+        fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+  if (options.iters < 100)
+    throw BadInput("--iters must be at least 100 (a median of >= 100 calls)");
   if (options.graph_calls < 1 || options.repeats < 5)
-    throw BadInput("--graph-calls must be >= 1 and --repeats >= 5 (a median and p10/p90 over repeats)");
-  const GpuPlacement placement = place_rank_on_gpu(comm, options.compare && options.compare->share_sms);
+    throw BadInput(
+        "--graph-calls must be >= 1 and --repeats >= 5 (a median and p10/p90 over repeats)");
+  const GpuPlacement placement =
+      place_rank_on_gpu(comm, options.compare && options.compare->share_sms);
   // Before any workspace exists: every rank on a node sees the same placement and refuses alike.
-  (void)baseline_uses_nccl(options.allreduce, placement.ranks_share_gpu, k::NcclAllReduce::available());
+  (void)baseline_uses_nccl(options.allreduce, placement.ranks_share_gpu,
+                           k::NcclAllReduce::available());
   BenchRunner runner(comm, options, placement);
   runner.prepare();
-  const std::string method = fmt::format(
-      "per call from a CUDA graph of {} calls queued behind a spin kernel, ranks released together; "
-      "median of {} graph launches, slowest rank (p10/p90 in the JSON), the columns' launches interleaved; eager 1s: one-shot launched "
-      "from the host, event pair per call, median of {}",
-      options.graph_calls, options.repeats, options.iters) +
+  const std::string method =
+      fmt::format(
+          "per call from a CUDA graph of {} calls queued behind a spin kernel, ranks released together; "
+          "median of {} graph launches, slowest rank (p10/p90 in the JSON), the columns' launches interleaved; eager 1s: one-shot launched "
+          "from the host, event pair per call, median of {}",
+          options.graph_calls, options.repeats, options.iters) +
       (k::oneshot_unbounded_polls_compiled(comm.size())
-           ? fmt::format("; {}: our one-shot built without the time bound on its polls (benchmark only), "
-                         "timed beside it; bnd/unbnd: one-shot over it (graph; the JSON's \"{}\" also eager)",
-                         kUnboundedColumn, kBoundRatioKey)
+           ? fmt::format(
+                 "; {}: our one-shot built without the time bound on its polls (benchmark only), "
+                 "timed beside it; bnd/unbnd: one-shot over it (graph; the JSON's \"{}\" also eager)",
+                 kUnboundedColumn, kBoundRatioKey)
            : "");
   if (comm.rank() == 0) {
     fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));
-    fmt::print("bf16, residual + RMSNorm; latency in microseconds; PDL {} (trigger {}), one-shot RMSNorm path {}\n{}\n",
-               options.use_pdl ? "on" : "off", trigger_name(options.trigger),
-               options.cluster == k::ClusterMode::automatic       ? "auto"
-               : options.cluster == k::ClusterMode::force_cluster ? "cluster"
-                                                                  : "no-cluster",
-               method);
+    fmt::print(
+        "bf16, residual + RMSNorm; latency in microseconds; PDL {} (trigger {}), one-shot RMSNorm path {}\n{}\n",
+        options.use_pdl ? "on" : "off", trigger_name(options.trigger),
+        options.cluster == k::ClusterMode::automatic       ? "auto"
+        : options.cluster == k::ClusterMode::force_cluster ? "cluster"
+                                                           : "no-cluster",
+        method);
     runner.print_header();
   }
   const nlohmann::json rows = runner.run();
   if (comm.rank() == 0) {
-    fmt::print("unfused = {} + separate residual+RMSNorm kernel; {}\n", runner.allreduce_kind(), grid_note(rows));
+    fmt::print("unfused = {} + separate residual+RMSNorm kernel; {}\n", runner.allreduce_kind(),
+               grid_note(rows));
     if (!options.json_out.empty())
       write_file(options.json_out, nlohmann::json{{"setup", describe(placement, comm.size())},
                                                   {"ranks", comm.size()},

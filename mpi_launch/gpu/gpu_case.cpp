@@ -3,6 +3,12 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
 
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
@@ -15,8 +21,9 @@ namespace k = kernels;
 constexpr const char* kModeNames[] = {"checked-each-call", "back-to-back", "graph-replay"};
 constexpr const char* kClusterNames[] = {"auto", "cluster", "no-cluster"};
 // The patterns in enum order, named by protocol::pattern_name.
-constexpr k::Pattern kPatterns[] = {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
-                                    k::Pattern::fp8_dynamic, k::Pattern::nvfp4};
+constexpr k::Pattern kPatterns[] = {k::Pattern::allreduce, k::Pattern::residual_rmsnorm,
+                                    k::Pattern::fp8_static, k::Pattern::fp8_dynamic,
+                                    k::Pattern::nvfp4};
 
 k::Pattern pattern_from_name(const std::string& name) {
   for (k::Pattern p : kPatterns)
@@ -63,54 +70,193 @@ nlohmann::json to_json(const GpuCase& c) {
           {"calls", calls}};
 }
 
-GpuCase case_from_json(const nlohmann::json& j) {
-  try {
-    GpuCase c;
-    c.seed = j.at("seed").get<std::uint64_t>();
-    c.ranks = j.at("ranks").get<int>();
-    c.hidden = j.at("hidden").get<int>();
-    const auto dtype = j.at("dtype").get<std::string>();
-    if (dtype != "bf16" && dtype != "f16") throw BadInput("replay file: dtype must be bf16 or f16");
-    c.dtype = dtype == "bf16" ? k::DType::bf16 : k::DType::f16;
-    c.fp32_lamport = j.at("fp32_lamport").get<bool>();
-    c.fp32_accumulation = j.at("fp32_accumulation").get<bool>();
-    c.weight_bias = j.at("weight_bias").get<float>();
-    c.mode = static_cast<IssueMode>(index_of(kModeNames, j.at("mode").get<std::string>(), "mode"));
-    c.delay_seed = j.value("delay_seed", 0u);  // absent in files written before delays existed
-    c.delay_max_ns = j.value("delay_max_ns", 0u);
-    c.neg_zero_inputs = j.value("neg_zero_inputs", true);  // absent in files written before it existed
-    for (const auto& call : j.at("calls")) {
-      CallSpec s;
-      s.twoshot = call.at("twoshot").get<bool>();
-      s.unfused = call.value("unfused", false);
-      s.pattern = pattern_from_name(call.at("pattern").get<std::string>());
-      s.tokens = call.at("tokens").get<int>();
-      s.exact_values = call.at("exact_values").get<bool>();
-      s.use_pdl = call.at("pdl").get<bool>();
-      s.trigger = call.at("trigger").get<std::string>() == "early" ? k::Trigger::early : k::Trigger::at_end;
-      s.cluster = static_cast<k::ClusterMode>(index_of(kClusterNames, call.at("cluster").get<std::string>(), "cluster"));
-      s.pdl_consumer = call.value("pdl_consumer", false);
-      s.pdl_producer = call.value("pdl_producer", false);  // absent in files written before it existed
-      s.producer_delay_ns = call.value("producer_delay_ns", 0u);
-      c.calls.push_back(s);
-    }
-    if (const std::string problem = case_problem(c); !problem.empty())
-      throw BadInput("replay file: " + problem);
-    return c;
-  } catch (const nlohmann::json::exception& e) {
-    throw BadInput(std::string("replay file: ") + e.what());
+namespace {
+
+// Strict field readers: a value of another JSON type, an integer outside its C++ type's range
+// (a negative count, 2^32 + 2 ranks), a fraction where an integer goes: each is BadInput
+// naming the field, never a value bent into range.
+const nlohmann::json& field(const nlohmann::json& object, const char* name,
+                            const std::string& where) {
+  const auto it = object.find(name);
+  if (it == object.end()) throw BadInput(fmt::format("replay file: {}{} is missing", where, name));
+  return *it;
+}
+
+template <typename T>
+T integer_value(const nlohmann::json& v, const char* name, const std::string& where) {
+  const auto bad = [&](const std::string& why) {
+    return BadInput(fmt::format("replay file: {}{} = {}: {}", where, name, v.dump(), why));
+  };
+  if (!v.is_number_integer()) throw bad("not an integer");
+  using Limits = std::numeric_limits<T>;
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(Limits::max()))
+      throw bad(fmt::format("out of range [{}, {}]", Limits::min(), Limits::max()));
+    return static_cast<T>(v.get<std::uint64_t>());
   }
+  const std::int64_t value = v.get<std::int64_t>();
+  if (value < static_cast<std::int64_t>(Limits::min()) ||
+      (value > 0 && static_cast<std::uint64_t>(value) > static_cast<std::uint64_t>(Limits::max())))
+    throw bad(fmt::format("out of range [{}, {}]", Limits::min(), Limits::max()));
+  return static_cast<T>(value);
+}
+
+template <typename T>
+T integer_field(const nlohmann::json& object, const char* name, const std::string& where) {
+  return integer_value<T>(field(object, name, where), name, where);
+}
+
+// A field that a replay file may lack: `fallback` when absent.
+template <typename T>
+T integer_field_or(const nlohmann::json& object, const char* name, T fallback,
+                   const std::string& where) {
+  return object.contains(name) ? integer_field<T>(object, name, where) : fallback;
+}
+
+bool bool_field(const nlohmann::json& object, const char* name, const std::string& where) {
+  const nlohmann::json& v = field(object, name, where);
+  if (!v.is_boolean())
+    throw BadInput(fmt::format("replay file: {}{} = {}: not true or false", where, name, v.dump()));
+  return v.get<bool>();
+}
+
+bool bool_field_or(const nlohmann::json& object, const char* name, bool fallback,
+                   const std::string& where) {
+  return object.contains(name) ? bool_field(object, name, where) : fallback;
+}
+
+std::string string_field(const nlohmann::json& object, const char* name, const std::string& where) {
+  const nlohmann::json& v = field(object, name, where);
+  if (!v.is_string())
+    throw BadInput(fmt::format("replay file: {}{} = {}: not a string", where, name, v.dump()));
+  return v.get<std::string>();
+}
+
+float float_field(const nlohmann::json& object, const char* name, const std::string& where) {
+  const nlohmann::json& v = field(object, name, where);
+  const double value = v.is_number() ? v.get<double>() : 0.0;
+  if (!v.is_number() || !std::isfinite(value) ||
+      std::fabs(value) > std::numeric_limits<float>::max())
+    throw BadInput(
+        fmt::format("replay file: {}{} = {}: not a finite number", where, name, v.dump()));
+  return static_cast<float>(value);
+}
+
+// An object holding only `known` keys: a misspelt optional field would otherwise fall back
+// to its default unnoticed.
+void require_known_keys(const nlohmann::json& object, std::initializer_list<const char*> known,
+                        const std::string& what) {
+  if (!object.is_object())
+    throw BadInput(fmt::format("replay file: {} is not a JSON object", what));
+  for (const auto& [key, value] : object.items())
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
+      throw BadInput(fmt::format("replay file: {}: unknown field '{}'", what, key));
+}
+
+CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
+  const std::string where = fmt::format("calls[{}].", index);
+  require_known_keys(call,
+                     {"twoshot", "unfused", "pattern", "tokens", "exact_values", "pdl", "trigger",
+                      "cluster", "pdl_consumer", "pdl_producer", "producer_delay_ns"},
+                     "calls[" + std::to_string(index) + "]");
+  CallSpec s;
+  s.twoshot = bool_field(call, "twoshot", where);
+  s.unfused = bool_field_or(call, "unfused", false, where);
+  s.pattern = pattern_from_name(string_field(call, "pattern", where));
+  s.tokens = integer_field<int>(call, "tokens", where);
+  s.exact_values = bool_field(call, "exact_values", where);
+  s.use_pdl = bool_field(call, "pdl", where);
+  const std::string trigger = string_field(call, "trigger", where);
+  if (trigger != "early" && trigger != "at_end")
+    throw BadInput(
+        fmt::format("replay file: {}trigger '{}': expected early or at_end", where, trigger));
+  s.trigger = trigger == "early" ? k::Trigger::early : k::Trigger::at_end;
+  s.cluster = static_cast<k::ClusterMode>(
+      index_of(kClusterNames, string_field(call, "cluster", where), "cluster"));
+  // Absent in files written before consumers, producers and the unfused baseline existed.
+  s.pdl_consumer = bool_field_or(call, "pdl_consumer", false, where);
+  s.pdl_producer = bool_field_or(call, "pdl_producer", false, where);
+  s.producer_delay_ns = integer_field_or<std::uint32_t>(call, "producer_delay_ns", 0, where);
+  return s;
+}
+
+}  // namespace
+
+GpuCase case_from_json(const nlohmann::json& j) {
+  require_known_keys(
+      j,
+      {"seed", "ranks", "hidden", "dtype", "fp32_lamport", "fp32_accumulation", "weight_bias",
+       "mode", "delay_seed", "delay_max_ns", "neg_zero_inputs", "calls"},
+      "the case");
+  GpuCase c;
+  c.seed = integer_field<std::uint64_t>(j, "seed", "");
+  c.ranks = integer_field<int>(j, "ranks", "");
+  c.hidden = integer_field<int>(j, "hidden", "");
+  const std::string dtype = string_field(j, "dtype", "");
+  if (dtype != "bf16" && dtype != "f16") throw BadInput("replay file: dtype must be bf16 or f16");
+  c.dtype = dtype == "bf16" ? k::DType::bf16 : k::DType::f16;
+  c.fp32_lamport = bool_field(j, "fp32_lamport", "");
+  c.fp32_accumulation = bool_field(j, "fp32_accumulation", "");
+  c.weight_bias = float_field(j, "weight_bias", "");
+  c.mode = static_cast<IssueMode>(index_of(kModeNames, string_field(j, "mode", ""), "mode"));
+  c.delay_seed =
+      integer_field_or<std::uint32_t>(j, "delay_seed", 0, "");  // absent before delays existed
+  c.delay_max_ns = integer_field_or<std::uint32_t>(j, "delay_max_ns", 0, "");
+  c.neg_zero_inputs = bool_field_or(j, "neg_zero_inputs", true, "");  // absent before it existed
+  const nlohmann::json& calls = field(j, "calls", "");
+  if (!calls.is_array()) throw BadInput("replay file: calls is not an array");
+  // Before reading them: a file of a million calls is refused at once.
+  if (calls.size() > static_cast<std::size_t>(kMaxCallsPerCase))
+    throw BadInput(
+        fmt::format("replay file: {} calls; at most {} per case", calls.size(), kMaxCallsPerCase));
+  for (std::size_t i = 0; i < calls.size(); ++i) c.calls.push_back(call_from_json(calls[i], i));
+  if (const std::string problem = case_problem(c); !problem.empty())
+    throw BadInput("replay file: " + problem);
+  return c;
+}
+
+nlohmann::json read_replay_json(const std::string& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  if (error) throw BadInput("--replay " + path + ": " + error.message());
+  if (bytes > kMaxReplayFileBytes)
+    throw BadInput(fmt::format(
+        "--replay {}: {} bytes; a replay file has at most {} (one case of at most {} calls)", path,
+        bytes, kMaxReplayFileBytes, kMaxCallsPerCase));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BadInput("--replay " + path + ": cannot open");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    return nlohmann::json::parse(text);  // strict: text after the document is an error
+  } catch (const nlohmann::json::exception& e) {
+    throw BadInput("--replay " + path + ": not JSON: " + e.what());
+  }
+}
+
+GpuCase read_replay_case(const std::string& path) {
+  const nlohmann::json j = read_replay_json(path);
+  if (!j.is_object()) throw BadInput("--replay " + path + ": not a replay file (a JSON object)");
+  return case_from_json(j.contains("case") ? j.at("case") : j);
 }
 
 std::string case_problem(const GpuCase& c) {
   if (c.calls.empty()) return "a case needs at least one call";
   if (c.calls.size() > static_cast<std::size_t>(kMaxCallsPerCase))
     return fmt::format("{} calls; at most {} per case", c.calls.size(), kMaxCallsPerCase);
-  if (c.hidden < 16 || c.hidden % 16 != 0) return fmt::format("hidden={} is not a positive multiple of 16", c.hidden);
+  if (c.hidden < 16 || c.hidden % 16 != 0)
+    return fmt::format("hidden={} is not a positive multiple of 16", c.hidden);
+  if (c.hidden > CaseLimits::kMaxHidden)
+    return fmt::format("hidden={} exceeds {}", c.hidden, CaseLimits::kMaxHidden);
   if (c.delay_max_ns > k::kMaxInjectedDelayNs)
     return fmt::format("delay_max_ns={} exceeds {}", c.delay_max_ns, k::kMaxInjectedDelayNs);
   for (const CallSpec& call : c.calls) {
     if (call.tokens < 1) return fmt::format("tokens={} is not positive", call.tokens);
+    // The generator's bounds: at most kMaxCallsPerCase calls of at most kMaxElems each.
+    if (call.tokens > CaseLimits::kMaxTokens)
+      return fmt::format("tokens={} exceeds {}", call.tokens, CaseLimits::kMaxTokens);
+    if (static_cast<std::int64_t>(call.tokens) * c.hidden > CaseLimits::kMaxElems)
+      return fmt::format("tokens={} x hidden={} exceeds {} elements per call", call.tokens,
+                         c.hidden, CaseLimits::kMaxElems);
     if (call.unfused && (call.twoshot || call.pattern == k::Pattern::allreduce))
       return "the unfused baseline has an epilogue (not pattern allreduce) and no two-shot form";
     if (call.pdl_consumer && (!call.use_pdl || call.trigger != k::Trigger::at_end))
@@ -118,14 +264,16 @@ std::string case_problem(const GpuCase& c) {
     if (call.pdl_producer && (!call.use_pdl || call.unfused))
       return "pdl_producer needs pdl on and a fused call";
     if (call.producer_delay_ns > k::kMaxPdlProducerDelayNs)
-      return fmt::format("producer_delay_ns={} exceeds {}", call.producer_delay_ns, k::kMaxPdlProducerDelayNs);
+      return fmt::format("producer_delay_ns={} exceeds {}", call.producer_delay_ns,
+                         k::kMaxPdlProducerDelayNs);
   }
   return "";
 }
 
 bool KernelTraits::runs_hidden(int hidden) const {
-  return hidden_sizes.empty() ? hidden >= 16 && hidden % 16 == 0
-                              : std::find(hidden_sizes.begin(), hidden_sizes.end(), hidden) != hidden_sizes.end();
+  return hidden_sizes.empty()
+             ? hidden >= 16 && hidden % 16 == 0
+             : std::find(hidden_sizes.begin(), hidden_sizes.end(), hidden) != hidden_sizes.end();
 }
 
 bool KernelTraits::runs_pattern(k::Pattern pattern) const {
@@ -133,7 +281,8 @@ bool KernelTraits::runs_pattern(k::Pattern pattern) const {
 }
 
 std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
-  if (!t.runs_hidden(c.hidden)) return fmt::format("hidden={} is not one the kernel runs", c.hidden);
+  if (!t.runs_hidden(c.hidden))
+    return fmt::format("hidden={} is not one the kernel runs", c.hidden);
   if (c.fp32_lamport && !t.fp32_lamport) return "fp32 Lamport elements";
   if (c.fp32_accumulation && !t.fp32_accumulation) return "fp32 accumulation";
   if (c.weight_bias != 0.0f && !t.weight_bias) return fmt::format("weight_bias={}", c.weight_bias);
@@ -148,10 +297,13 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
     if (call.twoshot && t.twoshot_more_tokens_than_ranks && call.tokens <= c.ranks)
       return what + ": two-shot with tokens <= ranks";
     if (call.unfused && !t.unfused) return what + ": unfused baseline";
-    if (call.cluster != k::ClusterMode::automatic && !t.forced_cluster) return what + ": forced cluster path";
+    if (call.cluster != k::ClusterMode::automatic && !t.forced_cluster)
+      return what + ": forced cluster path";
     if (call.trigger == k::Trigger::early && !t.early_trigger) return what + ": early trigger";
-    if (call.pdl_consumer && !t.outputs_visible_at_trigger) return what + ": PDL consumer before the wait";
-    if (c.mode != IssueMode::checked_each_call && !t.shape_changes_without_sync && call.tokens != c.calls[0].tokens)
+    if (call.pdl_consumer && !t.outputs_visible_at_trigger)
+      return what + ": PDL consumer before the wait";
+    if (c.mode != IssueMode::checked_each_call && !t.shape_changes_without_sync &&
+        call.tokens != c.calls[0].tokens)
       return what + ": a shape change without a host sync";
   }
   return "";
@@ -160,9 +312,12 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
 void CaseLimits::validate() const {
   if (max_tokens < 1 || max_tokens > kMaxTokens)
     throw BadInput(fmt::format("--max-tokens must be in [1, {}]", kMaxTokens));
-  if (max_hidden < 16 || max_hidden % 16) throw BadInput("--max-hidden must be a positive multiple of 16");
-  if (max_hidden > kMaxHidden) throw BadInput(fmt::format("--max-hidden must be at most {}", kMaxHidden));
-  if (max_elems < max_hidden) throw BadInput("--max-elems must be at least --max-hidden (one token of the widest row)");
+  if (max_hidden < 16 || max_hidden % 16)
+    throw BadInput("--max-hidden must be a positive multiple of 16");
+  if (max_hidden > kMaxHidden)
+    throw BadInput(fmt::format("--max-hidden must be at most {}", kMaxHidden));
+  if (max_elems < max_hidden)
+    throw BadInput("--max-elems must be at least --max-hidden (one token of the widest row)");
   if (max_calls < 1 || max_calls > kMaxCallsPerCase)
     throw BadInput(fmt::format("--max-calls must be in [1, {}]", kMaxCallsPerCase));
 }
@@ -172,63 +327,79 @@ std::int64_t CaseLimits::elems_per_call() const {
 }
 
 int CaseLimits::max_tokens_for(int hidden) const {
-  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(max_tokens, elems_per_call() / hidden)));
+  return static_cast<int>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(max_tokens, elems_per_call() / hidden)));
 }
 
 std::string CaseLimits::does_not_fit(const GpuCase& c) const {
   if (c.calls.size() > static_cast<std::size_t>(max_calls))
-    return fmt::format("the case has {} calls, this run allows {} (--max-calls)", c.calls.size(), max_calls);
-  if (c.hidden > max_hidden) return fmt::format("hidden={} exceeds --max-hidden {}", c.hidden, max_hidden);
+    return fmt::format("the case has {} calls, this run allows {} (--max-calls)", c.calls.size(),
+                       max_calls);
+  if (c.hidden > max_hidden)
+    return fmt::format("hidden={} exceeds --max-hidden {}", c.hidden, max_hidden);
   for (const CallSpec& call : c.calls)
-    if (call.tokens > max_tokens || static_cast<std::int64_t>(call.tokens) * c.hidden > elems_per_call())
-      return fmt::format("tokens={} x hidden={} exceeds this run's --max-tokens {} or --max-elems {}", call.tokens,
-                         c.hidden, max_tokens, elems_per_call());
+    if (call.tokens > max_tokens ||
+        static_cast<std::int64_t>(call.tokens) * c.hidden > elems_per_call())
+      return fmt::format(
+          "tokens={} x hidden={} exceeds this run's --max-tokens {} or --max-elems {}", call.tokens,
+          c.hidden, max_tokens, elems_per_call());
   return "";
 }
 
 std::string describe(const CallSpec& call) {
-  return fmt::format("{} {} tokens={} {} pdl={} trigger={} cluster={}{}{}",
-                     call.unfused ? "unfused" : call.twoshot ? "two-shot" : "one-shot",
-                     protocol::pattern_name(call.pattern),
-                     call.tokens, call.exact_values ? "exact" : "random",
-                     call.use_pdl ? "on" : "off", call.trigger == k::Trigger::early ? "early" : "end",
-                     kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",
-                     call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "");
+  return fmt::format(
+      "{} {} tokens={} {} pdl={} trigger={} cluster={}{}{}",
+      call.unfused   ? "unfused"
+      : call.twoshot ? "two-shot"
+                     : "one-shot",
+      protocol::pattern_name(call.pattern), call.tokens, call.exact_values ? "exact" : "random",
+      call.use_pdl ? "on" : "off", call.trigger == k::Trigger::early ? "early" : "end",
+      kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",
+      call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "");
 }
 
 std::string describe(const GpuCase& c) {
-  return fmt::format("seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}{}", c.seed,
-                     c.ranks, c.hidden, dtype_text(c.dtype),
-                     c.fp32_lamport ? "fp32" : "16b", c.fp32_accumulation ? "fp32" : "per-step",
-                     c.weight_bias, kModeNames[static_cast<int>(c.mode)], c.calls.size(),
-                     c.delay_seed ? fmt::format(" delays={}:{}ns", c.delay_seed, c.delay_max_ns) : "",
-                     c.neg_zero_inputs ? "" : " no-neg-zero");
+  return fmt::format(
+      "seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}{}", c.seed, c.ranks,
+      c.hidden, dtype_text(c.dtype), c.fp32_lamport ? "fp32" : "16b",
+      c.fp32_accumulation ? "fp32" : "per-step", c.weight_bias,
+      kModeNames[static_cast<int>(c.mode)], c.calls.size(),
+      c.delay_seed ? fmt::format(" delays={}:{}ns", c.delay_seed, c.delay_max_ns) : "",
+      c.neg_zero_inputs ? "" : " no-neg-zero");
 }
 
 std::string describe_block(const GpuCase& c, const std::string& in) {
   std::string out;
-  auto line = [&](const char* label, const std::string& value) { out += fmt::format("{}{:<18}{}\n", in, label, value); };
+  auto line = [&](const char* label, const std::string& value) {
+    out += fmt::format("{}{:<18}{}\n", in, label, value);
+  };
   line("dtype", dtype_text(c.dtype));
   line("hidden", std::to_string(c.hidden));
   line("Lamport element", c.fp32_lamport ? "f32" : dtype_text(c.dtype));
-  line("accumulation", c.fp32_accumulation ? "fp32, rounded once" : "rounded to the dtype after every rank");
+  line("accumulation",
+       c.fp32_accumulation ? "fp32, rounded once" : "rounded to the dtype after every rank");
   line("weight_bias", fmt::format("{}", c.weight_bias));
   line("issue mode", kModeNames[static_cast<int>(c.mode)]);
-  line("delays", c.delay_seed ? fmt::format("seed {}, up to {} ns per pause", c.delay_seed, c.delay_max_ns) : "none");
+  line("delays", c.delay_seed
+                     ? fmt::format("seed {}, up to {} ns per pause", c.delay_seed, c.delay_max_ns)
+                     : "none");
   line("input seed", std::to_string(c.seed));
   line("-0 in inputs", c.neg_zero_inputs ? "yes" : "no (the kernel's precondition)");
-  out += fmt::format("{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n", in, c.calls.size(), in,
-                     "#", "tokens", "pattern", "kernel", "values", "PDL", "trigger", "cluster", "PDL consumer",
-                     "PDL producer");
+  out += fmt::format("{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n",
+                     in, c.calls.size(), in, "#", "tokens", "pattern", "kernel", "values", "PDL",
+                     "trigger", "cluster", "PDL consumer", "PDL producer");
   for (std::size_t i = 0; i < c.calls.size(); ++i) {
     const CallSpec& call = c.calls[i];
-    out += fmt::format("{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n", in, i, call.tokens,
-                       protocol::pattern_name(call.pattern),
-                       call.unfused ? "unfused" : call.twoshot ? "two-shot" : "one-shot",
-                       call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
-                       call.trigger == k::Trigger::early ? "early" : "at end",
-                       kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? "yes" : "no",
-                       call.pdl_producer ? fmt::format("after {} ns", call.producer_delay_ns) : "no");
+    out +=
+        fmt::format("{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n", in, i,
+                    call.tokens, protocol::pattern_name(call.pattern),
+                    call.unfused   ? "unfused"
+                    : call.twoshot ? "two-shot"
+                                   : "one-shot",
+                    call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
+                    call.trigger == k::Trigger::early ? "early" : "at end",
+                    kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? "yes" : "no",
+                    call.pdl_producer ? fmt::format("after {} ns", call.producer_delay_ns) : "no");
   }
   return out;
 }
@@ -238,14 +409,11 @@ void showValue(const GpuCase& c, std::ostream& os) {
 }
 
 std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& r) {
-  return {{"binary_version", r.binary_version},
-          {"kernel", r.kernel},
-          {"ranks", std::to_string(r.ranks)},
-          {"seed", std::to_string(r.seed)},
-          {"cases", std::to_string(r.cases)},
-          {"mutant", r.mutant},
-          {"max_tokens", std::to_string(r.max_tokens)},
-          {"max_hidden", std::to_string(r.max_hidden)}};
+  return {
+      {"binary_version", r.binary_version},         {"kernel", r.kernel},
+      {"ranks", std::to_string(r.ranks)},           {"seed", std::to_string(r.seed)},
+      {"cases", std::to_string(r.cases)},           {"mutant", r.mutant},
+      {"max_tokens", std::to_string(r.max_tokens)}, {"max_hidden", std::to_string(r.max_hidden)}};
 }
 
 }  // namespace fusioncheck::gpu

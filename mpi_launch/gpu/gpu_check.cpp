@@ -48,28 +48,29 @@ std::optional<GpuCase> receive_case(mpi::MpiComm& comm) {
   comm.broadcast(header, sizeof(header), 0, "next case from rank 0");
   if (header[0] == kDone) return std::nullopt;
   std::string text(static_cast<std::size_t>(header[1]), '\0');
-  comm.broadcast(text.data(), text.size(), 0, header[0] == kBadInput ? "bad input message" : "case body");
+  comm.broadcast(text.data(), text.size(), 0,
+                 header[0] == kBadInput ? "bad input message" : "case body");
   if (header[0] == kBadInput) throw BadInput(text);
   return case_from_json(nlohmann::json::parse(text));
 }
 
 // Rank 0: the case in a replay file, checked against this job; throws BadInput.
-GpuCase load_replay(const std::string& path, int ranks, const std::string& kernel, const CaseRunner& runner) {
-  std::ifstream in(path);
-  if (!in) throw BadInput("--replay " + path + ": cannot open");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw BadInput("--replay " + path + ": not JSON: " + e.what());
-  }
-  const std::string recorded = j.value("kernel", std::string("ours"));
+GpuCase load_replay(const std::string& path, int ranks, const std::string& kernel,
+                    const CaseRunner& runner) {
+  const nlohmann::json j = read_replay_json(path);
+  if (!j.is_object()) throw BadInput("--replay " + path + ": not a replay file (a JSON object)");
+  if (j.contains("kernel") && !j["kernel"].is_string())
+    throw BadInput("--replay " + path + ": kernel = " + j["kernel"].dump() + ": not a string");
+  const std::string recorded =
+      j.value("kernel", std::string("ours"));  // absent before adapters existed
   if (recorded != kernel)
-    throw BadInput(fmt::format("--replay {}: the case was found with --kernel {}; this run drives --kernel {}", path,
-                               recorded, kernel));
+    throw BadInput(
+        fmt::format("--replay {}: the case was found with --kernel {}; this run drives --kernel {}",
+                    path, recorded, kernel));
   GpuCase c = case_from_json(j.contains("case") ? j["case"] : j);
   if (c.ranks != ranks)
-    throw BadInput(fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, ranks));
+    throw BadInput(
+        fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, ranks));
   if (const std::string problem = runner.limits().does_not_fit(c); !problem.empty())
     throw BadInput("--replay: " + problem);
   return c;
@@ -88,9 +89,10 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   c.ranks = o.ranks;
   const int hidden_units = o.limits.max_hidden / 16;
   if (traits.hidden_sizes.empty()) {
-    c.hidden = 16 * *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
-                                                   {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
-                                                   {1, rc::gen::inRange(1, hidden_units + 1)}});
+    c.hidden = 16 * *rc::gen::weightedOneOf<int>(
+                        {{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
+                         {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
+                         {1, rc::gen::inRange(1, hidden_units + 1)}});
   } else {  // the kernel's own list, within --max-hidden (shrinks towards the smallest)
     std::vector<int> sizes;
     for (int h : traits.hidden_sizes)
@@ -102,14 +104,16 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   c.fp32_accumulation = *rc::gen::element(true, false) && traits.fp32_accumulation;
   c.weight_bias = traits.weight_bias ? *rc::gen::element(0.0f, 1.0f) : 0.0f;
   c.mode = traits.graph_replay
-               ? *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back, IssueMode::graph_replay)
+               ? *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back,
+                                   IssueMode::graph_replay)
                : *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back);
   c.neg_zero_inputs = traits.neg_zero_inputs;
   if (o.mutant != protocol::Mutant::none) {
     c.dtype = k::DType::bf16;  // mutant instances are compiled for bf16 (kernels/README.md)
     c.fp32_lamport = o.mutant == protocol::Mutant::sentinel_width;
   }
-  if (o.delays && *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {
+  if (o.delays &&
+      *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) {
     c.delay_seed = *rc::gen::inRange<std::uint32_t>(1, 1u << 30);
     c.delay_max_ns = *rc::gen::element(2'000u, 20'000u, 200'000u);
   }
@@ -128,7 +132,8 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   std::vector<k::Pattern> patterns;
   for (k::Pattern p : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
                        k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
-    if (traits.runs_pattern(p) && (p != k::Pattern::nvfp4 || o.nvfp4_supported)) patterns.push_back(p);
+    if (traits.runs_pattern(p) && (p != k::Pattern::nvfp4 || o.nvfp4_supported))
+      patterns.push_back(p);
   int ncalls = *rc::gen::inRange(1, o.limits.max_calls + 1);
   // What provokes a two-shot race (a flag seen before the data it guards, a region reused by
   // the next call): two-shot calls only, as many as the case may hold, issued without a host
@@ -140,16 +145,20 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   }
   for (int i = 0; i < ncalls; ++i) {
     CallSpec call;
-    call.twoshot = traits.twoshot && !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
+    call.twoshot =
+        traits.twoshot && !c.fp32_lamport && *rc::gen::inRange(0, 100) < o.twoshot_percent;
     call.twoshot = (call.twoshot || race_twoshot) && !late_blocks;
     call.pattern = *rc::gen::elementOf(patterns);
-    call.tokens = race_twoshot
-                      ? *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
-                                                      {2, rc::gen::inRange(1, max_tokens_here + 1)}})
-                      : *rc::gen::weightedOneOf<int>({{6, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
-                                                      {3, rc::gen::inRange(1, std::min(128, max_tokens_here) + 1)},
-                                                      {1, rc::gen::inRange(1, max_tokens_here + 1)}});
-    if (late_blocks) call.tokens = *rc::gen::inRange(std::min(kLateBlocksMinTokens, max_tokens_here), max_tokens_here + 1);
+    call.tokens = race_twoshot ? *rc::gen::weightedOneOf<int>(
+                                     {{1, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
+                                      {2, rc::gen::inRange(1, max_tokens_here + 1)}})
+                               : *rc::gen::weightedOneOf<int>(
+                                     {{6, rc::gen::inRange(1, std::min(16, max_tokens_here) + 1)},
+                                      {3, rc::gen::inRange(1, std::min(128, max_tokens_here) + 1)},
+                                      {1, rc::gen::inRange(1, max_tokens_here + 1)}});
+    if (late_blocks)
+      call.tokens =
+          *rc::gen::inRange(std::min(kLateBlocksMinTokens, max_tokens_here), max_tokens_here + 1);
     if (call.twoshot && traits.twoshot_more_tokens_than_ranks) {  // else the kernel refuses it
       if (max_tokens_here > o.ranks) call.tokens = std::max(call.tokens, o.ranks + 1);
       else call.twoshot = false;
@@ -157,18 +166,22 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     // One shape per sequence issued without a host sync, where the kernel needs it.
     if (i > 0 && !traits.shape_changes_without_sync && c.mode != IssueMode::checked_each_call)
       call.tokens = c.calls[0].tokens;
-    call.exact_values = *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
+    call.exact_values =
+        *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
     call.use_pdl = *rc::gen::element(true, false);
     call.trigger = traits.early_trigger ? *rc::gen::element(k::Trigger::at_end, k::Trigger::early)
                                         : k::Trigger::at_end;
-    call.cluster = traits.forced_cluster ? *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
-                                                             k::ClusterMode::force_no_cluster)
-                                         : k::ClusterMode::automatic;
+    call.cluster = traits.forced_cluster
+                       ? *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
+                                           k::ClusterMode::force_no_cluster)
+                       : k::ClusterMode::automatic;
     // A next layer reading the output right after the trigger (kills early-trigger).
-    call.pdl_consumer = traits.outputs_visible_at_trigger && call.use_pdl && call.trigger == k::Trigger::at_end &&
-                        *rc::gen::element(false, true);
+    call.pdl_consumer = traits.outputs_visible_at_trigger && call.use_pdl &&
+                        call.trigger == k::Trigger::at_end && *rc::gen::element(false, true);
     // The kernel that writes the call's inputs, right before it (kills reading before the wait).
-    call.pdl_producer = o.pdl_producer && call.use_pdl && *rc::gen::weightedOneOf<bool>({{2, rc::gen::just(false)}, {1, rc::gen::just(true)}});
+    call.pdl_producer =
+        o.pdl_producer && call.use_pdl &&
+        *rc::gen::weightedOneOf<bool>({{2, rc::gen::just(false)}, {1, rc::gen::just(true)}});
     call.producer_delay_ns = call.pdl_producer ? *rc::gen::element(5'000u, 20'000u, 50'000u) : 0u;
     c.calls.push_back(call);
   }
@@ -177,8 +190,8 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
 
 namespace {
 
-void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v, const std::string& kernel,
-                  protocol::Mutant mutant, const std::string& command) {
+void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v,
+                  const std::string& kernel, protocol::Mutant mutant, const std::string& command) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : v.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
   write_file(path, nlohmann::json{{"case", to_json(c)},
@@ -190,138 +203,200 @@ void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& 
                        "\n");
 }
 
-}  // namespace
-
-CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacement& placement) {
-  o.limits.validate();
-  const protocol::Mutant mutant = o.mutant;
-  const std::string mutant_id(protocol::mutant_id(mutant));
-  MpiBootstrap bootstrap(comm);
-  const std::unique_ptr<KernelUnderTest> made = o.kernel.make(bootstrap, mutant);
-  KernelUnderTest& kernel = *made;
+// --mutant: the kernel under test must have an instance of it (BadInput otherwise).
+void require_mutant_instance(const KernelUnderTest& kernel, protocol::Mutant mutant) {
   const auto have = kernel.mutants();
-  if (mutant != protocol::Mutant::none && std::find(have.begin(), have.end(), mutant) == have.end()) {
+  if (mutant != protocol::Mutant::none &&
+      std::find(have.begin(), have.end(), mutant) == have.end()) {
     std::vector<std::string> ids;
     for (auto m : have) ids.emplace_back(protocol::mutant_id(m));
-    throw BadInput(fmt::format("--mutant {}: {} has no instance of this mutant (it has: {})", mutant_id, kernel.name(),
-                               ids.empty() ? std::string("none") : fmt::format("{}", fmt::join(ids, ", "))));
+    throw BadInput(
+        fmt::format("--mutant {}: {} has no instance of this mutant (it has: {})",
+                    std::string(protocol::mutant_id(mutant)), kernel.name(),
+                    ids.empty() ? std::string("none") : fmt::format("{}", fmt::join(ids, ", "))));
   }
-  const KernelTraits traits = kernel.traits();
+}
+
+// --max-hidden: a kernel with its own list of hidden sizes must have one within it.
+void require_hidden_size_within(const KernelTraits& traits, int max_hidden,
+                                const KernelUnderTest& kernel) {
+  if (traits.hidden_sizes.empty()) return;
+  const int smallest = *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end());
+  if (smallest > max_hidden)
+    throw BadInput(
+        fmt::format("--max-hidden {}: {} runs no hidden size that small (the smallest is {})",
+                    max_hidden, kernel.name(), smallest));
+}
+
+DrawSettings draw_settings(const CheckOptions& o, int ranks, const GpuPlacement& placement) {
   DrawSettings draw;
-  draw.ranks = comm.size();
+  draw.ranks = ranks;
   draw.limits = o.limits;
-  draw.mutant = mutant;
+  draw.mutant = o.mutant;
   draw.nvfp4_supported = placement.compute_capability >= 100;  // NVFP4 is refused below sm_100
   draw.delays = o.delays;
   draw.pdl_producer = o.pdl_producer;
   draw.twoshot_percent = o.twoshot_percent;
   draw.focus_twoshot = o.focus_twoshot;
   draw.focus_late_blocks = o.focus_late_blocks;
-  if (!traits.hidden_sizes.empty()) {
-    const int smallest = *std::min_element(traits.hidden_sizes.begin(), traits.hidden_sizes.end());
-    if (smallest > o.limits.max_hidden)
-      throw BadInput(fmt::format("--max-hidden {}: {} runs no hidden size that small (the smallest is {})",
-                                 o.limits.max_hidden, kernel.name(), smallest));
-  }
-  CaseRunner runner(comm, kernel, o.limits);
-  CheckResult result;
-  result.mutant = mutant;
-  result.twoshot_percent = o.twoshot_percent;
-  result.late_blocks = o.focus_late_blocks;
-  const auto start = Clock::now();
-  auto last_progress = start;
+  return draw;
+}
 
-  auto run_one = [&](const GpuCase& c) {
-    CaseVerdict v = runner.run(c);
+// Runs the cases of this rank and counts them into the result; rank 0 prints a progress
+// line, with where the time goes, every 15 s of a long run.
+class CaseCounter {
+ public:
+  CaseCounter(mpi::MpiComm& comm, KernelUnderTest& kernel, CaseRunner& runner, CheckResult& result)
+      : comm_(comm), kernel_(kernel), runner_(runner), result_(result), start_(Clock::now()),
+        last_progress_(start_) {}
+
+  CaseVerdict run(const GpuCase& c) {
+    CaseVerdict v = runner_.run(c);
     if (v.refused) {
-      ++result.refused;
-      ++result.refusals[v.refusal.substr(0, v.refusal.find_first_of("0123456789"))];
-    }
-    else ++result.cases;
-    if (v.failed()) kernel.reset();  // protocol state after a failure is not trusted
-    if (comm.rank() == 0 && Clock::now() - last_progress > std::chrono::seconds(15)) {
-      last_progress = Clock::now();  // a progress line on long runs, with where the time goes
-      result.seconds = std::chrono::duration<double>(last_progress - start).count();
-      result.times = runner.times();
-      fmt::print("  ... {} cases ({} refused) in {:.0f} s = {:.0f} cases/s; {}\n", result.cases, result.refused,
-                 result.seconds, result.cases / result.seconds, time_breakdown(result));
+      ++result_.refused;
+      ++result_.refusals[v.refusal.substr(0, v.refusal.find_first_of("0123456789"))];
+    } else ++result_.cases;
+    if (v.failed()) kernel_.reset();  // protocol state after a failure is not trusted
+    if (comm_.rank() == 0 && Clock::now() - last_progress_ > std::chrono::seconds(15)) {
+      last_progress_ = Clock::now();
+      result_.seconds = std::chrono::duration<double>(last_progress_ - start_).count();
+      result_.times = runner_.times();
+      fmt::print("  ... {} cases ({} refused) in {:.0f} s = {:.0f} cases/s; {}\n", result_.cases,
+                 result_.refused, result_.seconds, result_.cases / result_.seconds,
+                 time_breakdown(result_));
       std::fflush(stdout);
     }
     return v;
-  };
-
-  if (comm.rank() != 0) {
-    while (auto c = receive_case(comm)) run_one(*c);
-  } else if (!o.replay_file.empty()) {
-    GpuCase c;
-    try {
-      c = load_replay(o.replay_file, comm.size(), o.kernel.name, runner);
-    } catch (const BadInput& e) {
-      send_bad_input(comm, e.what());  // the other ranks exit 2 with the same line
-      throw;
-    }
-    send_case(comm, &c);
-    const CaseVerdict v = run_one(c);
-    send_case(comm, nullptr);
-    result.failed = v.failed();
-    result.findings = v.findings;
-    result.minimal = c;
-  } else {
-    std::optional<GpuCase> last_failure;
-    CaseVerdict last_verdict;
-    const std::string params = fmt::format("seed={} max_success={} max_size=100 noshrink={} max_discard_ratio=50",
-                                           o.seed, o.cases, o.shrink ? 0 : 1);
-    setenv("RC_PARAMS", params.c_str(), 1);  // RapidCheck reads its configuration here
-    // RapidCheck takes any exception thrown in the property for a failing case and shrinks
-    // it, calling the other ranks again. An error of the run itself (an MPI timeout, a CUDA
-    // error, a refused workspace) is kept instead; later cases are discarded without touching
-    // MPI, and it is rethrown once rc::check returns.
-    std::exception_ptr run_error;
-    const bool passed = rc::check(fmt::format("{} on {} ranks", kernel.name(), comm.size()), [&] {
-      if (run_error) RC_DISCARD("the run already failed");
-      const GpuCase c = *rc::gen::exec([&] { return draw_case(draw, traits); });
-      CaseVerdict v;
-      try {
-        send_case(comm, &c);
-        v = run_one(c);
-      } catch (const std::exception&) {
-        run_error = std::current_exception();
-        RC_DISCARD("the run failed");
-      }
-      if (v.refused) RC_DISCARD(v.refusal);
-      if (v.failed()) {
-        if (!last_failure) result.seconds_to_first_failure =
-            std::chrono::duration<double>(Clock::now() - start).count();
-        last_failure = c;  // shrinking ends on the smallest case that still fails
-        last_verdict = v;
-        result.cases_to_first_failure = result.cases_to_first_failure ? result.cases_to_first_failure : result.cases;
-        RC_FAIL(fmt::format("[{}] {}", v.findings.front().check, v.findings.front().message));
-      }
-    });
-    if (run_error) std::rethrow_exception(run_error);
-    send_case(comm, nullptr);
-    result.failed = !passed;
-    if (last_failure) {
-      result.findings = last_verdict.findings;
-      result.minimal = *last_failure;
-      result.minimal_calls = static_cast<int>(last_failure->calls.size());
-      if (!o.replay_out.empty()) {
-        result.replay_command =
-            fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", comm.size(),
-                        o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name, mutant_id, o.replay_out);
-        write_replay(o.replay_out, *last_failure, last_verdict, o.kernel.name, mutant, result.replay_command);
-        result.replay_file = o.replay_out;
-      }
-    }
   }
-  // RapidCheck ran on rank 0 alone: every rank returns its verdict, so that every rank exits
-  // alike (a kill table on rank 1 would otherwise count each killed mutant as a survivor).
+
+  Clock::time_point start() const { return start_; }
+
+ private:
+  mpi::MpiComm& comm_;
+  KernelUnderTest& kernel_;
+  CaseRunner& runner_;
+  CheckResult& result_;
+  const Clock::time_point start_;
+  Clock::time_point last_progress_;
+};
+
+// Ranks other than 0: the cases rank 0 sends, until it sends none.
+void follow_rank_0(mpi::MpiComm& comm, CaseCounter& cases) {
+  while (auto c = receive_case(comm)) cases.run(*c);
+}
+
+// Rank 0 with --replay: the case of the replay file, once on every rank.
+void replay_case(mpi::MpiComm& comm, const CheckOptions& o, const CaseRunner& runner,
+                 CaseCounter& cases, CheckResult& result) {
+  GpuCase c;
+  try {
+    c = load_replay(o.replay_file, comm.size(), o.kernel.name, runner);
+  } catch (const BadInput& e) {
+    send_bad_input(comm, e.what());  // the other ranks exit 2 with the same line
+    throw;
+  }
+  send_case(comm, &c);
+  const CaseVerdict v = cases.run(c);
+  send_case(comm, nullptr);
+  result.failed = v.failed();
+  result.findings = v.findings;
+  result.minimal = c;
+}
+
+// Rank 0: the smallest failing case RapidCheck shrank to, and its replay file where
+// --replay-out asks for one.
+void keep_minimal_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCase& failure,
+                          const CaseVerdict& verdict, CheckResult& result) {
+  result.findings = verdict.findings;
+  result.minimal = failure;
+  result.minimal_calls = static_cast<int>(failure.calls.size());
+  if (o.replay_out.empty()) return;
+  result.replay_command =
+      fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", comm.size(),
+                  o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name,
+                  std::string(protocol::mutant_id(o.mutant)), o.replay_out);
+  write_replay(o.replay_out, failure, verdict, o.kernel.name, o.mutant, result.replay_command);
+  result.replay_file = o.replay_out;
+}
+
+// Rank 0 without --replay: RapidCheck draws the cases and shrinks a failing one; every rank
+// runs each case.
+void search_cases(mpi::MpiComm& comm, const CheckOptions& o, const DrawSettings& draw,
+                  const KernelTraits& traits, const std::string& kernel_name, CaseCounter& cases,
+                  CheckResult& result) {
+  std::optional<GpuCase> last_failure;
+  CaseVerdict last_verdict;
+  const std::string params =
+      fmt::format("seed={} max_success={} max_size=100 noshrink={} max_discard_ratio=50", o.seed,
+                  o.cases, o.shrink ? 0 : 1);
+  setenv("RC_PARAMS", params.c_str(), 1);  // RapidCheck reads its configuration here
+  // RapidCheck takes any exception thrown in the property for a failing case and shrinks
+  // it, calling the other ranks again. An error of the run itself (an MPI timeout, a CUDA
+  // error, a refused workspace) is kept instead; later cases are discarded without touching
+  // MPI, and it is rethrown once rc::check returns.
+  std::exception_ptr run_error;
+  const bool passed = rc::check(fmt::format("{} on {} ranks", kernel_name, comm.size()), [&] {
+    if (run_error) RC_DISCARD("the run already failed");
+    const GpuCase c = *rc::gen::exec([&] { return draw_case(draw, traits); });
+    CaseVerdict v;
+    try {
+      send_case(comm, &c);
+      v = cases.run(c);
+    } catch (const std::exception&) {
+      run_error = std::current_exception();
+      RC_DISCARD("the run failed");
+    }
+    if (v.refused) RC_DISCARD(v.refusal);
+    if (v.failed()) {
+      if (!last_failure)
+        result.seconds_to_first_failure =
+            std::chrono::duration<double>(Clock::now() - cases.start()).count();
+      last_failure = c;  // shrinking ends on the smallest case that still fails
+      last_verdict = v;
+      result.cases_to_first_failure =
+          result.cases_to_first_failure ? result.cases_to_first_failure : result.cases;
+      RC_FAIL(fmt::format("[{}] {}", v.findings.front().check, v.findings.front().message));
+    }
+  });
+  if (run_error) std::rethrow_exception(run_error);
+  send_case(comm, nullptr);
+  result.failed = !passed;
+  if (last_failure) keep_minimal_failure(comm, o, *last_failure, last_verdict, result);
+}
+
+// RapidCheck ran on rank 0 alone: every rank returns its verdict, so that every rank exits
+// alike (a kill table on rank 1 would otherwise count each killed mutant as a survivor).
+void share_verdict(mpi::MpiComm& comm, const CaseRunner& runner, Clock::time_point start,
+                   CheckResult& result) {
   int failed = result.failed ? 1 : 0;
   comm.broadcast(&failed, sizeof failed, 0, "the verdict from rank 0");
   result.failed = failed != 0;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.calls = runner.calls_run();
   result.times = runner.times();
+}
+
+}  // namespace
+
+CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacement& placement) {
+  o.limits.validate();
+  MpiBootstrap bootstrap(comm);
+  const std::unique_ptr<KernelUnderTest> made = o.kernel.make(bootstrap, o.mutant);
+  KernelUnderTest& kernel = *made;
+  require_mutant_instance(kernel, o.mutant);
+  const KernelTraits traits = kernel.traits();
+  const DrawSettings draw = draw_settings(o, comm.size(), placement);
+  require_hidden_size_within(traits, o.limits.max_hidden, kernel);
+  CaseRunner runner(comm, kernel, o.limits);
+  CheckResult result;
+  result.mutant = o.mutant;
+  result.twoshot_percent = o.twoshot_percent;
+  result.late_blocks = o.focus_late_blocks;
+  CaseCounter cases(comm, kernel, runner, result);
+  if (comm.rank() != 0) follow_rank_0(comm, cases);
+  else if (!o.replay_file.empty()) replay_case(comm, o, runner, cases, result);
+  else search_cases(comm, o, draw, traits, kernel.name(), cases, result);
+  share_verdict(comm, runner, cases.start(), result);
   return result;
 }
 
@@ -340,12 +415,15 @@ RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutant
 
 CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
   o.limits.validate();
+  require_launcher(comm, "2, 4, 8 or 16");
   if (!protocol::is_supported_rank_count(comm.size()))
-    throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+    throw BadInput(
+        fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
   agree_on_config(comm, run_config(o, comm.size(), std::string(protocol::mutant_id(o.mutant))));
   CheckJob job;
   job.placement = place_rank_on_gpu(comm, o.kernel.share_sms);
-  if (comm.rank() == 0) fmt::print("fusioncheck gpu check: {}\n", describe(job.placement, comm.size()));
+  if (comm.rank() == 0)
+    fmt::print("fusioncheck gpu check: {}\n", describe(job.placement, comm.size()));
   job.result = run_check(comm, o, job.placement);
   return job;
 }

@@ -4,8 +4,14 @@
 
 #include <fmt/core.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
 
 namespace fusioncheck::gpu {
 namespace {
@@ -25,53 +31,99 @@ std::string xml_escape(const std::string& s) {
 }
 
 std::string first_finding(const CheckResult& r) {
-  return r.findings.empty() ? std::string("-") : "[" + r.findings.front().check + "] " + r.findings.front().message;
+  return r.findings.empty() ? std::string("-")
+                            : "[" + r.findings.front().check + "] " + r.findings.front().message;
 }
 
 }  // namespace
 
+// Written to a temporary file beside the target, then renamed into place: a failed write
+// (a full disk) leaves the old file, or none, never half a file. A symbolic link is followed
+// (its target is replaced); /dev/null is written directly; another special file (a FIFO, a
+// device) cannot be renamed over and is refused.
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw RunFailure("cannot write " + path);
+  namespace fs = std::filesystem;
+  const auto fail = [&](int error) {
+    throw RunFailure("cannot write " + path + ": " + std::strerror(error));
+  };
+  struct stat st {};
+  fs::path target = path;
+  if (::stat(path.c_str(), &st) == 0) {
+    struct stat null_st {};
+    if (::stat("/dev/null", &null_st) == 0 && st.st_dev == null_st.st_dev &&
+        st.st_ino == null_st.st_ino)
+      return;
+    if (!S_ISREG(st.st_mode)) throw RunFailure("cannot write " + path + ": not a regular file");
+    std::error_code error;
+    if (fs::is_symlink(path, error)) target = fs::canonical(path, error);
+    if (error) fail(error.value());
+  }
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string name = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  std::vector<char> temp(name.begin(), name.end());
+  temp.push_back('\0');
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) fail(errno);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  const mode_t mode = ::stat(target.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~mask);
+  int error = ::fchmod(fd, mode) == 0 ? 0 : errno;
+  for (std::size_t done = 0; error == 0 && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = errno;
+    else done += static_cast<std::size_t>(n);
+  }
+  if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && ::rename(temp.data(), target.c_str()) != 0) error = errno;
+  if (error != 0) {
+    ::unlink(temp.data());
+    fail(error);
+  }
 }
 
 std::string summary_line(const CheckResult& r, int ranks) {
   const double rate = r.seconds > 0 ? r.cases / r.seconds : 0.0;
-  return fmt::format("{} ranks, mutant {}, {} % two-shot calls{}: {} cases ({} kernel calls per rank, {} refused) in "
-                     "{:.1f} s = {:.0f} checked cases/s: {}",
-                     ranks, protocol::mutant_id(r.mutant), r.twoshot_percent,
-                     r.late_blocks ? ", blocks started late" : "", r.cases, r.calls, r.refused, r.seconds, rate,
-                     r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
+  return fmt::format(
+      "{} ranks, mutant {}, {} % two-shot calls{}: {} cases ({} kernel calls per rank, {} refused) in "
+      "{:.1f} s = {:.0f} checked cases/s: {}",
+      ranks, protocol::mutant_id(r.mutant), r.twoshot_percent,
+      r.late_blocks ? ", blocks started late" : "", r.cases, r.calls, r.refused, r.seconds, rate,
+      r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
 }
 
 std::string time_breakdown(const CheckResult& r) {
   const int n = std::max(1, r.cases + r.refused);
   const PhaseTimes& t = r.times;
-  const double other = r.seconds - t.inputs - t.uploads - t.kernels - t.reference - t.invariants - t.exchange;
+  const double other =
+      r.seconds - t.inputs - t.uploads - t.kernels - t.reference - t.invariants - t.exchange;
   auto ms = [n](double s) { return 1e3 * s / n; };
-  return fmt::format("time per case, rank 0, ms: inputs {:.2f}, uploads {:.2f}, barrier+kernels {:.2f}, "
-                     "reference {:.2f}, invariants {:.2f}, report exchange {:.2f}, other (case generation and "
-                     "broadcast, workspace set-up) {:.2f}",
-                     ms(t.inputs), ms(t.uploads), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange),
-                     ms(other));
+  return fmt::format(
+      "time per case, rank 0, ms: inputs {:.2f}, uploads {:.2f}, barrier+kernels {:.2f}, "
+      "reference {:.2f}, invariants {:.2f}, report exchange {:.2f}, other (case generation and "
+      "broadcast, workspace set-up) {:.2f}",
+      ms(t.inputs), ms(t.uploads), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange),
+      ms(other));
 }
 
 std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks) {
-  std::string out = fmt::format("\nFAILED: {}{}\n", r.minimal ? "the smallest failing case" : "the run",
-                                r.mutant == protocol::Mutant::none
-                                    ? std::string()
-                                    : fmt::format(" (mutant {})", protocol::mutant_id(r.mutant)));
+  std::string out =
+      fmt::format("\nFAILED: {}{}\n", r.minimal ? "the smallest failing case" : "the run",
+                  r.mutant == protocol::Mutant::none
+                      ? std::string()
+                      : fmt::format(" (mutant {})", protocol::mutant_id(r.mutant)));
   out += fmt::format("  {:<18}{}\n", "ranks", ranks);
   out += fmt::format("  {:<18}{}\n", "GPUs", describe(placement, ranks));
   if (r.minimal) out += describe_block(*r.minimal, "  ");
-  for (const auto& f : r.findings) out += fmt::format("  {:<18}[{}] {}\n", "finding", f.check, f.message);
+  for (const auto& f : r.findings)
+    out += fmt::format("  {:<18}[{}] {}\n", "finding", f.check, f.message);
   if (r.cases_to_first_failure)
-    out += fmt::format("  {:<18}case {} after {:.2f} s; shrunk to {} calls\n", "first failure", r.cases_to_first_failure,
-                       r.seconds_to_first_failure, r.minimal_calls);
+    out += fmt::format("  {:<18}case {} after {:.2f} s; shrunk to {} calls\n", "first failure",
+                       r.cases_to_first_failure, r.seconds_to_first_failure, r.minimal_calls);
   if (!r.replay_file.empty()) out += fmt::format("  {:<18}{}\n", "replay file", r.replay_file);
-  if (!r.replay_command.empty()) out += fmt::format("  {:<18}{}\n", "replay with", r.replay_command);
+  if (!r.replay_command.empty())
+    out += fmt::format("  {:<18}{}\n", "replay with", r.replay_command);
   return out;
 }
 
@@ -92,51 +144,61 @@ nlohmann::json to_json(const CheckResult& r) {
           {"minimal_case", r.minimal ? to_json(*r.minimal) : nlohmann::json()},
           {"findings", findings},
           {"replay", r.replay_command},
-          {"seconds_by_phase", {{"inputs", r.times.inputs},
-                                {"uploads", r.times.uploads},
-                                {"kernels", r.times.kernels},
-                                {"reference", r.times.reference},
-                                {"invariants", r.times.invariants},
-                                {"exchange", r.times.exchange}}}};
+          {"seconds_by_phase",
+           {{"inputs", r.times.inputs},
+            {"uploads", r.times.uploads},
+            {"kernels", r.times.kernels},
+            {"reference", r.times.reference},
+            {"invariants", r.times.invariants},
+            {"exchange", r.times.exchange}}}};
 }
 
-std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs, const GpuPlacement* kill_table) {
+std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,
+                      const GpuPlacement* kill_table) {
   int failures = 0, skipped = 0;
   std::string body;
   for (const auto& r : runs) {
     // A mutant run passes when the mutant is killed; the correct kernels pass when clean. A
     // survivor this setup cannot kill is skipped, with the reason.
     const bool expected_failure = kill_table != nullptr && r.mutant != protocol::Mutant::none;
-    const std::string excuse = expected_failure && !r.failed ? expected_survival(r.mutant, *kill_table) : "";
+    const std::string excuse =
+        expected_failure && !r.failed ? expected_survival(r.mutant, *kill_table) : "";
     const bool bad = excuse.empty() && (expected_failure ? !r.failed : r.failed);
     failures += bad ? 1 : 0;
     skipped += excuse.empty() ? 0 : 1;
-    body += fmt::format("  <testcase classname=\"{}\" name=\"{}, {} % two-shot calls\" time=\"{:.3f}\">\n",
-                        xml_escape(suite), protocol::mutant_id(r.mutant), r.twoshot_percent, r.seconds);
+    body += fmt::format(
+        "  <testcase classname=\"{}\" name=\"{}, {} % two-shot calls\" time=\"{:.3f}\">\n",
+        xml_escape(suite), protocol::mutant_id(r.mutant), r.twoshot_percent, r.seconds);
     if (!excuse.empty()) body += fmt::format("    <skipped message=\"{}\"/>\n", xml_escape(excuse));
     if (bad)
-      body += fmt::format("    <failure message=\"{}\"/>\n",
-                          xml_escape(expected_failure ? "mutant survived " + std::to_string(r.cases) + " cases"
-                                                      : first_finding(r)));
+      body += fmt::format(
+          "    <failure message=\"{}\"/>\n",
+          xml_escape(expected_failure ? "mutant survived " + std::to_string(r.cases) + " cases"
+                                      : first_finding(r)));
     body += "  </testcase>\n";
   }
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                     "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n{}</testsuite>\n",
-                     xml_escape(suite), runs.size(), failures, skipped, body);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n{}</testsuite>\n",
+      xml_escape(suite), runs.size(), failures, skipped, body);
 }
 
 std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement) {
   using protocol::Mutant;
-  if ((mutant == Mutant::pdl_wait_missing || mutant == Mutant::empty_body) && placement.compute_capability < 120)
+  if ((mutant == Mutant::pdl_wait_missing || mutant == Mutant::empty_body) &&
+      placement.compute_capability < 120)
     return fmt::format("correct code on sm_{} (the bug is in sm_120 code; the audit flags it)",
                        placement.compute_capability);
   if (mutant == Mutant::revert_0_6_4_fp4_cluster_coverage && placement.compute_capability < 100)
-    return fmt::format("NVFP4 runs only on sm_100 and newer (FlashInfer's conversion is compiled out on sm_{}); the "
-                       "launch configuration it changes is FP4-only", placement.compute_capability);
+    return fmt::format(
+        "NVFP4 runs only on sm_100 and newer (FlashInfer's conversion is compiled out on sm_{}); the "
+        "launch configuration it changes is FP4-only",
+        placement.compute_capability);
   if (mutant == Mutant::revert_0_6_17_cluster_clamp && placement.compute_capability < 100)
-    return fmt::format("the same launch on sm_{}: it launches clusters of 8 blocks, so the clamp changes nothing; "
-                       "needs a GPU whose largest cluster for the kernel is smaller",
-                       placement.compute_capability);
+    return fmt::format(
+        "the same launch on sm_{}: it launches clusters of 8 blocks, so the clamp changes nothing; "
+        "needs a GPU whose largest cluster for the kernel is smaller",
+        placement.compute_capability);
   if (mutant == Mutant::revert_0_6_15_partial_warp_reduce && placement.compute_capability < 100)
     return "on sm_90 the full-warp shuffles in a partial last warp leave the sum as the fix computes it (5 seeds x "
            "200 cases, most of them with partial warps, docs/flashinfer_history.md): undefined behaviour that "
@@ -148,9 +210,10 @@ std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& place
   return "";
 }
 
-std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants, int default_percent,
-                                          const std::function<bool(protocol::Mutant)>& twoshot_only,
-                                          const std::function<bool(protocol::Mutant)>& late_blocks) {
+std::vector<KillTableRun> kill_table_plan(
+    const std::vector<protocol::Mutant>& mutants, int default_percent,
+    const std::function<bool(protocol::Mutant)>& twoshot_only,
+    const std::function<bool(protocol::Mutant)>& late_blocks) {
   std::vector<KillTableRun> plan;
   bool mixed = false, late = false;
   for (const auto& m : mutants) {
@@ -165,12 +228,13 @@ std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& m
   return plan;
 }
 
-std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
-                                const GpuPlacement& placement,
-                                const std::vector<std::pair<protocol::Mutant, std::string>>& not_built) {
-  std::string out = fmt::format("Setup: {}\n\n| mutant | two-shot calls | killed | how (first check that failed) "
-                                "| time to detect (s) | cases to detect | first finding |\n|---|---|---|---|---|---|---|\n",
-                                setup);
+std::string kill_table_markdown(
+    const std::vector<CheckResult>& runs, const std::string& setup, const GpuPlacement& placement,
+    const std::vector<std::pair<protocol::Mutant, std::string>>& not_built) {
+  std::string out = fmt::format(
+      "Setup: {}\n\n| mutant | two-shot calls | killed | how (first check that failed) "
+      "| time to detect (s) | cases to detect | first finding |\n|---|---|---|---|---|---|---|\n",
+      setup);
   for (const auto& r : runs) {
     const bool control = r.mutant == protocol::Mutant::none;
     std::string how = r.findings.empty() ? "-" : r.findings.front().check;
@@ -178,19 +242,20 @@ std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std:
     if (message.size() > 160) message = message.substr(0, 157) + "...";
     for (auto& ch : message)
       if (ch == '|') ch = '/';
-    out += fmt::format("| {} | {} %{} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant), r.twoshot_percent,
-                       r.late_blocks ? ", blocks started late" : "",
-                       control ? (r.failed ? "FALSE POSITIVE" : "clean (control)")
-                               : r.failed ? "yes"
-                               : expected_survival(r.mutant, placement).empty()
-                                   ? "NO"
-                                   : "no, as expected here: " + expected_survival(r.mutant, placement),
-                       how,
-                       r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
-                       r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message);
+    out += fmt::format(
+        "| {} | {} %{} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
+        r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
+        control    ? (r.failed ? "FALSE POSITIVE" : "clean (control)")
+        : r.failed ? "yes"
+        : expected_survival(r.mutant, placement).empty()
+            ? "NO"
+            : "no, as expected here: " + expected_survival(r.mutant, placement),
+        how, r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
+        r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message);
   }
   for (const auto& [mutant, why] : not_built)
-    out += fmt::format("| {} | - | not built for this tree: {} | - | - | - | - |\n", protocol::mutant_id(mutant), why);
+    out += fmt::format("| {} | - | not built for this tree: {} | - | - | - | - |\n",
+                       protocol::mutant_id(mutant), why);
   return out;
 }
 

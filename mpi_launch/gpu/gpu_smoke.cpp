@@ -9,6 +9,7 @@
 #include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
@@ -39,11 +40,13 @@ GpuCase cycled_case(const SmokeOptions& options, int ranks, int knob, k::DType d
 // The call within what the kernel runs: tokens, trigger, cluster path, the PDL consumer.
 void fit_call(CallSpec& call, const GpuCase& c, const KernelTraits& traits) {
   if (traits.max_tokens > 0) call.tokens = std::min(call.tokens, traits.max_tokens);
-  if (!c.calls.empty() && !traits.shape_changes_without_sync && c.mode != IssueMode::checked_each_call)
+  if (!c.calls.empty() && !traits.shape_changes_without_sync &&
+      c.mode != IssueMode::checked_each_call)
     call.tokens = c.calls[0].tokens;
   if (!traits.early_trigger) call.trigger = k::Trigger::at_end;
   if (!traits.forced_cluster) call.cluster = k::ClusterMode::automatic;
-  call.pdl_consumer = call.use_pdl && call.trigger == k::Trigger::at_end && traits.outputs_visible_at_trigger;
+  call.pdl_consumer =
+      call.use_pdl && call.trigger == k::Trigger::at_end && traits.outputs_visible_at_trigger;
 }
 
 // A call's knobs that cycle with (case knob + position): tokens, PDL, trigger, cluster path.
@@ -65,15 +68,16 @@ CallSpec cycled_call(const SmokeOptions& options, int cycle, k::Pattern pattern)
 // cluster path, weight_bias, hidden, issue mode) cycled so that each value is covered.
 // Only what the kernel under test supports (KernelTraits): anything it refuses here is a
 // failure of the build.
-std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const KernelTraits& traits) {
+std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
+                                 const KernelTraits& traits) {
   std::vector<GpuCase> cases;
   int knob = 0;
   for (bool fp32_lamport : {false, true})
     for (bool twoshot : {false, true}) {
       if (twoshot && fp32_lamport) continue;  // the two-shot path has no Lamport buffer
       if ((fp32_lamport && !traits.fp32_lamport) || (twoshot && !traits.twoshot)) continue;
-      for (auto pattern : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
-                           k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
+      for (auto pattern : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm,
+                           k::Pattern::fp8_static, k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
         for (auto dtype : {k::DType::bf16, k::DType::f16})
           for (bool fp32_acc : {true, false}) {
             if (!traits.runs_pattern(pattern) || (fp32_acc && !traits.fp32_accumulation)) continue;
@@ -87,7 +91,8 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
               CallSpec call = cycled_call(options, knob + i, pattern);
               call.twoshot = twoshot;
               fit_call(call, c, traits);
-              if (twoshot && traits.twoshot_more_tokens_than_ranks) call.tokens = std::max(call.tokens, ranks + 1);
+              if (twoshot && traits.twoshot_more_tokens_than_ranks)
+                call.tokens = std::max(call.tokens, ranks + 1);
               c.calls.push_back(call);
             }
             cases.push_back(c);
@@ -96,10 +101,11 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
     }
   // The unfused baseline (allreduce-only call + separate residual/RMSNorm/quant kernel).
   if (!traits.unfused) return cases;
-  for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static, k::Pattern::fp8_dynamic,
-                       k::Pattern::nvfp4})
+  for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
+                       k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
     for (auto dtype : {k::DType::bf16, k::DType::f16}) {
-      GpuCase c = cycled_case(options, ranks, knob, dtype, knob % 2 == 0 && traits.fp32_accumulation, traits);
+      GpuCase c = cycled_case(options, ranks, knob, dtype,
+                              knob % 2 == 0 && traits.fp32_accumulation, traits);
       for (int i = 0; i < options.calls_per_case; ++i) {
         CallSpec call = cycled_call(options, knob + i, pattern);
         call.unfused = true;
@@ -120,20 +126,26 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks, const K
 }  // namespace
 
 SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
+  require_launcher(comm, "2, 4, 8 or 16");
   if (!protocol::is_supported_rank_count(comm.size()))
-    throw BadInput(fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+    throw BadInput(
+        fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
   for (int h : options.hidden)
-    if (h <= 0 || h % 16 != 0) throw BadInput(fmt::format("--hidden {}: must be a positive multiple of 16", h));
+    if (h <= 0 || h % 16 != 0)
+      throw BadInput(fmt::format("--hidden {}: must be a positive multiple of 16", h));
   for (int t : options.tokens)
     if (t <= 0) throw BadInput(fmt::format("--tokens {}: must be positive", t));
   const GpuPlacement placement = place_rank_on_gpu(comm, options.kernel.share_sms);
   MpiBootstrap bootstrap(comm);
-  const std::unique_ptr<KernelUnderTest> made = options.kernel.make(bootstrap, protocol::Mutant::none);
+  const std::unique_ptr<KernelUnderTest> made =
+      options.kernel.make(bootstrap, protocol::Mutant::none);
   KernelUnderTest& kernel = *made;
   const KernelTraits traits = kernel.traits();
-  if (std::none_of(options.hidden.begin(), options.hidden.end(), [&](int h) { return traits.runs_hidden(h); }))
+  if (std::none_of(options.hidden.begin(), options.hidden.end(),
+                   [&](int h) { return traits.runs_hidden(h); }))
     throw BadInput(fmt::format("--hidden: {} runs none of these hidden sizes", kernel.name()));
-  if (comm.rank() == 0) fmt::print("fusioncheck gpu smoke: {}; {}\n", kernel.name(), describe(placement, comm.size()));
+  if (comm.rank() == 0)
+    fmt::print("fusioncheck gpu smoke: {}; {}\n", kernel.name(), describe(placement, comm.size()));
   CaseLimits limits;
   limits.max_tokens = *std::max_element(options.tokens.begin(), options.tokens.end());
   limits.max_hidden = *std::max_element(options.hidden.begin(), options.hidden.end());
@@ -144,24 +156,32 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
   nlohmann::json results = nlohmann::json::array();
   int refused = 0, failed = 0, passed = 0;
   const auto cases = smoke_cases(options, comm.size(), traits);
-  for (const GpuCase& c : cases)  // a case outside the traits is a bug of smoke_cases, not of the kernel
+  for (const GpuCase& c :
+       cases)  // a case outside the traits is a bug of smoke_cases, not of the kernel
     if (const std::string why = outside_traits(c, traits); !why.empty())
       throw std::logic_error("gpu smoke drew a case " + kernel.name() + " does not run: " + why);
   for (const GpuCase& c : cases) {
     if (comm.rank() == 0 && (passed + failed + refused) % 20 == 0)
-      fmt::print("  ... case {}/{}\n", passed + failed + refused + 1, cases.size()), std::fflush(stdout);
+      fmt::print("  ... case {}/{}\n", passed + failed + refused + 1, cases.size()),
+          std::fflush(stdout);
     const CaseVerdict v = runner.run(c);
     std::string outcome = v.refused ? "refused" : v.failed() ? "fail" : "pass";
     if (v.refused) {
       // NVFP4 needs sm_100+; anything else refused is a failure of this build.
-      const bool expected = c.calls[0].pattern == k::Pattern::nvfp4 && placement.compute_capability < 100;
+      const bool expected =
+          c.calls[0].pattern == k::Pattern::nvfp4 && placement.compute_capability < 100;
       if (expected) ++refused;
-      else { ++failed; outcome = "fail"; }
-      if (!expected && comm.rank() == 0) fmt::print(stderr, "FAIL {}: launch refused: {}\n", describe(c), v.refusal);
+      else {
+        ++failed;
+        outcome = "fail";
+      }
+      if (!expected && comm.rank() == 0)
+        fmt::print(stderr, "FAIL {}: launch refused: {}\n", describe(c), v.refusal);
     } else if (v.failed()) {
       ++failed;
       if (comm.rank() == 0)
-        for (const auto& f : v.findings) fmt::print(stderr, "FAIL {}: [{}] {}\n", describe(c), f.check, f.message);
+        for (const auto& f : v.findings)
+          fmt::print(stderr, "FAIL {}: [{}] {}\n", describe(c), f.check, f.message);
     } else {
       ++passed;
     }
@@ -170,9 +190,10 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
     if (v.hang) break;  // the workspace is not reusable after an expired wait
   }
   if (comm.rank() == 0) {
-    fmt::print("fusioncheck gpu smoke: {} cases passed, {} failed, {} refused as expected (NVFP4 below "
-               "sm_100); {} kernel calls on each rank\n",
-               passed, failed, refused, runner.calls_run());
+    fmt::print(
+        "fusioncheck gpu smoke: {} cases passed, {} failed, {} refused as expected (NVFP4 below "
+        "sm_100); {} kernel calls on each rank\n",
+        passed, failed, refused, runner.calls_run());
     if (!options.json_out.empty()) write_file(options.json_out, results.dump(1) + "\n");
   }
   return SmokeResult{passed, failed, refused, runner.calls_run()};

@@ -9,7 +9,9 @@
 
 namespace fusioncheck::gpu {
 
-void KernelUnderTest::wait(cudaStream_t stream) { kernels::cuda_check(cudaStreamSynchronize(stream), "kernel"); }
+void KernelUnderTest::wait(cudaStream_t stream) {
+  kernels::cuda_check(cudaStreamSynchronize(stream), "kernel");
+}
 
 std::vector<protocol::Mutant> OurKernels::mutants() const {
   std::vector<protocol::Mutant> all;
@@ -22,7 +24,8 @@ std::vector<protocol::Mutant> OurKernels::mutants() const {
 bool OurKernels::mutant_in_twoshot_only(protocol::Mutant m) const {
   const auto os = kernels::oneshot_mutants_compiled();
   const auto ts = kernels::twoshot_mutants_compiled();
-  return std::find(ts.begin(), ts.end(), m) != ts.end() && std::find(os.begin(), os.end(), m) == os.end();
+  return std::find(ts.begin(), ts.end(), m) != ts.end() &&
+         std::find(os.begin(), os.end(), m) == os.end();
 }
 
 std::string OurKernels::name() const {
@@ -54,7 +57,8 @@ kernels::LamportScan OurKernels::scan_lamport(const kernels::LamportScanRequest&
 }
 
 void OurKernels::reset() {
-  if (cudaDeviceSynchronize() != cudaSuccess) throw kernels::CudaError("cudaDeviceSynchronize before reset");
+  if (cudaDeviceSynchronize() != cudaSuccess)
+    throw kernels::CudaError("cudaDeviceSynchronize before reset");
   bootstrap_.barrier("workspace reset: all ranks idle");
   workspaces_.clear();
   current_ = nullptr;
@@ -73,7 +77,8 @@ void OurKernels::launch(const kernels::FusedParams& params, bool twoshot, cudaSt
 
 // Ranks of one job share this workspace; NCCL is not used here (the property suite runs
 // ranks that share a GPU too), so the baseline's allreduce is our one-shot allreduce-only.
-void OurKernels::launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) {
+void OurKernels::launch_unfused(const kernels::FusedParams& params, void* allreduced,
+                                cudaStream_t stream) {
   kernels::launch_unfused_baseline(params, *current_, allreduced, stream, nullptr);
 }
 

@@ -7,35 +7,43 @@
 
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
 
 namespace fusioncheck::gpu {
 
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options) {
   options.check.limits.validate();
+  require_launcher(comm, "2");
+  if (comm.size() != 2)
+    throw BadInput(
+        fmt::format("{} ranks: the mutant instances are compiled for 2 ranks (bf16); run the kill "
+                    "table with mpirun -np 2",
+                    comm.size()));
+  require_cuda_device();  // before the kernel below is made (some adapters load device code)
   // A kernel made only to ask it which mutants it has and where they live.
   MpiBootstrap bootstrap(comm);
-  const std::unique_ptr<KernelUnderTest> kernel = options.check.kernel.make(bootstrap, protocol::Mutant::none);
+  const std::unique_ptr<KernelUnderTest> kernel =
+      options.check.kernel.make(bootstrap, protocol::Mutant::none);
   std::vector<protocol::Mutant> mutants = options.mutants;
   if (mutants.empty()) {
     mutants.push_back(protocol::Mutant::none);
     for (auto m : kernel->mutants()) mutants.push_back(m);
   }
-  if (comm.size() != 2)
-    throw BadInput(fmt::format("{} ranks: the mutant instances are compiled for 2 ranks (bf16); run the kill "
-                               "table with mpirun -np 2",
-                               comm.size()));
   std::vector<std::string> ids;
   for (auto m : mutants) ids.emplace_back(protocol::mutant_id(m));
-  agree_on_config(comm, run_config(options.check, comm.size(), fmt::format("{}", fmt::join(ids, ","))));
+  agree_on_config(comm,
+                  run_config(options.check, comm.size(), fmt::format("{}", fmt::join(ids, ","))));
   KillTableResult result;
   result.placement = place_rank_on_gpu(comm, options.check.kernel.share_sms);
   result.setup = describe(result.placement, comm.size());
-  if (comm.rank() == 0) fmt::print("fusioncheck gpu kill-table: {}; {}\n", kernel->name(), result.setup);
+  if (comm.rank() == 0)
+    fmt::print("fusioncheck gpu kill-table: {}; {}\n", kernel->name(), result.setup);
   CheckOptions check = options.check;
   check.shrink = false;  // time to detect = the first failure
   const auto plan = kill_table_plan(
-      mutants, options.check.twoshot_percent, [&](protocol::Mutant m) { return kernel->mutant_in_twoshot_only(m); },
+      mutants, options.check.twoshot_percent,
+      [&](protocol::Mutant m) { return kernel->mutant_in_twoshot_only(m); },
       [&](protocol::Mutant m) { return kernel->mutant_needs_late_blocks(m); });
   for (const auto& run : plan) {
     check.mutant = run.mutant;
@@ -44,12 +52,14 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
     check.focus_late_blocks = run.late_blocks;
     // Every case of a two-shot race run is a long sequence: each call is another chance for
     // the race, at no cost in cases.
-    check.limits.max_calls =
-        check.focus_twoshot || check.focus_late_blocks ? kMaxCallsPerCase : options.check.limits.max_calls;
-    check.replay_out = fmt::format("fusioncheck-gpu-{}-{}{}.json", protocol::mutant_id(run.mutant), run.twoshot_percent,
-                                   run.late_blocks ? "-late-blocks" : "");
+    check.limits.max_calls = check.focus_twoshot || check.focus_late_blocks
+                                 ? kMaxCallsPerCase
+                                 : options.check.limits.max_calls;
+    check.replay_out = fmt::format("fusioncheck-gpu-{}-{}{}.json", protocol::mutant_id(run.mutant),
+                                   run.twoshot_percent, run.late_blocks ? "-late-blocks" : "");
     result.runs.push_back(run_check(comm, check, result.placement));
-    if (comm.rank() == 0) fmt::print("{}\n", summary_line(result.runs.back(), comm.size())), std::fflush(stdout);
+    if (comm.rank() == 0)
+      fmt::print("{}\n", summary_line(result.runs.back(), comm.size())), std::fflush(stdout);
   }
   if (options.mutants.empty()) result.not_built = kernel->mutants_not_built();
   for (const auto& r : result.runs)

@@ -19,13 +19,20 @@ using fusioncheck::protocol::Mutant;
 
 TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
   ASSERT_TRUE(fa::flashinfer_available()) << fa::flashinfer_unavailable_reason();
-  EXPECT_NE(fa::flashinfer_source().find("flashinfer"), std::string::npos) << fa::flashinfer_source();
+  EXPECT_NE(fa::flashinfer_source().find("flashinfer"), std::string::npos)
+      << fa::flashinfer_source();
   auto patches = fa::flashinfer_patches();
   std::sort(patches.begin(), patches.end());
-  std::vector<Mutant> expected = {Mutant::pdl_wait_missing, Mutant::float_sentinel, Mutant::no_canonicalize,
-                                  Mutant::clear_size_current, Mutant::flag_before_arrival, Mutant::no_pdl_wait,
-                                  Mutant::revert_0_6_4_fp4_cluster_coverage, Mutant::revert_0_6_15_partial_warp_reduce,
-                                  Mutant::revert_0_6_17_cluster_clamp, Mutant::revert_0_7_1_inputs_before_wait,
+  std::vector<Mutant> expected = {Mutant::pdl_wait_missing,
+                                  Mutant::float_sentinel,
+                                  Mutant::no_canonicalize,
+                                  Mutant::clear_size_current,
+                                  Mutant::flag_before_arrival,
+                                  Mutant::no_pdl_wait,
+                                  Mutant::revert_0_6_4_fp4_cluster_coverage,
+                                  Mutant::revert_0_6_15_partial_warp_reduce,
+                                  Mutant::revert_0_6_17_cluster_clamp,
+                                  Mutant::revert_0_7_1_inputs_before_wait,
                                   Mutant::revert_0_7_2_twoshot_barrier_order};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(patches, expected);
@@ -49,7 +56,9 @@ TEST(FlashInferAdapter, ReleasesAreChosenByNameAndAMissingOneIsRefused) {
     (void)fa::flashinfer_release_choice("9.9.9");
     ADD_FAILURE() << "a release that is not built was chosen";
   } catch (const fusioncheck::kernels::InvalidLaunch& e) {
-    EXPECT_NE(std::string(e.what()).find("-DFUSIONCHECK_FLASHINFER_RELEASES=9.9.9"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("-DFUSIONCHECK_FLASHINFER_RELEASES=9.9.9"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -81,7 +90,8 @@ namespace fk = fusioncheck::kernels;
 // The launcher's grid covers a row exactly for these sizes (docs/flashinfer.md); the others
 // near them are refused (their threads would miss elements or run past the row).
 TEST(FlashInferLegacy, HiddenSizesAreThoseItsGridCoversExactly) {
-  for (int h : {256, 512, 1024, 2048, 2560, 3584, 3840, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384})
+  for (int h : {256, 512, 1024, 2048, 2560, 3584, 3840, 4096, 5120, 6144, 7168, 8192, 10240, 12288,
+                14336, 16384})
     EXPECT_TRUE(fa::flashinfer_legacy_runs_hidden(h)) << h;
   for (int h : {16, 128, 255, 896, 2880, 4352, 4608, 4864, 5376, 9216, 11264, 13312})
     EXPECT_FALSE(fa::flashinfer_legacy_runs_hidden(h)) << h;
@@ -111,7 +121,8 @@ TEST(FlashInferLegacy, RefusesWhatItCannotRunWithTheReason) {
   const Edit edits[] = {
       {"at most 16 tokens", [](fk::FusedParams& p) { p.tokens = 17; }},
       {"hidden=4352 is not covered", [](fk::FusedParams& p) { p.hidden = 4352; }},
-      {"residual + RMSNorm only, not pattern allreduce", [](fk::FusedParams& p) { p.pattern = fk::Pattern::allreduce; }},
+      {"residual + RMSNorm only, not pattern allreduce",
+       [](fk::FusedParams& p) { p.pattern = fk::Pattern::allreduce; }},
       {"residual + RMSNorm only, not pattern fp8_static",
        [](fk::FusedParams& p) { p.pattern = fk::Pattern::fp8_static; }},
       {"inputs are bf16 or f16", [](fk::FusedParams& p) { p.dtype = fk::DType::f32; }},
@@ -119,7 +130,8 @@ TEST(FlashInferLegacy, RefusesWhatItCannotRunWithTheReason) {
       {"no fp32 accumulation", [](fk::FusedParams& p) { p.fp32_accumulation = true; }},
       {"weight_bias 0 only", [](fk::FusedParams& p) { p.weight_bias = 1.0f; }},
       {"at its end only", [](fk::FusedParams& p) { p.trigger = fk::Trigger::early; }},
-      {"no forced cluster path", [](fk::FusedParams& p) { p.cluster = fk::ClusterMode::force_cluster; }},
+      {"no forced cluster path",
+       [](fk::FusedParams& p) { p.cluster = fk::ClusterMode::force_cluster; }},
       {"2, 4 or 8 ranks, not 16", [](fk::FusedParams& p) { p.ranks = 16; }},
   };
   for (const Edit& e : edits) {
@@ -129,8 +141,10 @@ TEST(FlashInferLegacy, RefusesWhatItCannotRunWithTheReason) {
     EXPECT_NE(why.find(e.expect), std::string::npos) << e.expect << " | got: " << why;
     EXPECT_EQ(why.find('\n'), std::string::npos) << why;
   }
-  EXPECT_NE(fa::flashinfer_legacy_refusal(runnable(), true, 9).find("one-shot only"), std::string::npos);
-  EXPECT_NE(fa::flashinfer_legacy_refusal(runnable(), false, 8).find("sm_90 or newer"), std::string::npos);
+  EXPECT_NE(fa::flashinfer_legacy_refusal(runnable(), true, 9).find("one-shot only"),
+            std::string::npos);
+  EXPECT_NE(fa::flashinfer_legacy_refusal(runnable(), false, 8).find("sm_90 or newer"),
+            std::string::npos);
 }
 
 TEST(FlashInferLegacy, HasNoMutants) {
@@ -175,7 +189,8 @@ bool every_case_inside(const fg::KernelTraits& drawn_with, int ranks) {
 }
 
 TEST(FlashInferLegacy, GeneratedCasesStayInsideItsTraits) {
-  for (int ranks : {2, 4, 8}) EXPECT_TRUE(every_case_inside(fa::flashinfer_legacy_traits(), ranks)) << ranks;
+  for (int ranks : {2, 4, 8})
+    EXPECT_TRUE(every_case_inside(fa::flashinfer_legacy_traits(), ranks)) << ranks;
 }
 
 // The control: cases drawn for a kernel that runs everything fall outside (the check can fail).

@@ -94,7 +94,8 @@ TEST(AuditFindings, PdlOptionsDecideWhichKernelsNeedTheWait) {
   AuditOptions nothing_says_pdl;
   nothing_says_pdl.pdl_heuristic = false;
   nothing_says_pdl.known_pdl = false;
-  for (const auto& key : finding_keys(audit_fixture("pdl_wait_missing.listing.txt", nothing_says_pdl)))
+  for (const auto& key :
+       finding_keys(audit_fixture("pdl_wait_missing.listing.txt", nothing_says_pdl)))
     EXPECT_EQ(key.rfind("sync-differs-between-archs", 0), 0u) << key;
 
   // The built-in list alone: fusioncheck's `fc_..._pdl_...` kernels are PDL-launched by name.
@@ -106,23 +107,31 @@ TEST(AuditFindings, PdlOptionsDecideWhichKernelsNeedTheWait) {
 
 // The built-in list names the kernels that FlashInfer and we launch with PDL, and nothing else.
 TEST(AuditFindings, KnownPdlKernelsMatchTheirNamesOnly) {
-  EXPECT_NE(find_known_pdl_kernel("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<("
-                                  "flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 2, "
-                                  "false, true>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)"),
+  EXPECT_NE(
+      find_known_pdl_kernel(
+          "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<("
+          "flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)1, __nv_bfloat16, 2, "
+          "false, true>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)"),
+      nullptr);
+  EXPECT_NE(
+      find_known_pdl_kernel(
+          "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_twoshot_sync<("
+          "flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)0, __half, 4, true>("
+          "flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__half>, std::array<int, "
+          "4ul>, std::array<int, 4ul>)"),
+      nullptr);
+  EXPECT_EQ(
+      find_known_pdl_kernel(
+          "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_launcher_helper()"),
+      nullptr);
+  EXPECT_NE(find_known_pdl_kernel(
+                "void flashinfer::trtllm_allreduce::reduce_fusion::"
+                "lamport_style_one_shot_all_reduce_norm_kernel<__nv_bfloat16, 2, false, true>("
+                "flashinfer::trtllm_allreduce::AllReduceParams<__nv_bfloat16>)"),
             nullptr);
-  EXPECT_NE(find_known_pdl_kernel("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_twoshot_sync<("
-                                  "flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern)0, __half, 4, true>("
-                                  "flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__half>, std::array<int, "
-                                  "4ul>, std::array<int, 4ul>)"),
-            nullptr);
-  EXPECT_EQ(find_known_pdl_kernel("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_launcher_helper()"),
-            nullptr);
-  EXPECT_NE(find_known_pdl_kernel("void flashinfer::trtllm_allreduce::reduce_fusion::"
-                                  "lamport_style_one_shot_all_reduce_norm_kernel<__nv_bfloat16, 2, false, true>("
-                                  "flashinfer::trtllm_allreduce::AllReduceParams<__nv_bfloat16>)"),
-            nullptr);
-  EXPECT_EQ(find_known_pdl_kernel("void flashinfer::trtllm_allreduce::lamport_initialize_kernel<__half>(__half*, "
-                                  "unsigned long)"),
+  EXPECT_EQ(find_known_pdl_kernel(
+                "void flashinfer::trtllm_allreduce::lamport_initialize_kernel<__half>(__half*, "
+                "unsigned long)"),
             nullptr);
   EXPECT_EQ(find_known_pdl_kernel(kPlainKernel), nullptr);
   EXPECT_EQ(find_known_pdl_kernel("void some_other_project::my_pdl_kernel()"), nullptr);
@@ -169,7 +178,8 @@ std::string remove_wait_lines(const std::string& section) {
   while (start < section.size()) {
     const auto end = section.find('\n', start);
     const std::string line = section.substr(start, end - start + 1);
-    if (line.find("ACQBULK") == std::string::npos && line.find("griddepcontrol.wait") == std::string::npos)
+    if (line.find("ACQBULK") == std::string::npos &&
+        line.find("griddepcontrol.wait") == std::string::npos)
       kept += line;
     start = end + 1;
   }
@@ -177,7 +187,8 @@ std::string remove_wait_lines(const std::string& section) {
 }
 
 RC_GTEST_PROP(AuditFindingsProperty, WaitDeletedFromAnyOneSectionIsFlaggedThere, ()) {
-  static const std::vector<std::string> sections = split_sections(read_fixture("pdl_correct.listing.txt"));
+  static const std::vector<std::string> sections =
+      split_sections(read_fixture("pdl_correct.listing.txt"));
   std::vector<std::size_t> with_code;
   for (std::size_t i = 1; i < sections.size(); ++i)
     if (sections[i].find("griddepcontrol.wait") != std::string::npos ||

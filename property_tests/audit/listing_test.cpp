@@ -30,8 +30,10 @@ struct ExpectedClasses {
 // table in kernels/audit/README.md.
 const std::map<std::string, ExpectedClasses>& expected_sync_classes() {
   static const std::map<std::string, ExpectedClasses> table = {
-      {"_Z10k_wait_ptxPfPKf", {{"griddep.wait", "griddep.trigger"}, {"griddep.wait", "griddep.trigger"}}},
-      {"_Z10k_wait_apiPfPKf", {{"griddep.wait", "griddep.trigger"}, {"griddep.wait", "griddep.trigger"}}},
+      {"_Z10k_wait_ptxPfPKf",
+       {{"griddep.wait", "griddep.trigger"}, {"griddep.wait", "griddep.trigger"}}},
+      {"_Z10k_wait_apiPfPKf",
+       {{"griddep.wait", "griddep.trigger"}, {"griddep.wait", "griddep.trigger"}}},
       {"_Z7k_fencePi", {{"fence.gpu", "cache.invalidate"}, {"fence.gpu"}}},
       {"_Z11k_fence_sysPi", {{"fence.sys", "cache.invalidate"}, {"fence.sys"}}},
       {"_Z13k_fence_blockPi", {{"fence.cta"}, {"fence.cta"}}},
@@ -39,7 +41,8 @@ const std::map<std::string, ExpectedClasses>& expected_sync_classes() {
       {"_Z13k_acquire_sysPiS_", {{"ld.strong.sys", "cache.invalidate"}, {"ld.acquire.sys"}}},
       {"_Z13k_release_gpuPii", {{"fence.gpu", "st.strong.gpu"}, {"st.release.gpu"}}},
       {"_Z13k_acquire_gpuPiS_", {{"ld.strong.gpu", "cache.invalidate"}, {"ld.acquire.gpu"}}},
-      {"_Z13k_relaxed_sysPiS_", {{"ld.strong.sys", "st.strong.sys"}, {"ld.relaxed.sys", "st.relaxed.sys"}}},
+      {"_Z13k_relaxed_sysPiS_",
+       {{"ld.strong.sys", "st.strong.sys"}, {"ld.relaxed.sys", "st.relaxed.sys"}}},
       {"_Z13k_volatile_ldPV6float4PS_", {{"ld.strong.sys"}, {"ld.volatile"}}},
       {"_Z16k_volatile_ld_v4PK4int4PS_", {{"ld.strong.sys"}, {"ld.volatile"}}},
       {"_Z13k_volatile_stPVi", {{"st.strong.sys"}, {"st.volatile"}}},
@@ -57,14 +60,16 @@ const std::map<std::string, ExpectedClasses>& expected_sync_classes() {
       {"_Z15k_shared_atomicPi", {{"atomic.shared"}, {"atomic.shared"}}},
       {"_Z17k_red_release_sysPi", {{"fence.sys", "atomic.sys"}, {"atomic.release.sys"}}},
       {"_Z18k_atom_acquire_gpuPiS_", {{"atomic.gpu", "cache.invalidate"}, {"atomic.acquire.gpu"}}},
-      {"_Z21k_atom_acqrel_sys_casPiS_", {{"fence.sys", "atomic.sys", "cache.invalidate"}, {"atomic.acq_rel.sys"}}},
+      {"_Z21k_atom_acqrel_sys_casPiS_",
+       {{"fence.sys", "atomic.sys", "cache.invalidate"}, {"atomic.acq_rel.sys"}}},
       {"_Z14k_spin_acquirePiS_", {{"ld.strong.sys", "cache.invalidate"}, {"ld.acquire.sys"}}},
       {"_Z13k_fence_proxyPi", {{"fence.gpu", "fence.proxy"}, {"fence.proxy"}}},
       {"_Z11k_membar_glPi", {{"fence.gpu", "cache.invalidate"}, {"fence.gpu"}}},
       {"_Z10k_ld_st_cgPi", {{"ld.strong.gpu", "st.strong.gpu"}, {}}},
       {"_Z9k_ld_mmioPiS_", {{"ld.strong.sys"}, {"ld.mmio.sys"}}},
       {"_Z9k_clusterPf", {{"fence.gpu", "cache.invalidate"}, {}}},
-      {"_Z15k_noinline_callPi", {{"st.strong.sys"}, {}}},  // the callee's store is in the kernel's SASS
+      {"_Z15k_noinline_callPi",
+       {{"st.strong.sys"}, {}}},  // the callee's store is in the kernel's SASS
   };
   return table;
 }
@@ -107,7 +112,8 @@ TEST(AuditListing, EveryArchAndSourceOfTheFixtureIsFound) {
 
 TEST(AuditListing, EmptyBodyIsRecognisedAsTiny) {
   const Listing listing = parse_listing(read_fixture("pdl_empty_body.listing.txt"));
-  const auto* sass = find_code(listing, "fc_audit_fixture_pdl_oneshot", "sm_120", CodeSource::kSass);
+  const auto* sass =
+      find_code(listing, "fc_audit_fixture_pdl_oneshot", "sm_120", CodeSource::kSass);
   const auto* ptx = find_code(listing, "fc_audit_fixture_pdl_oneshot", "sm_120", CodeSource::kPtx);
   ASSERT_NE(sass, nullptr);
   ASSERT_NE(ptx, nullptr);
@@ -188,7 +194,8 @@ ret;
   EXPECT_TRUE(kernel.is_entry);
   EXPECT_EQ(kernel.instructions, 4);
   EXPECT_EQ(kernel.body_instructions, 3);
-  EXPECT_EQ(kernel.sync_counts, (std::map<std::string, int>{{"griddep.wait", 1}, {"ld.volatile", 1}}));
+  EXPECT_EQ(kernel.sync_counts,
+            (std::map<std::string, int>{{"griddep.wait", 1}, {"ld.volatile", 1}}));
   const auto& helper = listing.functions[1];
   EXPECT_EQ(helper.mangled, "_Z6helperPi");
   EXPECT_FALSE(helper.is_entry);

@@ -43,9 +43,9 @@ std::optional<std::string> usable_cuobjdump(std::string& why_not) {
   return tool;
 }
 
-#define REQUIRE_CUOBJDUMP(tool)                 \
-  std::string why_not;                          \
-  const auto tool = usable_cuobjdump(why_not);  \
+#define REQUIRE_CUOBJDUMP(tool)                \
+  std::string why_not;                         \
+  const auto tool = usable_cuobjdump(why_not); \
   if (!tool) GTEST_SKIP() << why_not;
 
 #define REQUIRE_FIXTURE_BINARIES() \
@@ -62,14 +62,16 @@ std::optional<FileReport> audit_binary(const std::string& tool, const std::strin
   }
 }
 
-#define AUDIT_OR_SKIP(report, tool, file)                                     \
-  const auto report = audit_binary(*tool, file);                              \
-  if (!report) GTEST_SKIP() << "cuobjdump cannot find nvdisasm; install it with: " << kCuobjdumpInstallHint;
+#define AUDIT_OR_SKIP(report, tool, file)        \
+  const auto report = audit_binary(*tool, file); \
+  if (!report)                                   \
+    GTEST_SKIP() << "cuobjdump cannot find nvdisasm; install it with: " << kCuobjdumpInstallHint;
 
 std::set<std::string> findings_of(const FileReport& report, FindingKind kind) {
   std::set<std::string> where;
   for (const auto& f : report.findings)
-    if (f.kind == kind) where.insert(f.arch + " " + std::string(source_name(f.source)) + " " + f.kernel);
+    if (f.kind == kind)
+      where.insert(f.arch + " " + std::string(source_name(f.source)) + " " + f.kernel);
   return where;
 }
 
@@ -90,15 +92,16 @@ TEST(AuditLive, CorrectBuildIsClean) {
   AUDIT_OR_SKIP(report, tool, FC_AUDIT_BIN_CORRECT);
   EXPECT_TRUE(report->findings.empty());
   EXPECT_EQ(code_of(*report, kPdlKernel),
-            (std::set<std::string>{"sm_90 SASS", "sm_100 SASS", "sm_120 SASS", "sm_90 PTX", "sm_100 PTX",
-                                   "sm_120 PTX"}));
+            (std::set<std::string>{"sm_90 SASS", "sm_100 SASS", "sm_120 SASS", "sm_90 PTX",
+                                   "sm_100 PTX", "sm_120 PTX"}));
 }
 
 TEST(AuditLive, PdlWaitMissingMutantFlaggedOnSm120) {
   REQUIRE_FIXTURE_BINARIES();
   REQUIRE_CUOBJDUMP(tool);
   AUDIT_OR_SKIP(report, tool, FC_AUDIT_BIN_WAIT_MISSING);
-  EXPECT_EQ(findings_of(*report, FindingKind::kPdlWaitMissing), (std::set<std::string>{kSm120Sass, kSm120Ptx}));
+  EXPECT_EQ(findings_of(*report, FindingKind::kPdlWaitMissing),
+            (std::set<std::string>{kSm120Sass, kSm120Ptx}));
   EXPECT_EQ(findings_of(*report, FindingKind::kSyncDiffersBetweenArchs),
             (std::set<std::string>{kSm120Sass, kSm120Ptx}));
   EXPECT_TRUE(findings_of(*report, FindingKind::kEmptyBody).empty());
@@ -108,7 +111,8 @@ TEST(AuditLive, EmptyBodyMutantFlaggedOnSm120) {
   REQUIRE_FIXTURE_BINARIES();
   REQUIRE_CUOBJDUMP(tool);
   AUDIT_OR_SKIP(report, tool, FC_AUDIT_BIN_EMPTY_BODY);
-  EXPECT_EQ(findings_of(*report, FindingKind::kEmptyBody), (std::set<std::string>{kSm120Sass, kSm120Ptx}));
+  EXPECT_EQ(findings_of(*report, FindingKind::kEmptyBody),
+            (std::set<std::string>{kSm120Sass, kSm120Ptx}));
   for (const auto& f : report->findings) EXPECT_EQ(f.arch, "sm_120");
 }
 
@@ -116,7 +120,8 @@ TEST(AuditLive, SassOnlyBinary) {
   REQUIRE_FIXTURE_BINARIES();
   REQUIRE_CUOBJDUMP(tool);
   AUDIT_OR_SKIP(report, tool, FC_AUDIT_BIN_WAIT_MISSING_SASS_ONLY);
-  EXPECT_EQ(code_of(*report, kPdlKernel), (std::set<std::string>{"sm_90 SASS", "sm_100 SASS", "sm_120 SASS"}));
+  EXPECT_EQ(code_of(*report, kPdlKernel),
+            (std::set<std::string>{"sm_90 SASS", "sm_100 SASS", "sm_120 SASS"}));
   EXPECT_EQ(findings_of(*report, FindingKind::kPdlWaitMissing), std::set<std::string>{kSm120Sass});
 }
 
@@ -124,7 +129,8 @@ TEST(AuditLive, PtxOnlyBinary) {
   REQUIRE_FIXTURE_BINARIES();
   REQUIRE_CUOBJDUMP(tool);
   AUDIT_OR_SKIP(report, tool, FC_AUDIT_BIN_WAIT_MISSING_PTX_ONLY);
-  EXPECT_EQ(code_of(*report, kPdlKernel), (std::set<std::string>{"sm_90 PTX", "sm_100 PTX", "sm_120 PTX"}));
+  EXPECT_EQ(code_of(*report, kPdlKernel),
+            (std::set<std::string>{"sm_90 PTX", "sm_100 PTX", "sm_120 PTX"}));
   EXPECT_EQ(findings_of(*report, FindingKind::kPdlWaitMissing), std::set<std::string>{kSm120Ptx});
 }
 
@@ -132,14 +138,16 @@ TEST(AuditLive, RelocatableObject) {
   REQUIRE_FIXTURE_BINARIES();
   REQUIRE_CUOBJDUMP(tool);
   AUDIT_OR_SKIP(report, tool, FC_AUDIT_BIN_WAIT_MISSING_OBJECT);
-  EXPECT_EQ(findings_of(*report, FindingKind::kPdlWaitMissing), (std::set<std::string>{kSm120Sass, kSm120Ptx}));
+  EXPECT_EQ(findings_of(*report, FindingKind::kPdlWaitMissing),
+            (std::set<std::string>{kSm120Sass, kSm120Ptx}));
 }
 
 TEST(AuditLive, Executable) {
   REQUIRE_FIXTURE_BINARIES();
   REQUIRE_CUOBJDUMP(tool);
   AUDIT_OR_SKIP(report, tool, FC_AUDIT_BIN_EMPTY_BODY_EXECUTABLE);
-  EXPECT_EQ(findings_of(*report, FindingKind::kEmptyBody), (std::set<std::string>{kSm120Sass, kSm120Ptx}));
+  EXPECT_EQ(findings_of(*report, FindingKind::kEmptyBody),
+            (std::set<std::string>{kSm120Sass, kSm120Ptx}));
 }
 
 TEST(AuditLive, HostOnlyBinaryIsNotACudaBinary) {
@@ -163,7 +171,8 @@ TEST(AuditRunner, MissingFileIsReportedBeforeRunningAnything) {
 
 // A stand-in cuobjdump that never finishes: the runner must kill it at the time limit.
 TEST(AuditRunner, HangingToolIsKilledAtTheTimeLimit) {
-  const auto dir = std::filesystem::temp_directory_path() / ("fc_audit_hang_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fc_audit_hang_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto script = dir / "cuobjdump";
   {
@@ -184,12 +193,14 @@ TEST(AuditRunner, HangingToolIsKilledAtTheTimeLimit) {
 
 TEST(AuditRunner, CuobjdumpFromTheEnvironmentVariable) {
   const char* saved = std::getenv("CUOBJDUMP");
-  const std::optional<std::string> restore = saved ? std::optional<std::string>(saved) : std::nullopt;
+  const std::optional<std::string> restore =
+      saved ? std::optional<std::string>(saved) : std::nullopt;
   ::setenv("CUOBJDUMP", "/bin/true", 1);
   EXPECT_EQ(find_cuobjdump(), std::optional<std::string>("/bin/true"));
   ::setenv("CUOBJDUMP", "/nonexistent/cuobjdump", 1);
   EXPECT_EQ(find_cuobjdump(), std::nullopt);  // an explicit choice is never silently replaced
-  if (restore) ::setenv("CUOBJDUMP", restore->c_str(), 1); else ::unsetenv("CUOBJDUMP");
+  if (restore) ::setenv("CUOBJDUMP", restore->c_str(), 1);
+  else ::unsetenv("CUOBJDUMP");
 }
 
 }  // namespace

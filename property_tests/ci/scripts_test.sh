@@ -62,6 +62,32 @@ if command -v mpirun >/dev/null 2>&1; then
   expect "history: bisect" 1 "verdict changes between 0.2.0 and 0.2.1" \
     bash "$H" --no-build --build "$fake" --cases 10 --out "$tmp/bisect" --bisect 0.1.0 0.2.1
 fi
+# The GPU suite's figures for results.md, from a fixture report folder.
+R="$root/ci/gpu_results.py"
+reports="$here/fixtures/gpu_reports"
+expect "results: a step's command and result line" 0 \
+  "\| check-ours-2 \| \`mpirun -np 2 .*--cases 10000\` \| 0 \| 40s \| 2 ranks, mutant none, .*all passed \|" \
+  python3 "$R" "$reports" --date 2026-01-01 --device "1 x GPU"
+expect "results: a failed step's exit code stands out" 0 "\| kill-table-flashinfer-2-s9 \| .* \| \*\*1\*\* \|.*1 of 1 mutant runs killed; control passed" \
+  python3 "$R" "$reports" --device "1 x GPU"
+expect "results: the kill tables follow" 0 "^\| float-sentinel \| yes \|$" python3 "$R" "$reports" --device x
+expect "results: no steps" 2 "steps.txt: no steps recorded" python3 "$R" "$tmp" --device x
+expect "results: not a folder" 2 "not a folder" python3 "$R" "$tmp/none"
+printf '# Results\n\nbefore\n<!-- gpu_suite:begin -->\nold figures\n<!-- gpu_suite:end -->\nafter\n' >"$tmp/results.md"
+expect "results: --into replaces the block" 0 "" python3 "$R" "$reports" --device x --into "$tmp/results.md"
+expect "results: the old figures are gone, the rest kept" 0 "^before$" grep -v "old figures" "$tmp/results.md"
+expect "results: no old figures left" 1 "" grep -q "old figures" "$tmp/results.md"
+expect "results: the new figures are in" 0 "smoke-ours-2" cat "$tmp/results.md"
+printf '# no markers\n' >"$tmp/plain.md"
+expect "results: --into a file without markers" 2 "no '<!-- gpu_suite:begin -->'" \
+  python3 "$R" "$reports" --device x --into "$tmp/plain.md"
+# The format check: a misformatted file fails it, a formatted one passes.
+if command -v clang-format >/dev/null 2>&1; then
+  expect "format: a misformatted file" 1 "unformatted.cpp is not formatted" \
+    bash "$root/ci/check_format.sh" "$here/fixtures/unformatted.cpp"
+  expect "format: a formatted file" 0 "1 files, 0 not formatted" bash "$root/ci/check_format.sh" "$here/fixtures/formatted.cpp"
+  expect "format: a missing file" 2 "no such file" bash "$root/ci/check_format.sh" "$tmp/none.cpp"
+fi
 for args in "--cases 0" "--bogus" "--ranks 3" "latest"; do
   # shellcheck disable=SC2086
   if one_line bash "$H" $args; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: history $args: not one line on stderr"; fi

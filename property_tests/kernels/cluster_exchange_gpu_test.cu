@@ -41,8 +41,8 @@ struct ProbeResult {
 
 // Exchanges 0..exchanges-1 alternate sum and max. `late_block` (block rank in its cluster,
 // or -1) comes to the last exchange `late_cycles` late.
-__global__ void probe_kernel(ProbeResult* out, int exchanges, int late_block, unsigned long long late_cycles,
-                             unsigned long long budget) {
+__global__ void probe_kernel(ProbeResult* out, int exchanges, int late_block,
+                             unsigned long long late_cycles, unsigned long long budget) {
   __shared__ fd::ClusterExchange x;
   __shared__ int s_expired;
   if (threadIdx.x == 0) s_expired = 0;
@@ -58,8 +58,10 @@ __global__ void probe_kernel(ProbeResult* out, int exchanges, int late_block, un
     }
     const float v = contribution(rank, i);
     bool expired = false;
-    const float r = i % 2 == 0 ? fd::cluster_exchange<false>(x, v, size, static_cast<std::uint32_t>(i), budget, expired)
-                               : fd::cluster_exchange<true>(x, v, size, static_cast<std::uint32_t>(i), budget, expired);
+    const float r = i % 2 == 0 ? fd::cluster_exchange<false>(
+                                     x, v, size, static_cast<std::uint32_t>(i), budget, expired)
+                               : fd::cluster_exchange<true>(
+                                     x, v, size, static_cast<std::uint32_t>(i), budget, expired);
     if (expired) atomicOr(&s_expired, 1);
     __syncthreads();  // what the kernel has between two exchanges (block_reduce)
     ProbeResult& o = out[blockIdx.x * exchanges + i];
@@ -83,7 +85,8 @@ class ClusterExchange : public ::testing::Test {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no usable CUDA device";
     int clusters = 0;
-    if (cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, 0) != cudaSuccess || clusters == 0)
+    if (cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, 0) != cudaSuccess ||
+        clusters == 0)
       GTEST_SKIP() << "the device has no cluster launch";
   }
 
@@ -105,7 +108,9 @@ class ClusterExchange : public ::testing::Test {
     attr.val.clusterDim.z = 1;
     config.attrs = &attr;
     config.numAttrs = 1;
-    EXPECT_EQ(cudaLaunchKernelEx(&config, probe_kernel, d, exchanges, late_block, late_cycles, budget), cudaSuccess);
+    EXPECT_EQ(
+        cudaLaunchKernelEx(&config, probe_kernel, d, exchanges, late_block, late_cycles, budget),
+        cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<ProbeResult> out(static_cast<std::size_t>(blocks) * exchanges);
     EXPECT_EQ(cudaMemcpy(out.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -125,8 +130,8 @@ TEST_F(ClusterExchange, EveryBlockGetsTheValuesInBlockRankOrderThroughBothBuffer
     for (int b = 0; b < cluster_size * clusters; ++b)
       for (int i = 0; i < kExchanges; ++i) {
         const ProbeResult& o = out[b * kExchanges + i];
-        const std::string where = "cluster of " + std::to_string(cluster_size) + ", block " + std::to_string(b) +
-                                  ", exchange " + std::to_string(i);
+        const std::string where = "cluster of " + std::to_string(cluster_size) + ", block " +
+                                  std::to_string(b) + ", exchange " + std::to_string(i);
         EXPECT_EQ(o.first_thread, expected(cluster_size, i)) << where;
         EXPECT_EQ(o.last_thread, o.first_thread) << where;
         EXPECT_EQ(o.expired, 0) << where;
@@ -138,7 +143,8 @@ TEST(ClusterExchangeValues, TheOrderIsVisibleInTheResult) {  // host only: runs 
   // What the test above relies on: for 4 and 8 blocks every sum in reverse block order
   // differs (2 blocks cannot show an order: a + b == b + a).
   for (int cluster_size : {4, 8})
-    for (int i = 0; i < 7; i += 2) EXPECT_NE(expected(cluster_size, i, true), expected(cluster_size, i)) << i;
+    for (int i = 0; i < 7; i += 2)
+      EXPECT_NE(expected(cluster_size, i, true), expected(cluster_size, i)) << i;
 }
 
 TEST_F(ClusterExchange, ABlockLaterThanTheBudgetIsReportedAndItsValueStillAwaited) {
@@ -146,11 +152,13 @@ TEST_F(ClusterExchange, ABlockLaterThanTheBudgetIsReportedAndItsValueStillAwaite
   const int cluster_size = 4, late = 2;
   const auto out = run(cluster_size, 2, kExchanges, late, 20 * kShortBudget, kShortBudget);
   for (int b = 0; b < cluster_size * 2; ++b) {
-    for (int i = 0; i + 1 < kExchanges; ++i) EXPECT_EQ(out[b * kExchanges + i].expired, 0) << "block " << b;
+    for (int i = 0; i + 1 < kExchanges; ++i)
+      EXPECT_EQ(out[b * kExchanges + i].expired, 0) << "block " << b;
     const ProbeResult& last = out[b * kExchanges + kExchanges - 1];
     // The late block's value was waited for: every block has the full result.
     EXPECT_EQ(last.first_thread, expected(cluster_size, kExchanges - 1)) << "block " << b;
-    if (b % cluster_size != late) EXPECT_EQ(last.expired, 1) << "block " << b << " did not report the late block";
+    if (b % cluster_size != late)
+      EXPECT_EQ(last.expired, 1) << "block " << b << " did not report the late block";
   }
 }
 

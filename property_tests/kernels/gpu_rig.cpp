@@ -18,7 +18,9 @@ namespace fusioncheck::kernels::testing {
 namespace ref = fusioncheck::reference;
 
 namespace {
-bool has_quant(Pattern p) { return p == Pattern::fp8_static || p == Pattern::fp8_dynamic || p == Pattern::nvfp4; }
+bool has_quant(Pattern p) {
+  return p == Pattern::fp8_static || p == Pattern::fp8_dynamic || p == Pattern::nvfp4;
+}
 constexpr float kFp8InvScale = 2.0f;
 constexpr float kNvfp4GlobalScale = 100.0f;
 constexpr float kEps = 1e-6f;
@@ -42,7 +44,8 @@ std::string gpu_skip_reason() {
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
   if (n == 0) return "no CUDA device";
-  if (compute_capability() < 90) return "device is sm_" + std::to_string(compute_capability()) + "; the kernels need sm_90+";
+  if (compute_capability() < 90)
+    return "device is sm_" + std::to_string(compute_capability()) + "; the kernels need sm_90+";
   return "";
 }
 
@@ -61,7 +64,8 @@ const char* path_name(Path p) {
 std::string Findings::summary(std::size_t max_lines) const {
   std::string s;
   for (std::size_t i = 0; i < lines.size() && i < max_lines; ++i) s += "    " + lines[i] + "\n";
-  if (lines.size() > max_lines) s += "    ... " + std::to_string(lines.size() - max_lines) + " more\n";
+  if (lines.size() > max_lines)
+    s += "    ... " + std::to_string(lines.size() - max_lines) + " more\n";
   return s;
 }
 
@@ -77,7 +81,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 DeviceBuffer::~DeviceBuffer() {
   if (ptr_ != nullptr) (void)cudaFree(ptr_);
 }
-void DeviceBuffer::fill(std::uint8_t byte) const { cuda_check(cudaMemset(ptr_, byte, bytes_), "cudaMemset"); }
+void DeviceBuffer::fill(std::uint8_t byte) const {
+  cuda_check(cudaMemset(ptr_, byte, bytes_), "cudaMemset");
+}
 void DeviceBuffer::upload(const void* src, std::size_t bytes) const {
   cuda_check(cudaMemcpy(ptr_, src, bytes, cudaMemcpyHostToDevice), "upload");
 }
@@ -100,7 +106,8 @@ Rig::Rig(int ranks, DType dtype, bool fp32_lamport, std::uint64_t comm_size)
   config.fp32_lamport = fp32_lamport;
   ws_ = Workspace::create_in_process(config);
   streams_.resize(ranks);
-  for (auto& s : streams_) cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+  for (auto& s : streams_)
+    cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   scanner_ = std::make_unique<DeviceLamportScanner>();
 }
 
@@ -160,11 +167,13 @@ FusedParams Rig::params_for(const CallSpec& spec, int rank, RankBuffers& b) cons
     p.norm_out = b.norm.get();
   }
   if (has_quant(spec.pattern)) p.quant_out = b.quant.get();
-  if (spec.pattern == Pattern::fp8_dynamic || spec.pattern == Pattern::nvfp4) p.scale_out = b.scale.get();
+  if (spec.pattern == Pattern::fp8_dynamic || spec.pattern == Pattern::nvfp4)
+    p.scale_out = b.scale.get();
   return p;
 }
 
-void Rig::upload_inputs(const CallSpec& spec, const ref::FusedInputs& in, std::vector<RankBuffers>& bufs) {
+void Rig::upload_inputs(const CallSpec& spec, const ref::FusedInputs& in,
+                        std::vector<RankBuffers>& bufs) {
   const std::size_t n = static_cast<std::size_t>(spec.tokens) * spec.hidden;
   const std::size_t bytes = n * 2;
   const std::size_t scale_bytes =
@@ -173,14 +182,20 @@ void Rig::upload_inputs(const CallSpec& spec, const ref::FusedInputs& in, std::v
           : spec.tokens * sizeof(float);
   bufs.clear();
   for (int r = 0; r < ranks_; ++r) {
-    RankBuffers b{DeviceBuffer(bytes), DeviceBuffer(bytes), DeviceBuffer(spec.hidden * 2),
-                  DeviceBuffer(bytes), DeviceBuffer(bytes), DeviceBuffer(bytes),
-                  DeviceBuffer(spec.pattern == Pattern::nvfp4 ? n / 2 : n), DeviceBuffer(scale_bytes),
+    RankBuffers b{DeviceBuffer(bytes),
+                  DeviceBuffer(bytes),
+                  DeviceBuffer(spec.hidden * 2),
+                  DeviceBuffer(bytes),
+                  DeviceBuffer(bytes),
+                  DeviceBuffer(bytes),
+                  DeviceBuffer(spec.pattern == Pattern::nvfp4 ? n / 2 : n),
+                  DeviceBuffer(scale_bytes),
                   DeviceBuffer(bytes)};
     b.input.upload(in.rank_inputs[r].data(), bytes);
     b.residual.upload(in.residual_in.data(), bytes);
     b.gamma.upload(in.gamma.data(), spec.hidden * 2);
-    for (const DeviceBuffer* out : {&b.allreduce, &b.residual_out, &b.norm, &b.quant, &b.consumer_copy})
+    for (const DeviceBuffer* out :
+         {&b.allreduce, &b.residual_out, &b.norm, &b.quant, &b.consumer_copy})
       out->fill(0xFF);  // NaN canary (bf16/fp16 0xFFFF, e4m3 0xFF): unwritten outputs show
     b.scale.fill(spec.pattern == Pattern::nvfp4 ? 0x00 : 0xFF);  // nvfp4 padding must read 0
     bufs.push_back(std::move(b));
@@ -193,7 +208,8 @@ void Rig::upload_inputs(const CallSpec& spec, const ref::FusedInputs& in, std::v
 void Rig::synchronise_and_collect_hangs(Findings& f) {
   for (int r = 0; r < ranks_; ++r) {
     const cudaError_t e = cudaStreamSynchronize(streams_[r]);
-    if (e != cudaSuccess) f.lines.push_back("rank " + std::to_string(r) + ": CUDA error " + cudaGetErrorString(e));
+    if (e != cudaSuccess)
+      f.lines.push_back("rank " + std::to_string(r) + ": CUDA error " + cudaGetErrorString(e));
   }
   for (auto& w : ws_) {
     const HangRecord h = w.hang_record();
@@ -204,21 +220,24 @@ void Rig::synchronise_and_collect_hangs(Findings& f) {
   }
 }
 
-void Rig::check_outputs(const CallSpec& spec, const ref::FusedInputs& in, std::vector<RankBuffers>& bufs,
-                        Findings& f) {
+void Rig::check_outputs(const CallSpec& spec, const ref::FusedInputs& in,
+                        std::vector<RankBuffers>& bufs, Findings& f) {
   const ref::FusedConfig config = reference_config(spec);
   const ref::FusedOutputs expected = ref::compute_fused(config, in);
   const std::size_t n = static_cast<std::size_t>(spec.tokens) * spec.hidden;
-  const std::string call = std::string(path_name(spec.path)) + " " + std::string(pattern_name(spec.pattern)) + " tokens=" +
-                           std::to_string(spec.tokens) + " hidden=" + std::to_string(spec.hidden);
+  const std::string call =
+      std::string(path_name(spec.path)) + " " + std::string(pattern_name(spec.pattern)) +
+      " tokens=" + std::to_string(spec.tokens) + " hidden=" + std::to_string(spec.hidden);
   std::vector<std::uint8_t> rank0_norm, rank0_quant;
   for (int r = 0; r < ranks_; ++r) {
     auto add = [&](const std::optional<ref::Mismatch>& m) {
       if (m) f.lines.push_back("rank " + std::to_string(r) + " " + call + ": " + describe(*m));
     };
-    add(ref::first_bit_mismatch(expected.allreduce, to_tensor(dtype_, bufs[r].allreduce.download(), n), "allreduce_out"));
+    add(ref::first_bit_mismatch(
+        expected.allreduce, to_tensor(dtype_, bufs[r].allreduce.download(), n), "allreduce_out"));
     if (spec.pattern == Pattern::allreduce) continue;
-    add(ref::first_bit_mismatch(expected.residual_out, to_tensor(dtype_, bufs[r].residual_out.download(), n),
+    add(ref::first_bit_mismatch(expected.residual_out,
+                                to_tensor(dtype_, bufs[r].residual_out.download(), n),
                                 "residual_out"));
     const auto norm_bytes = bufs[r].norm.download();
     const auto allowed = ref::norm_out_tolerance(config, expected.residual_out, in.gamma);
@@ -249,21 +268,21 @@ void Rig::check_outputs(const CallSpec& spec, const ref::FusedInputs& in, std::v
       rank0_norm = norm_bytes;
       rank0_quant = quant;
     } else if (norm_bytes != rank0_norm || quant != rank0_quant) {
-      f.lines.push_back("rank " + std::to_string(r) + " " + call + ": norm/quant outputs differ bitwise from rank 0");
+      f.lines.push_back("rank " + std::to_string(r) + " " + call +
+                        ": norm/quant outputs differ bitwise from rank 0");
     }
   }
 }
 
-Findings Rig::call(const CallSpec& spec) {
-  return call_sequence({spec});
-}
+Findings Rig::call(const CallSpec& spec) { return call_sequence({spec}); }
 
 Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
   Findings f;
   std::vector<ref::FusedInputs> inputs;
   std::vector<std::vector<RankBuffers>> bufs(specs.size());
   for (std::size_t k = 0; k < specs.size(); ++k) {
-    inputs.push_back(ref::make_exact_inputs(reference_config(specs[k]), specs[k].seed, call_counter_++, true));
+    inputs.push_back(
+        ref::make_exact_inputs(reference_config(specs[k]), specs[k].seed, call_counter_++, true));
     upload_inputs(specs[k], inputs.back(), bufs[k]);
   }
   std::vector<ControlState> before;
@@ -278,7 +297,9 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
       switch (spec.path) {
         case Path::oneshot: info = launch_oneshot(p, ws_[r], streams_[r], spec.mutant); break;
         case Path::twoshot: info = launch_twoshot(p, ws_[r], streams_[r], spec.mutant); break;
-        case Path::unfused: launch_unfused_baseline(p, ws_[r], b.allreduce.get(), streams_[r]); break;
+        case Path::unfused:
+          launch_unfused_baseline(p, ws_[r], b.allreduce.get(), streams_[r]);
+          break;
       }
       if (r == 0 && k == 0) {
         f.cluster_size = info.cluster_size;
@@ -289,7 +310,8 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
       // would. Every kernel was loaded when the workspaces were made (preload_kernels), so
       // this launch cannot stall the context while rank r's kernel waits for later ranks.
       if (spec.consumer_reads_before_wait)
-        launch_pdl_consumer_copy(b.norm.get(), b.consumer_copy.get(), b.norm.bytes(), true, streams_[r]);
+        launch_pdl_consumer_copy(b.norm.get(), b.consumer_copy.get(), b.norm.bytes(), true,
+                                 streams_[r]);
       if (r == 0 && spec.peer_launch_delay_us > 0)
         std::this_thread::sleep_for(std::chrono::microseconds(spec.peer_launch_delay_us));
     }
@@ -308,7 +330,8 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
       violations = check_twoshot_invariants(before, after);
     } else {
       std::vector<std::vector<std::uint16_t>> in;
-      for (const auto& t : inputs.front().rank_inputs) in.emplace_back(t.bits16().begin(), t.bits16().end());
+      for (const auto& t : inputs.front().rank_inputs)
+        in.emplace_back(t.bits16().begin(), t.bits16().end());
       violations = check_oneshot_invariants(before, after, in, dtype_);
       for (int r = 0; r < ranks_; ++r) {
         LamportScanRequest request;
@@ -324,13 +347,18 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
     // Back-to-back one-shot calls: the final state must be K calls ahead, on every rank.
     for (int r = 0; r < ranks_; ++r) {
       const auto& a = after[r].control;
-      const std::uint32_t want = (before[r].control.flag + specs.size()) % protocol::kLamportBuffers;
-      if (a.arrival_counter != 0) violations.push_back("invariant 1: rank " + std::to_string(r) + " counter " + std::to_string(a.arrival_counter));
+      const std::uint32_t want =
+          (before[r].control.flag + specs.size()) % protocol::kLamportBuffers;
+      if (a.arrival_counter != 0)
+        violations.push_back("invariant 1: rank " + std::to_string(r) + " counter " +
+                             std::to_string(a.arrival_counter));
       if (a.flag != want)
-        violations.push_back("invariant 2: rank " + std::to_string(r) + " flag " + std::to_string(a.flag) +
-                             " after " + std::to_string(specs.size()) + " calls, expected " + std::to_string(want));
+        violations.push_back("invariant 2: rank " + std::to_string(r) + " flag " +
+                             std::to_string(a.flag) + " after " + std::to_string(specs.size()) +
+                             " calls, expected " + std::to_string(want));
       if (!protocol::guards_intact(a) || !after[r].buffer_guards_intact)
-        violations.push_back("invariant 11: rank " + std::to_string(r) + " guard words overwritten");
+        violations.push_back("invariant 11: rank " + std::to_string(r) +
+                             " guard words overwritten");
     }
   }
   f.lines.insert(f.lines.end(), violations.begin(), violations.end());

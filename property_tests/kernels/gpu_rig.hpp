@@ -68,10 +68,10 @@ struct CallSpec {
 };
 
 struct Findings {
-  std::vector<std::string> lines;  // each: what went wrong, one line
-  int cluster_size = 1;            // of rank 0's launch
+  std::vector<std::string> lines;                // each: what went wrong, one line
+  int cluster_size = 1;                          // of rank 0's launch
   EpilogueScope epilogue = EpilogueScope::full;  // of rank 0's fused instance
-  bool cluster_free = false;       // rank 0's one-shot ran the twin without the cluster path
+  bool cluster_free = false;  // rank 0's one-shot ran the twin without the cluster path
   bool hung = false;
   bool consumer_read_stale = false;  // the PDL consumer's copy differs from norm_out
   bool ok() const { return lines.empty(); }
@@ -104,9 +104,10 @@ class Rig {
  private:
   struct RankBuffers;
   FusedParams params_for(const CallSpec& spec, int rank, RankBuffers& b) const;
-  void upload_inputs(const CallSpec& spec, const reference::FusedInputs& in, std::vector<RankBuffers>& bufs);
-  void check_outputs(const CallSpec& spec, const reference::FusedInputs& in, std::vector<RankBuffers>& bufs,
-                     Findings& f);
+  void upload_inputs(const CallSpec& spec, const reference::FusedInputs& in,
+                     std::vector<RankBuffers>& bufs);
+  void check_outputs(const CallSpec& spec, const reference::FusedInputs& in,
+                     std::vector<RankBuffers>& bufs, Findings& f);
   void synchronise_and_collect_hangs(Findings& f);
 
   int ranks_;

@@ -61,7 +61,8 @@ TEST(KernelValidation, RefusesUnsupportedRankCounts) {
     p.rank = 0;
     auto l = limits();
     l.workspace_ranks = ranks;
-    EXPECT_NE(refusal(p, l).find("ranks=" + std::to_string(ranks) + " is not supported"), std::string::npos)
+    EXPECT_NE(refusal(p, l).find("ranks=" + std::to_string(ranks) + " is not supported"),
+              std::string::npos)
         << refusal(p, l);
   }
   for (int ranks : {2, 4, 8, 16}) {
@@ -149,7 +150,8 @@ Synthetic correct_call(int ranks, int elem_bytes = 2) {
   Synthetic s;
   for (int r = 0; r < ranks; ++r) {
     std::vector<std::uint16_t> in(kElems);
-    for (std::uint64_t i = 0; i < kElems; ++i) in[i] = static_cast<std::uint16_t>(0x3f80 + r * 64 + i);
+    for (std::uint64_t i = 0; i < kElems; ++i)
+      in[i] = static_cast<std::uint16_t>(0x3f80 + r * 64 + i);
     in[3] = 0x8000;  // -0 must arrive as +0
     s.inputs.push_back(in);
   }
@@ -173,7 +175,8 @@ Synthetic correct_call(int ranks, int elem_bytes = 2) {
     after.control.clear_size = ranks * kElems;
     for (int src = 0; src < ranks; ++src)
       for (std::uint64_t i = 0; i < kElems; ++i) {
-        const std::uint32_t bits = fk::pushed_lamport_bits(s.inputs[src][i], fk::DType::bf16, elem_bytes);
+        const std::uint32_t bits =
+            fk::pushed_lamport_bits(s.inputs[src][i], fk::DType::bf16, elem_bytes);
         std::memcpy(&after.lamport[(src * kElems + i) * elem_bytes], &bits, elem_bytes);
       }
     s.after.push_back(after);
@@ -208,16 +211,29 @@ TEST(InvariantChecker, CatchesEveryPerturbation) {
   };
   const Case cases[] = {
       {"counter left", "invariant 1", [](Synthetic& s) { s.after[0].control.arrival_counter = 3; }},
-      {"flag not advanced", "invariant 2", [](Synthetic& s) { for (auto& a : s.after) a.control.flag = 0; }},
-      {"clear size of one rank", "invariant 2", [](Synthetic& s) { for (auto& a : s.after) a.control.clear_size = kElems; }},
+      {"flag not advanced", "invariant 2",
+       [](Synthetic& s) {
+         for (auto& a : s.after) a.control.flag = 0;
+       }},
+      {"clear size of one rank", "invariant 2",
+       [](Synthetic& s) {
+         for (auto& a : s.after) a.control.clear_size = kElems;
+       }},
       {"ranks disagree", "invariant 3", [](Synthetic& s) { s.after[1].control.flag = 2; }},
-      {"stale element in slot", "invariant 4", [](Synthetic& s) { s.after[1].lamport[2 * (kElems + 5)] ^= 1; }},
+      {"stale element in slot", "invariant 4",
+       [](Synthetic& s) { s.after[1].lamport[2 * (kElems + 5)] ^= 1; }},
       {"-0 not canonicalised", "invariant 4",
-       [](Synthetic& s) { s.after[0].lamport[2 * 3] = 0x00; s.after[0].lamport[2 * 3 + 1] = 0x80; }},
-      {"leftover past N*size", "invariant 4", [](Synthetic& s) { s.after[0].lamport[2 * (2 * kElems + 1) + 1] = 0; }},
-      {"other buffer not cleared", "invariant 5", [](Synthetic& s) { s.after[1].lamport[kComm * 2 + 10] = 0x12; }},
+       [](Synthetic& s) {
+         s.after[0].lamport[2 * 3] = 0x00;
+         s.after[0].lamport[2 * 3 + 1] = 0x80;
+       }},
+      {"leftover past N*size", "invariant 4",
+       [](Synthetic& s) { s.after[0].lamport[2 * (2 * kElems + 1) + 1] = 0; }},
+      {"other buffer not cleared", "invariant 5",
+       [](Synthetic& s) { s.after[1].lamport[kComm * 2 + 10] = 0x12; }},
       {"control guard", "invariant 11", [](Synthetic& s) { s.after[0].control.guard_back = 0; }},
-      {"buffer guard", "invariant 11", [](Synthetic& s) { s.after[1].buffer_guards_intact = false; }},
+      {"buffer guard", "invariant 11",
+       [](Synthetic& s) { s.after[1].buffer_guards_intact = false; }},
   };
   for (const auto& c : cases) {
     Synthetic s = correct_call(2);
@@ -243,8 +259,8 @@ TEST(InvariantChecker, HostLamportScanCountsAndReportsTheFirstOffender) {
   auto put = [&](int buffer, std::uint64_t index, std::uint16_t bits) {
     std::memcpy(&a.lamport[buffer * kComm + index * 2], &bits, 2);
   };
-  put(0, kElems + 9, 0x1111);  // slot 1
-  put(0, kElems + 4, 0x2222);  // slot 1, lower index
+  put(0, kElems + 9, 0x1111);   // slot 1
+  put(0, kElems + 4, 0x2222);   // slot 1, lower index
   put(0, 2 * kElems + 7, 0x0);  // past N * size
   put(2, 60, 0x4444);
   put(2, 5, 0x5555);
@@ -259,7 +275,8 @@ TEST(InvariantChecker, HostLamportScanCountsAndReportsTheFirstOffender) {
   EXPECT_EQ(scan.slots[1].mismatches, 2u);
   EXPECT_EQ(scan.slots[1].first_index, 4u);
   EXPECT_EQ(scan.slots[1].first_value, 0x2222u);
-  EXPECT_EQ(scan.slots[1].first_expected, 0x3fc4u);  // rank 1's element 4 (correct_call), pushed unchanged
+  EXPECT_EQ(scan.slots[1].first_expected,
+            0x3fc4u);  // rank 1's element 4 (correct_call), pushed unchanged
   EXPECT_EQ(scan.buffers[0].not_sentinel, 1u);
   EXPECT_EQ(scan.buffers[0].first_index, 2 * kElems + 7);
   EXPECT_EQ(scan.buffers[1].not_sentinel, 0u);
@@ -268,10 +285,15 @@ TEST(InvariantChecker, HostLamportScanCountsAndReportsTheFirstOffender) {
   EXPECT_EQ(scan.buffers[2].first_value, 0x5555u);
   const auto lines = fk::lamport_violations(1, scan);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], "invariant 4: rank 1 buffer 0 slot 1: 2 elements differ from rank 1's input, first at 4: "
-                      "0x2222 instead of 0x3fc4");
-  EXPECT_TRUE(mentions(lines, "invariant 4 (past N*size): rank 1 buffer 0: 1 elements are not -0, first at element 39"));
-  EXPECT_TRUE(mentions(lines, "invariant 5: rank 1 buffer 2: 3 elements are not -0, first at element 5 = 0x5555"));
+  EXPECT_EQ(
+      lines[0],
+      "invariant 4: rank 1 buffer 0 slot 1: 2 elements differ from rank 1's input, first at 4: "
+      "0x2222 instead of 0x3fc4");
+  EXPECT_TRUE(mentions(
+      lines,
+      "invariant 4 (past N*size): rank 1 buffer 0: 1 elements are not -0, first at element 39"));
+  EXPECT_TRUE(mentions(
+      lines, "invariant 5: rank 1 buffer 2: 3 elements are not -0, first at element 5 = 0x5555"));
 }
 
 // Requests and states a scanner cannot use are refused, not read past their end.
@@ -318,8 +340,10 @@ TEST(InvariantChecker, MySlotEverywhereScanNamesTheBufferOwner) {
   scan.slots[3].first_expected = fk::pushed_lamport_bits(s.inputs[2][4], fk::DType::bf16, 2);
   const auto lines = fk::lamport_violations(2, scan);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0], "invariant 4: rank 3 buffer 0 slot 2: 5 elements differ from rank 2's input, first at 4: "
-                      "0x2222 instead of 0x4004");
+  EXPECT_EQ(
+      lines[0],
+      "invariant 4: rank 3 buffer 0 slot 2: 5 elements differ from rank 2's input, first at 4: "
+      "0x2222 instead of 0x4004");
 
   EXPECT_THROW(fk::scan_lamport_on_host(s.after[2], request), std::invalid_argument);
   fk::LamportScanRequest two_inputs = request;
@@ -340,11 +364,13 @@ TEST(InvariantChecker, MySlotEverywhereScanNamesTheBufferOwner) {
   fk::LamportScanRequest every_slot = on_device;
   every_slot.slots = fk::SlotScan::every_slot_here;
   EXPECT_THROW(fk::empty_lamport_scan(every_slot, 2, 1u << 20), std::invalid_argument);
-  for (const auto& [rank, ranks] : {std::pair{4, 4}, std::pair{-1, 4}, std::pair{0, 0}, std::pair{0, 17}}) {
+  for (const auto& [rank, ranks] :
+       {std::pair{4, 4}, std::pair{-1, 4}, std::pair{0, 0}, std::pair{0, 17}}) {
     fk::LamportScanRequest bad = request;
     bad.rank = rank;
     bad.ranks = ranks;
-    EXPECT_THROW(fk::empty_lamport_scan(bad, 2, 1u << 20), std::invalid_argument) << rank << " of " << ranks;
+    EXPECT_THROW(fk::empty_lamport_scan(bad, 2, 1u << 20), std::invalid_argument)
+        << rank << " of " << ranks;
   }
 }
 
@@ -375,7 +401,8 @@ TEST(InvariantChecker, TwoShotFlagStepsFollowTheKernelsState) {
   }
   EXPECT_TRUE(fk::check_twoshot_invariants(s.before, s.after).empty());
   for (auto& a : s.after) a.twoshot_flag_steps = 1;  // ours: 0 -> 2 is wrong
-  EXPECT_TRUE(mentions(fk::check_twoshot_invariants(s.before, s.after), "invariant 2: rank 0 two-shot flag went 0 -> 2, expected 1"));
+  EXPECT_TRUE(mentions(fk::check_twoshot_invariants(s.before, s.after),
+                       "invariant 2: rank 0 two-shot flag went 0 -> 2, expected 1"));
 }
 
 // ---- CommBootstrap forwards to an MpiComm-shaped communicator ------------------------------
@@ -390,13 +417,16 @@ TEST(HangRecordText, SaysWhatWasAwaited) {
   r.flag = 1;
   r.counter = 8;
   r.what = fk::HangSite::lamport_poll;
-  EXPECT_NE(fk::describe(r).find("polling the Lamport slot of peer 0"), std::string::npos) << fk::describe(r);
+  EXPECT_NE(fk::describe(r).find("polling the Lamport slot of peer 0"), std::string::npos)
+      << fk::describe(r);
   r.what = fk::HangSite::cluster_exchange;
   const std::string exchange = fk::describe(r);
   EXPECT_NE(exchange.find("rank 1 block 3"), std::string::npos) << exchange;
-  EXPECT_NE(exchange.find("partial sums of the other blocks of its cluster"), std::string::npos) << exchange;
+  EXPECT_NE(exchange.find("partial sums of the other blocks of its cluster"), std::string::npos)
+      << exchange;
   EXPECT_NE(exchange.find("counter/awaited 8"), std::string::npos) << exchange;  // blocks a row
-  EXPECT_EQ(exchange.find("cluster (counter: blocks a row) 0"), std::string::npos) << exchange;  // no peer slot
+  EXPECT_EQ(exchange.find("cluster (counter: blocks a row) 0"), std::string::npos)
+      << exchange;  // no peer slot
 }
 
 #include "fusioncheck/kernels/comm_bootstrap.hpp"
@@ -441,29 +471,34 @@ fk::GpuUuid gpu(unsigned char id) {
 
 TEST(PeerAccess, RanksOnOneGpuNeedNone) {
   const auto never = [](const fk::GpuUuid&) -> std::optional<int> { return std::nullopt; };
-  EXPECT_EQ(fk::peer_access_problem(0, 0, {gpu(1), gpu(1), gpu(1), gpu(1)}, never, [](int) { return false; }), "");
+  EXPECT_EQ(fk::peer_access_problem(0, 0, {gpu(1), gpu(1), gpu(1), gpu(1)}, never,
+                                    [](int) { return false; }),
+            "");
 }
 
 TEST(PeerAccess, ReachablePeersPass) {
   const auto ordinal = [](const fk::GpuUuid& u) -> std::optional<int> { return u[0]; };
-  EXPECT_EQ(fk::peer_access_problem(1, 1, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal, [](int) { return true; }), "");
+  EXPECT_EQ(fk::peer_access_problem(1, 1, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal,
+                                    [](int) { return true; }),
+            "");
 }
 
 TEST(PeerAccess, InvisiblePeerGpuIsNamed) {
   const auto ordinal = [](const fk::GpuUuid& u) -> std::optional<int> {
     return u[0] == 2 ? std::nullopt : std::optional<int>(u[0]);
   };
-  const std::string why =
-      fk::peer_access_problem(0, 0, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal, [](int) { return true; });
+  const std::string why = fk::peer_access_problem(0, 0, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal,
+                                                  [](int) { return true; });
   EXPECT_NE(why.find("rank 2's GPU is not visible to rank 0"), std::string::npos) << why;
   EXPECT_NE(why.find("CUDA_VISIBLE_DEVICES"), std::string::npos) << why;
 }
 
 TEST(PeerAccess, MissingP2PNamesThePair) {
   const auto ordinal = [](const fk::GpuUuid& u) -> std::optional<int> { return u[0]; };
-  const std::string why =
-      fk::peer_access_problem(1, 1, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal, [](int peer) { return peer != 3; });
-  EXPECT_NE(why.find("GPU 1 (rank 1) has no peer access to GPU 3 (rank 3)"), std::string::npos) << why;
+  const std::string why = fk::peer_access_problem(1, 1, {gpu(0), gpu(1), gpu(2), gpu(3)}, ordinal,
+                                                  [](int peer) { return peer != 3; });
+  EXPECT_NE(why.find("GPU 1 (rank 1) has no peer access to GPU 3 (rank 3)"), std::string::npos)
+      << why;
 }
 
 // ---- the automatic one-/two-shot choice (choice.hpp) --------------------------------------
@@ -474,15 +509,17 @@ TEST(AutomaticChoice, TwoRanksOnTwoGpusAlwaysOneShot) {
 }
 
 TEST(AutomaticChoice, TwoRanksSharingAGpuSwitchAtTwoMiB) {
-  // Under MPS on one H200 two-shot was the faster from 2 MiB per rank
-  // (docs/bench-history-sessions-10-15.md, session 12).
+  // Under MPS on one H200 two-shot is the faster from 2 MiB per rank (gpu bench).
   EXPECT_FALSE(fk::twoshot_preferred(2, (2u << 20) - 1, 2));
   EXPECT_TRUE(fk::twoshot_preferred(2, 2u << 20, 2));
   EXPECT_FALSE(fk::twoshot_preferred(2, 2u << 20, 1));  // the same size on two GPUs
 }
 
 TEST(AutomaticChoice, SwitchesAtTheCrossoverOfEachRankCount) {
-  const struct { int ranks; std::uint64_t from; } crossover[] = {{4, 2u << 20}, {8, 256u << 10}, {16, 128u << 10}};
+  const struct {
+    int ranks;
+    std::uint64_t from;
+  } crossover[] = {{4, 2u << 20}, {8, 256u << 10}, {16, 128u << 10}};
   for (const auto& c : crossover) {
     EXPECT_FALSE(fk::twoshot_preferred(c.ranks, c.from - 1, 1)) << c.ranks << " ranks";
     EXPECT_TRUE(fk::twoshot_preferred(c.ranks, c.from, 1)) << c.ranks << " ranks";
@@ -497,7 +534,8 @@ TEST(CoResidency, EveryRanksResidentKernelsFitTogether) {
         const int share = fk::co_resident_blocks(sms, sharers, kernels);
         EXPECT_GE(share, 1);
         // Whenever the SMs allow more than one block each, all of them fit at once.
-        if (share > 1) EXPECT_LE(sharers * kernels * share, sms) << sms << " SMs, " << sharers << " sharers";
+        if (share > 1)
+          EXPECT_LE(sharers * kernels * share, sms) << sms << " SMs, " << sharers << " sharers";
         // And no SM is left idle that a whole block per kernel could use.
         EXPECT_GT(sharers * kernels * (share + 1), sms) << sms << " SMs, " << sharers << " sharers";
       }
@@ -505,7 +543,7 @@ TEST(CoResidency, EveryRanksResidentKernelsFitTogether) {
 
 TEST(CoResidency, EightRanksOnOneH200LeaveRoomForThreeKernelsEach) {
   // 132 SMs: 5 blocks per kernel, 8 x 3 x 5 = 120 SMs at most. With room for two kernels
-  // each (8 blocks, 128 SMs) 8 ranks under MPS hung in every run (docs/bench-history.md).
+  // each (8 blocks, 128 SMs) 8 ranks under MPS hang: the grids are not co-resident.
   EXPECT_EQ(fk::kResidentKernelsPerSharingRank, 3);
   EXPECT_EQ(fk::co_resident_blocks(132, 8, fk::kResidentKernelsPerSharingRank), 5);
   EXPECT_EQ(fk::co_resident_blocks(132, 1, 1), 132);
@@ -526,20 +564,23 @@ const auto any_cluster = [](int) { return true; };
 
 TEST(ClusterChoice, AutomaticTakesTheLargestSplitThatFitsTheShare) {
   EXPECT_EQ(fk::choose_cluster(long_rows(1), any_cluster), 8);
-  EXPECT_EQ(fk::choose_cluster(long_rows(16), any_cluster), 8);   // 128 blocks
-  EXPECT_EQ(fk::choose_cluster(long_rows(17), any_cluster), 4);   // 136 > 132: four a row
+  EXPECT_EQ(fk::choose_cluster(long_rows(16), any_cluster), 8);  // 128 blocks
+  EXPECT_EQ(fk::choose_cluster(long_rows(17), any_cluster), 4);  // 136 > 132: four a row
   EXPECT_EQ(fk::choose_cluster(long_rows(33), any_cluster), 4);
-  EXPECT_EQ(fk::choose_cluster(long_rows(34), any_cluster), 1);  // 2 a row measured slower than none
+  EXPECT_EQ(fk::choose_cluster(long_rows(34), any_cluster),
+            1);  // 2 a row measured slower than none
   EXPECT_EQ(fk::choose_cluster(long_rows(66), any_cluster), 1);
   for (int tokens = 1; tokens <= 300; ++tokens) {
     const int c = fk::choose_cluster(long_rows(tokens), any_cluster);
-    EXPECT_TRUE(c == 1 || tokens * c <= 132) << tokens << " tokens: " << c << " blocks a row overfill the share";
+    EXPECT_TRUE(c == 1 || tokens * c <= 132)
+        << tokens << " tokens: " << c << " blocks a row overfill the share";
   }
 }
 
 TEST(ClusterChoice, ShortRowsTheDeviceAndTheModeDecide) {
   fk::ClusterChoice short_rows = long_rows(1);
-  short_rows.row_vectors = 512;  // hidden 4096: blocks of 128 vectors, as many rows as the share holds
+  short_rows.row_vectors =
+      512;  // hidden 4096: blocks of 128 vectors, as many rows as the share holds
   short_rows.hidden = 4096;
   EXPECT_EQ(fk::choose_cluster(short_rows, any_cluster), 4);
   short_rows.tokens = 33;
@@ -595,21 +636,24 @@ TEST(AutomaticChoice, OnceTwoShotAlwaysTwoShotForLargerCalls) {
       bool seen_twoshot = false;
       for (std::uint64_t bytes = 16; bytes <= (std::uint64_t{1} << 34); bytes += bytes / 3 + 16) {
         const bool two = fk::twoshot_preferred(ranks, bytes, on_device);
-        EXPECT_FALSE(seen_twoshot && !two) << ranks << " ranks: back to one-shot at " << bytes << " bytes";
+        EXPECT_FALSE(seen_twoshot && !two)
+            << ranks << " ranks: back to one-shot at " << bytes << " bytes";
         seen_twoshot |= two;
       }
-      EXPECT_EQ(seen_twoshot, ranks > 2 || on_device > 1) << ranks << " ranks, " << on_device << " on a GPU";
+      EXPECT_EQ(seen_twoshot, ranks > 2 || on_device > 1)
+          << ranks << " ranks, " << on_device << " on a GPU";
     }
 }
 
 TEST(EpilogueScope, PlainServesTheUnquantisedPatternsWithFp32SumsOnly) {
-  const fk::Pattern all[] = {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_static,
-                             fk::Pattern::fp8_dynamic, fk::Pattern::nvfp4};
+  const fk::Pattern all[] = {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm,
+                             fk::Pattern::fp8_static, fk::Pattern::fp8_dynamic, fk::Pattern::nvfp4};
   for (fk::Pattern pattern : all)
     for (bool fp32_sum : {true, false}) {
-      const bool plain_ok =
-          fp32_sum && (pattern == fk::Pattern::allreduce || pattern == fk::Pattern::residual_rmsnorm);
-      const std::string what = std::string(fk::pattern_name(pattern)) + (fp32_sum ? " fp32 sum" : " rounded sum");
+      const bool plain_ok = fp32_sum && (pattern == fk::Pattern::allreduce ||
+                                         pattern == fk::Pattern::residual_rmsnorm);
+      const std::string what =
+          std::string(fk::pattern_name(pattern)) + (fp32_sum ? " fp32 sum" : " rounded sum");
       EXPECT_TRUE(fk::epilogue_serves(fk::EpilogueScope::full, pattern, fp32_sum)) << what;
       EXPECT_EQ(fk::epilogue_serves(fk::EpilogueScope::plain, pattern, fp32_sum), plain_ok) << what;
       // The launchers take the narrowest scope that serves the call, and it must serve it.
@@ -628,16 +672,21 @@ TEST(EpilogueScope, DispatchTakesThePlainInstanceOnlyForPlainCalls) {
   for (bool plain_first : {true, false}) {
     const Instance* a = plain_first ? &plain : &full;
     const Instance* b = plain_first ? &full : &plain;
-    const Instance* got = fk::narrower_instance(fk::narrower_instance<Instance>(nullptr, *a, fk::Pattern::residual_rmsnorm, true),
-                                                *b, fk::Pattern::residual_rmsnorm, true);
+    const Instance* got = fk::narrower_instance(
+        fk::narrower_instance<Instance>(nullptr, *a, fk::Pattern::residual_rmsnorm, true), *b,
+        fk::Pattern::residual_rmsnorm, true);
     EXPECT_EQ(got, &plain) << "plain first: " << plain_first;
     // ... and a call the plain instance cannot compute gets the full one.
-    for (auto [pattern, fp32_sum] : {std::pair{fk::Pattern::fp8_dynamic, true}, std::pair{fk::Pattern::residual_rmsnorm, false}}) {
-      got = fk::narrower_instance(fk::narrower_instance<Instance>(nullptr, *a, pattern, fp32_sum), *b, pattern, fp32_sum);
-      EXPECT_EQ(got, &full) << fk::pattern_name(pattern) << " fp32 sum " << fp32_sum << " plain first: " << plain_first;
+    for (auto [pattern, fp32_sum] : {std::pair{fk::Pattern::fp8_dynamic, true},
+                                     std::pair{fk::Pattern::residual_rmsnorm, false}}) {
+      got = fk::narrower_instance(fk::narrower_instance<Instance>(nullptr, *a, pattern, fp32_sum),
+                                  *b, pattern, fp32_sum);
+      EXPECT_EQ(got, &full) << fk::pattern_name(pattern) << " fp32 sum " << fp32_sum
+                            << " plain first: " << plain_first;
     }
   }
   // With only a plain instance (the wait-profile and unbounded-polls tables) nothing serves
   // a quantised call: the launcher then refuses it.
-  EXPECT_EQ(fk::narrower_instance<Instance>(nullptr, plain, fk::Pattern::fp8_static, true), nullptr);
+  EXPECT_EQ(fk::narrower_instance<Instance>(nullptr, plain, fk::Pattern::fp8_static, true),
+            nullptr);
 }

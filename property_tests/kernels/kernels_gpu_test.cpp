@@ -32,8 +32,8 @@ class Gpu : public ::testing::Test {
 const std::vector<int> kTokenSequence = {1, 7, 64, 3, 130, 2, 16};
 
 std::vector<fk::Pattern> patterns_for_device() {
-  std::vector<fk::Pattern> p = {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_static,
-                                fk::Pattern::fp8_dynamic};
+  std::vector<fk::Pattern> p = {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm,
+                                fk::Pattern::fp8_static, fk::Pattern::fp8_dynamic};
   if (fk::testing::compute_capability() >= 100) p.push_back(fk::Pattern::nvfp4);
   return p;
 }
@@ -42,7 +42,8 @@ void expect_clean_sequence(Rig& rig, CallSpec spec, const std::string& label) {
   for (int tokens : kTokenSequence) {
     spec.tokens = tokens;
     const Findings f = rig.call(spec);
-    ASSERT_TRUE(f.ok()) << label << " tokens=" << tokens << " (cluster size " << f.cluster_size << "):\n"
+    ASSERT_TRUE(f.ok()) << label << " tokens=" << tokens << " (cluster size " << f.cluster_size
+                        << "):\n"
                         << f.summary();
   }
 }
@@ -57,8 +58,10 @@ TEST_F(Gpu, OneShotMatchesReferenceForEveryPatternRankCountAndDtype) {
         CallSpec spec;
         spec.pattern = pattern;
         spec.hidden = 512;
-        expect_clean_sequence(rig, spec, std::string("ranks=") + std::to_string(ranks) + " " + std::string(fk::dtype_name(dtype)) +
-                                             " " + std::string(fk::pattern_name(pattern)));
+        expect_clean_sequence(rig, spec,
+                              std::string("ranks=") + std::to_string(ranks) + " " +
+                                  std::string(fk::dtype_name(dtype)) + " " +
+                                  std::string(fk::pattern_name(pattern)));
       }
     }
 }
@@ -72,8 +75,10 @@ TEST_F(Gpu, OneShotVariantsFp32LamportPerStepRoundingWeightBias) {
         spec.hidden = 1024;
         spec.fp32_accumulation = fp32_acc;
         spec.weight_bias = bias;
-        expect_clean_sequence(rig, spec, std::string("fp32_lamport=") + (fp32_lamport ? "1" : "0") +
-                                             " fp32_acc=" + (fp32_acc ? "1" : "0") + " weight_bias=" + std::to_string(bias));
+        expect_clean_sequence(rig, spec,
+                              std::string("fp32_lamport=") + (fp32_lamport ? "1" : "0") +
+                                  " fp32_acc=" + (fp32_acc ? "1" : "0") +
+                                  " weight_bias=" + std::to_string(bias));
       }
   }
   Rig rig8(8, fk::DType::bf16);  // the largest rank count that stays quick on one GPU
@@ -88,7 +93,8 @@ TEST_F(Gpu, ClusterAndNonClusterRmsNormPathsBothMatchReference) {
   spec.hidden = 4096;
   spec.cluster = fk::ClusterMode::force_no_cluster;
   expect_clean_sequence(rig, spec, "force_no_cluster");
-  if (!fk::device_supports_clusters()) GTEST_SKIP() << "device reports no cluster launch: cluster path not tested";
+  if (!fk::device_supports_clusters())
+    GTEST_SKIP() << "device reports no cluster launch: cluster path not tested";
   spec.cluster = fk::ClusterMode::force_cluster;
   spec.tokens = 4;
   const Findings f = rig.call(spec);
@@ -111,7 +117,8 @@ TEST_F(Gpu, BackToBackPdlCallsWithEarlyAndLateTrigger) {
       specs.push_back(s);
     }
     const Findings f = rig.call_sequence(specs);
-    EXPECT_TRUE(f.ok()) << (trigger == fk::Trigger::early ? "early" : "at_end") << " trigger:\n" << f.summary();
+    EXPECT_TRUE(f.ok()) << (trigger == fk::Trigger::early ? "early" : "at_end") << " trigger:\n"
+                        << f.summary();
   }
 }
 
@@ -119,13 +126,15 @@ TEST_F(Gpu, TwoShotMatchesReferenceAndKeepsItsOwnState) {
   for (int ranks : {2, 4})
     for (fk::DType dtype : {fk::DType::bf16, fk::DType::f16}) {
       Rig rig(ranks, dtype);
-      for (fk::Pattern pattern : {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_dynamic}) {
+      for (fk::Pattern pattern :
+           {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_dynamic}) {
         CallSpec spec;
         spec.path = Path::twoshot;
         spec.pattern = pattern;
         spec.hidden = 1024;
-        expect_clean_sequence(rig, spec, std::string("two-shot ranks=") + std::to_string(ranks) + " " +
-                                             std::string(fk::pattern_name(pattern)));
+        expect_clean_sequence(rig, spec,
+                              std::string("two-shot ranks=") + std::to_string(ranks) + " " +
+                                  std::string(fk::pattern_name(pattern)));
       }
     }
 }
@@ -135,7 +144,8 @@ TEST_F(Gpu, TwoShotMatchesReferenceAndKeepsItsOwnState) {
 TEST_F(Gpu, EachCallRunsOnTheNarrowestInstanceThatServesIt) {
   Rig rig(2, fk::DType::bf16);
   for (Path path : {Path::oneshot, Path::twoshot})
-    for (fk::Pattern pattern : {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_static})
+    for (fk::Pattern pattern :
+         {fk::Pattern::allreduce, fk::Pattern::residual_rmsnorm, fk::Pattern::fp8_static})
       for (bool fp32_sum : {true, false}) {
         CallSpec spec;
         spec.path = path;
@@ -145,7 +155,8 @@ TEST_F(Gpu, EachCallRunsOnTheNarrowestInstanceThatServesIt) {
         spec.tokens = 5;
         const Findings f = rig.call(spec);
         const std::string what = std::string(path == Path::oneshot ? "one-shot " : "two-shot ") +
-                                 std::string(fk::pattern_name(pattern)) + (fp32_sum ? " fp32 sum" : " rounded sum");
+                                 std::string(fk::pattern_name(pattern)) +
+                                 (fp32_sum ? " fp32 sum" : " rounded sum");
         ASSERT_TRUE(f.ok()) << what << ":\n" << f.summary();
         EXPECT_EQ(f.epilogue, fk::epilogue_scope_for(pattern, fp32_sum)) << what;
       }
@@ -164,11 +175,16 @@ TEST_F(Gpu, CallsWithoutAClusterRunTheClusterFreeTwin) {
     bool expect_twin;
   };
   const Case cases[] = {
-      {"plain, automatic, short rows", false, fk::Pattern::residual_rmsnorm, fk::ClusterMode::automatic, 1024, true},
-      {"plain allreduce, no cluster", false, fk::Pattern::allreduce, fk::ClusterMode::force_no_cluster, 4096, true},
-      {"plain, cluster forced", false, fk::Pattern::residual_rmsnorm, fk::ClusterMode::force_cluster, 4096, false},
-      {"fp8 output (full epilogue)", false, fk::Pattern::fp8_static, fk::ClusterMode::force_no_cluster, 1024, false},
-      {"fp32 Lamport element", true, fk::Pattern::residual_rmsnorm, fk::ClusterMode::force_no_cluster, 1024, false},
+      {"plain, automatic, short rows", false, fk::Pattern::residual_rmsnorm,
+       fk::ClusterMode::automatic, 1024, true},
+      {"plain allreduce, no cluster", false, fk::Pattern::allreduce,
+       fk::ClusterMode::force_no_cluster, 4096, true},
+      {"plain, cluster forced", false, fk::Pattern::residual_rmsnorm,
+       fk::ClusterMode::force_cluster, 4096, false},
+      {"fp8 output (full epilogue)", false, fk::Pattern::fp8_static,
+       fk::ClusterMode::force_no_cluster, 1024, false},
+      {"fp32 Lamport element", true, fk::Pattern::residual_rmsnorm,
+       fk::ClusterMode::force_no_cluster, 1024, false},
   };
   Rig rig16(2, fk::DType::bf16);
   Rig rig32(2, fk::DType::bf16, true);
@@ -181,7 +197,8 @@ TEST_F(Gpu, CallsWithoutAClusterRunTheClusterFreeTwin) {
     spec.tokens = 3;
     const Findings f = (c.fp32_lamport ? rig32 : rig16).call(spec);
     ASSERT_TRUE(f.ok()) << c.what << ":\n" << f.summary();
-    EXPECT_EQ(f.cluster_free, c.expect_twin) << c.what << " (cluster size " << f.cluster_size << ")";
+    EXPECT_EQ(f.cluster_free, c.expect_twin)
+        << c.what << " (cluster size " << f.cluster_size << ")";
     if (f.cluster_free) EXPECT_EQ(f.cluster_size, 1) << c.what;
   }
 }
@@ -194,7 +211,8 @@ TEST_F(Gpu, AlternatingOneShotAndTwoShotCallsStayIndependent) {
     spec.hidden = 2048;
     spec.tokens = kTokenSequence[k % kTokenSequence.size()];
     const Findings f = rig.call(spec);
-    ASSERT_TRUE(f.ok()) << "call " << k << " (" << fk::testing::path_name(spec.path) << "):\n" << f.summary();
+    ASSERT_TRUE(f.ok()) << "call " << k << " (" << fk::testing::path_name(spec.path) << "):\n"
+                        << f.summary();
   }
 }
 
@@ -315,7 +333,7 @@ TEST_F(Gpu, DeviceLamportScanAgreesWithTheHostScanAndFindsEachCorruption) {
     for (int r = 0; r < 2; ++r)
       for (std::uint64_t i = 0; i < kElems; ++i)
         inputs[r][i] = static_cast<std::uint16_t>(0x3f80 + 7 * i + r);  // bf16 bits near 1.0
-    inputs[1][11] = 0x8000;  // -0: the slot must hold +0
+    inputs[1][11] = 0x8000;                                             // -0: the slot must hold +0
     fk::LamportScanRequest request;
     request.data_buffer = kDataBuffer;
     request.dtype = fk::DType::bf16;
@@ -324,11 +342,13 @@ TEST_F(Gpu, DeviceLamportScanAgreesWithTheHostScanAndFindsEachCorruption) {
     auto* lamport = static_cast<std::uint8_t*>(const_cast<void*>(ws.lamport_device()));
     auto write = [&](int buffer, std::uint64_t index, std::uint32_t bits) {
       ASSERT_EQ(cudaMemcpy(lamport + (buffer * per_buffer + index) * elem_bytes, &bits, elem_bytes,
-                           cudaMemcpyHostToDevice), cudaSuccess);
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
     };
     for (int r = 0; r < 2; ++r)
       for (std::uint64_t i = 0; i < kElems; ++i)
-        write(kDataBuffer, r * kElems + i, fk::pushed_lamport_bits(inputs[r][i], fk::DType::bf16, elem_bytes));
+        write(kDataBuffer, r * kElems + i,
+              fk::pushed_lamport_bits(inputs[r][i], fk::DType::bf16, elem_bytes));
     fk::DeviceLamportScanner scanner;
     auto scan = [&] {
       const fk::LamportScan host = fk::scan_lamport_on_host(fk::read_control_state(ws), request);
@@ -348,23 +368,33 @@ TEST_F(Gpu, DeviceLamportScanAgreesWithTheHostScanAndFindsEachCorruption) {
     };
     const std::uint32_t sentinel = fp32 ? fp::kNegZero32 : fp::kNegZero16;
     std::vector<Corruption> corruptions = {
-        {"slot element", kDataBuffer, kElems + 7, 0x1234u, "invariant 4: rank 0 buffer 1 slot 1: 1 elements differ"},
-        {"-0 not canonicalised", kDataBuffer, kElems + 11, sentinel, "slot 1: 1 elements differ from rank 1's input, first at 11"},
-        {"past N*size", kDataBuffer, 2 * kElems + 3, 0u, "invariant 4 (past N*size): rank 0 buffer 1: 1 elements"},
-        {"first element of another buffer", 2, 0, 0x42u, "invariant 5: rank 0 buffer 2: 1 elements are not -0, first at element 0 = 0x42"},
-        {"last element of another buffer", 0, per_buffer - 1, 0u, "invariant 5: rank 0 buffer 0: 1 elements"},
+        {"slot element", kDataBuffer, kElems + 7, 0x1234u,
+         "invariant 4: rank 0 buffer 1 slot 1: 1 elements differ"},
+        {"-0 not canonicalised", kDataBuffer, kElems + 11, sentinel,
+         "slot 1: 1 elements differ from rank 1's input, first at 11"},
+        {"past N*size", kDataBuffer, 2 * kElems + 3, 0u,
+         "invariant 4 (past N*size): rank 0 buffer 1: 1 elements"},
+        {"first element of another buffer", 2, 0, 0x42u,
+         "invariant 5: rank 0 buffer 2: 1 elements are not -0, first at element 0 = 0x42"},
+        {"last element of another buffer", 0, per_buffer - 1, 0u,
+         "invariant 5: rank 0 buffer 0: 1 elements"},
     };
-    if (fp32) corruptions.push_back({"16-bit sentinel in an fp32 buffer", 0, 5, 0x80008000u, "invariant 6: rank 0 buffer 0: 1 fp32"});
+    if (fp32)
+      corruptions.push_back({"16-bit sentinel in an fp32 buffer", 0, 5, 0x80008000u,
+                             "invariant 6: rank 0 buffer 0: 1 fp32"});
     for (const auto& c : corruptions) {
       std::uint32_t saved = 0;
-      ASSERT_EQ(cudaMemcpy(&saved, lamport + (c.buffer * per_buffer + c.index) * elem_bytes, elem_bytes,
-                           cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(&saved, lamport + (c.buffer * per_buffer + c.index) * elem_bytes,
+                           elem_bytes, cudaMemcpyDeviceToHost),
+                cudaSuccess);
       write(c.buffer, c.index, c.bits);
       const auto lines = scan();
-      const bool found = std::any_of(lines.begin(), lines.end(),
-                                     [&](const std::string& l) { return l.find(c.expected) != std::string::npos; });
-      EXPECT_TRUE(found) << "fp32=" << fp32 << ", " << c.what << ": expected \"" << c.expected << "\", got "
-                         << lines.size() << " lines" << (lines.empty() ? "" : ": " + lines.front());
+      const bool found = std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+        return l.find(c.expected) != std::string::npos;
+      });
+      EXPECT_TRUE(found) << "fp32=" << fp32 << ", " << c.what << ": expected \"" << c.expected
+                         << "\", got " << lines.size() << " lines"
+                         << (lines.empty() ? "" : ": " + lines.front());
       write(c.buffer, c.index, saved);
     }
     EXPECT_TRUE(scan().empty()) << "fp32=" << fp32 << ": not clean after restoring";
@@ -384,18 +414,24 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
     const std::uint64_t per_buffer = rig.workspaces()[0].config().comm_size / elem_bytes;
     std::vector<std::vector<std::uint16_t>> inputs(kRanks, std::vector<std::uint16_t>(kElems));
     for (int r = 0; r < kRanks; ++r)
-      for (std::uint64_t i = 0; i < kElems; ++i) inputs[r][i] = static_cast<std::uint16_t>(0x3f80 + 5 * i + 64 * r);
+      for (std::uint64_t i = 0; i < kElems; ++i)
+        inputs[r][i] = static_cast<std::uint16_t>(0x3f80 + 5 * i + 64 * r);
     inputs[2][9] = 0x8000;  // -0: every slot must hold +0
     auto write_in = [&](int owner, int buffer, std::uint64_t index, std::uint32_t bits) {
-      auto* lamport = static_cast<std::uint8_t*>(const_cast<void*>(rig.workspaces()[owner].lamport_device()));
+      auto* lamport =
+          static_cast<std::uint8_t*>(const_cast<void*>(rig.workspaces()[owner].lamport_device()));
       ASSERT_EQ(cudaMemcpy(lamport + (buffer * per_buffer + index) * elem_bytes, &bits, elem_bytes,
-                           cudaMemcpyHostToDevice), cudaSuccess);
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
     };
-    auto write = [&](int owner, std::uint64_t index, std::uint32_t bits) { write_in(owner, kDataBuffer, index, bits); };
+    auto write = [&](int owner, std::uint64_t index, std::uint32_t bits) {
+      write_in(owner, kDataBuffer, index, bits);
+    };
     for (int owner = 0; owner < kRanks; ++owner)
       for (int r = 0; r < kRanks; ++r)
         for (std::uint64_t i = 0; i < kElems; ++i)
-          write(owner, r * kElems + i, fk::pushed_lamport_bits(inputs[r][i], fk::DType::bf16, elem_bytes));
+          write(owner, r * kElems + i,
+                fk::pushed_lamport_bits(inputs[r][i], fk::DType::bf16, elem_bytes));
 
     fk::LamportScanRequest every;  // an owner's slot-by-slot scan, on the host
     every.data_buffer = kDataBuffer;
@@ -413,7 +449,8 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
     std::vector<std::uint16_t*> device_inputs(kRanks, nullptr);
     for (int r = 0; r < kRanks; ++r) {
       ASSERT_EQ(cudaMalloc(&device_inputs[r], kElems * 2), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(device_inputs[r], inputs[r].data(), kElems * 2, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(device_inputs[r], inputs[r].data(), kElems * 2, cudaMemcpyHostToDevice),
+                cudaSuccess);
     }
     auto device_request = [&](int r) {
       fk::LamportScanRequest mine = my_slot_request(r);
@@ -428,7 +465,8 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
     fk::DeviceLamportScanner device_scanner;
     auto agree = [&](const char* when) {
       std::vector<fk::LamportScan> owners;
-      for (auto& ws : rig.workspaces()) owners.push_back(fk::scan_lamport_on_host(fk::read_control_state(ws), every));
+      for (auto& ws : rig.workspaces())
+        owners.push_back(fk::scan_lamport_on_host(fk::read_control_state(ws), every));
       for (int r = 0; r < kRanks; ++r) {
         const fk::LamportScan mine = scanner.scan(rig.workspaces()[r], my_slot_request(r));
         EXPECT_TRUE(device_scanner.scan(rig.workspaces()[r], device_request(r)) == mine)
@@ -436,46 +474,71 @@ TEST_F(Gpu, MySlotEverywhereScanAgreesWithEachOwnersScan) {
         ASSERT_EQ(mine.slots.size(), static_cast<std::size_t>(kRanks));
         for (int owner = 0; owner < kRanks; ++owner)
           EXPECT_TRUE(mine.slots[owner] == owners[owner].slots[r])
-              << when << ", fp32=" << fp32 << ": rank " << r << "'s slot in rank " << owner << "'s buffer";
-        EXPECT_TRUE(mine.buffers == owners[r].buffers) << when << ", fp32=" << fp32 << ": rank " << r;
+              << when << ", fp32=" << fp32 << ": rank " << r << "'s slot in rank " << owner
+              << "'s buffer";
+        EXPECT_TRUE(mine.buffers == owners[r].buffers)
+            << when << ", fp32=" << fp32 << ": rank " << r;
       }
     };
     agree("clean");
     for (int r = 0; r < kRanks; ++r)
-      EXPECT_TRUE(fk::lamport_violations(r, scanner.scan(rig.workspaces()[r], my_slot_request(r)))
-                      .empty())
+      EXPECT_TRUE(
+          fk::lamport_violations(r, scanner.scan(rig.workspaces()[r], my_slot_request(r))).empty())
           << "fp32=" << fp32 << ": rank " << r;
 
     write(3, 1 * kElems + 7, 0x1234u);  // rank 1's slot in rank 3's buffer
-    write(0, 2 * kElems + 9, fp32 ? fp::kNegZero32 : fp::kNegZero16);  // rank 2's -0, not canonicalised
+    write(0, 2 * kElems + 9,
+          fp32 ? fp::kNegZero32 : fp::kNegZero16);  // rank 2's -0, not canonicalised
     agree("corrupted");
-    const auto one = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)));
+    const auto one =
+        fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)));
     ASSERT_EQ(one.size(), 1u) << "fp32=" << fp32;
-    EXPECT_NE(one[0].find("invariant 4: rank 3 buffer 2 slot 1: 1 elements differ from rank 1's input, first at 7: 0x1234"),
-              std::string::npos) << one[0];
-    const auto two = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)));
+    EXPECT_NE(
+        one[0].find(
+            "invariant 4: rank 3 buffer 2 slot 1: 1 elements differ from rank 1's input, first at 7: 0x1234"),
+        std::string::npos)
+        << one[0];
+    const auto two =
+        fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)));
     ASSERT_EQ(two.size(), 1u) << "fp32=" << fp32;
-    EXPECT_NE(two[0].find("invariant 4: rank 0 buffer 2 slot 2: 1 elements differ from rank 2's input, first at 9"),
-              std::string::npos) << two[0];
-    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)))
-                    .empty()) << "fp32=" << fp32 << ": rank 3 pushed nothing wrong; its buffer's slots are its peers' to check";
+    EXPECT_NE(
+        two[0].find(
+            "invariant 4: rank 0 buffer 2 slot 2: 1 elements differ from rank 2's input, first at 9"),
+        std::string::npos)
+        << two[0];
+    EXPECT_TRUE(
+        fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3))).empty())
+        << "fp32=" << fp32
+        << ": rank 3 pushed nothing wrong; its buffer's slots are its peers' to check";
 
     // Outside the slots each rank scans its own buffers: past N * size of its data buffer,
     // and the other two buffers.
     write(1, kRanks * kElems + 3, 0x42u);
     write_in(2, 0, 5, 0x43u);
     agree("corrupted outside the slots");
-    const auto past = fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)));
-    EXPECT_TRUE(std::any_of(past.begin(), past.end(), [](const std::string& l) {
-      return l.find("invariant 4 (past N*size): rank 1 buffer 2: 1 elements are not -0, first at element 803") !=
-             std::string::npos;
-    })) << "fp32=" << fp32 << ": " << past.size() << " lines";
-    const auto other = fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)));
-    EXPECT_TRUE(std::any_of(other.begin(), other.end(), [](const std::string& l) {
-      return l.find("invariant 5: rank 2 buffer 0: 1 elements are not -0, first at element 5 = 0x43") != std::string::npos;
-    })) << "fp32=" << fp32 << ": " << other.size() << " lines";
-    EXPECT_TRUE(fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3)))
-                    .empty()) << "fp32=" << fp32 << ": rank 3's buffers are clean";
+    const auto past =
+        fk::lamport_violations(1, scanner.scan(rig.workspaces()[1], my_slot_request(1)));
+    EXPECT_TRUE(std::any_of(
+        past.begin(), past.end(),
+        [](const std::string& l) {
+          return l.find(
+                     "invariant 4 (past N*size): rank 1 buffer 2: 1 elements are not -0, first at element 803") !=
+                 std::string::npos;
+        }))
+        << "fp32=" << fp32 << ": " << past.size() << " lines";
+    const auto other =
+        fk::lamport_violations(2, scanner.scan(rig.workspaces()[2], my_slot_request(2)));
+    EXPECT_TRUE(std::any_of(
+        other.begin(), other.end(),
+        [](const std::string& l) {
+          return l.find(
+                     "invariant 5: rank 2 buffer 0: 1 elements are not -0, first at element 5 = 0x43") !=
+                 std::string::npos;
+        }))
+        << "fp32=" << fp32 << ": " << other.size() << " lines";
+    EXPECT_TRUE(
+        fk::lamport_violations(3, scanner.scan(rig.workspaces()[3], my_slot_request(3))).empty())
+        << "fp32=" << fp32 << ": rank 3's buffers are clean";
     for (std::uint16_t* p : device_inputs) cudaFree(p);
   }
 }
@@ -488,19 +551,22 @@ TEST_F(Gpu, MissingPeerEndsInAHangRecordNotAHang) {
     int tokens, hidden;
     fk::ClusterMode cluster;
   };
-  for (const Shape shape : {Shape{64, 256, fk::ClusterMode::automatic}, Shape{2, 8192, fk::ClusterMode::force_cluster}}) {
+  for (const Shape shape : {Shape{64, 256, fk::ClusterMode::automatic},
+                            Shape{2, 8192, fk::ClusterMode::force_cluster}}) {
     const std::string what = std::to_string(shape.tokens) + " x " + std::to_string(shape.hidden);
     Rig rig(2, fk::DType::bf16);
     CallBuffers call(shape.tokens, shape.hidden);
     fk::FusedParams& p = call.params;
     p.spin_budget_cycles = 1ull << 24;  // ~10 ms
     p.cluster = shape.cluster;
-    call.io[0].fill(0x3f);  // non-sentinel input
+    call.io[0].fill(0x3f);                            // non-sentinel input
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the fill runs on the legacy stream
     const auto start = std::chrono::steady_clock::now();
-    const fk::LaunchInfo info = fk::launch_oneshot(p, rig.workspaces()[0], rig.stream(0));  // rank 1 never launches
+    const fk::LaunchInfo info =
+        fk::launch_oneshot(p, rig.workspaces()[0], rig.stream(0));  // rank 1 never launches
     ASSERT_EQ(cudaStreamSynchronize(rig.stream(0)), cudaSuccess) << what;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (shape.cluster == fk::ClusterMode::force_cluster) EXPECT_GT(info.cluster_size, 1) << what;
     const fk::HangRecord h = rig.workspaces()[0].hang_record();
     ASSERT_EQ(h.valid, 1u) << what << ": rank 0 waited for an absent peer but left no hang record";
@@ -509,7 +575,8 @@ TEST_F(Gpu, MissingPeerEndsInAHangRecordNotAHang) {
     EXPECT_EQ(h.what, fk::HangSite::lamport_poll) << what;
     EXPECT_EQ(h.flag, 0u) << what;
     EXPECT_LT(seconds, 5.0) << what;
-    std::printf("[ info ] %s: %s (returned after %.3f s)\n", what.c_str(), fk::describe(h).c_str(), seconds);
+    std::printf("[ info ] %s: %s (returned after %.3f s)\n", what.c_str(), fk::describe(h).c_str(),
+                seconds);
     EXPECT_THROW(rig.workspaces()[0].throw_if_hung(), fk::KernelHang) << what;
   }
 }
@@ -535,7 +602,8 @@ TEST_F(Gpu, WaitProfileShowsTheLatePeer) {
     p.norm_out = io[r][5].get();
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // fills run on the legacy stream
-  const fk::LaunchInfo info = fk::launch_oneshot_wait_profile(params[0], rig.workspaces()[0], rig.stream(0));
+  const fk::LaunchInfo info =
+      fk::launch_oneshot_wait_profile(params[0], rig.workspaces()[0], rig.stream(0));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // rank 1 arrives late
   fk::launch_oneshot_wait_profile(params[1], rig.workspaces()[1], rig.stream(1));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -547,9 +615,10 @@ TEST_F(Gpu, WaitProfileShowsTheLatePeer) {
     on_peer1 += e.poll_cycles_by_peer[1];
     work += e.work_cycles;
   }
-  std::printf("[ info ] rank 0 wait profile over %d blocks: polled peer 0 %llu, peer 1 %llu cycles; work %llu\n",
-              info.grid, static_cast<unsigned long long>(on_peer0), static_cast<unsigned long long>(on_peer1),
-              static_cast<unsigned long long>(work));
+  std::printf(
+      "[ info ] rank 0 wait profile over %d blocks: polled peer 0 %llu, peer 1 %llu cycles; work %llu\n",
+      info.grid, static_cast<unsigned long long>(on_peer0),
+      static_cast<unsigned long long>(on_peer1), static_cast<unsigned long long>(work));
   EXPECT_GT(on_peer1, 10 * (on_peer0 + 1)) << "the late peer 1 should dominate rank 0's polling";
   EXPECT_GT(work, 0u);
 }
@@ -561,7 +630,8 @@ TEST_F(Gpu, UnboundedPollsInstancesRefuseWhatTheyLack) {
   for (int ranks : {2, 4, 8}) EXPECT_TRUE(fk::oneshot_unbounded_polls_compiled(ranks)) << ranks;
   EXPECT_FALSE(fk::oneshot_unbounded_polls_compiled(16));
   for (bool fp32_lamport : {false, true}) {
-    const fk::DType dtype = fp32_lamport ? fk::DType::bf16 : fk::DType::f16;  // each lacks an instance
+    const fk::DType dtype =
+        fp32_lamport ? fk::DType::bf16 : fk::DType::f16;  // each lacks an instance
     Rig rig(2, dtype, fp32_lamport);
     CallBuffers call(16, 1024);
     fk::FusedParams& p = call.params;
@@ -593,7 +663,8 @@ struct MutantCase {
   fp::Mutant mutant;
   bool caught_on(int cc) const {
     // The arch-guard mutants are wrong only in sm_120 code; elsewhere the audit catches them.
-    if (mutant == fp::Mutant::pdl_wait_missing || mutant == fp::Mutant::empty_body) return cc >= 120;
+    if (mutant == fp::Mutant::pdl_wait_missing || mutant == fp::Mutant::empty_body)
+      return cc >= 120;
     // A missing release/acquire is seldom visible on one GPU's coherent L2; the sim
     // and the audit kill it. Run here for information only.
     if (mutant == fp::Mutant::barrier_no_release) return false;
@@ -612,7 +683,7 @@ std::vector<CallSpec> provoking_sequence(fp::Mutant m) {
     s.hidden = 1024;
     s.tokens = k % 3 == 2 ? 5 : 48;  // shrinking calls expose clear-size bugs
     s.spin_budget_cycles = 1ull << 26;
-    s.trigger = fk::Trigger::early;   // lets the next call overlap where the wait is missing
+    s.trigger = fk::Trigger::early;  // lets the next call overlap where the wait is missing
     if (m == fp::Mutant::early_trigger) {
       s.trigger = fk::Trigger::at_end;  // the consumer trusts at-end; the mutant triggers early
       s.consumer_reads_before_wait = true;
@@ -682,14 +753,18 @@ TEST_P(GpuMutant, IsCaught) {
                 found.hung ? " (hang record)" : "", found.summary(3).c_str());
   else
     std::printf("[ info ] mutant %s survived %zu calls on sm_%d%s\n", id.c_str(), specs.size(),
-                fk::testing::compute_capability(), expect ? "" : " (expected here: see MutantCase::caught_on)");
+                fk::testing::compute_capability(),
+                expect ? "" : " (expected here: see MutantCase::caught_on)");
   if (expect) EXPECT_GE(caught_at, 0) << "mutant " << id << " was not caught";
   else if (m == fp::Mutant::pdl_wait_missing || m == fp::Mutant::empty_body)
-    EXPECT_LT(caught_at, 0) << "mutant " << id << " is compiled correct below sm_120, yet a check fired";
+    EXPECT_LT(caught_at, 0) << "mutant " << id
+                            << " is compiled correct below sm_120, yet a check fired";
   if (m == fp::Mutant::early_trigger && caught_at >= 0) {
     // Killed by its own effect, or not at all: a hang record here would be the rig's doing.
-    EXPECT_FALSE(found.hung) << "early-trigger ended in a hang record, not in a stale consumer read";
-    EXPECT_TRUE(found.consumer_read_stale) << "early-trigger was caught, but not by the PDL consumer's stale read";
+    EXPECT_FALSE(found.hung)
+        << "early-trigger ended in a hang record, not in a stale consumer read";
+    EXPECT_TRUE(found.consumer_read_stale)
+        << "early-trigger was caught, but not by the PDL consumer's stale read";
   }
 }
 
@@ -707,8 +782,10 @@ TEST(KernelCatalogue, EveryKernelMutantHasAnInstanceAndNoOtherDoes) {
   for (auto m : fk::twoshot_mutants_compiled()) compiled.push_back(m);
   for (const auto& info : fp::kMutantCatalogue) {
     const bool in_kernel = (info.layers & fp::kInKernel) != 0;
-    const bool has_instance = std::find(compiled.begin(), compiled.end(), info.mutant) != compiled.end();
-    EXPECT_EQ(in_kernel, has_instance) << info.id << ": catalogue says kernel=" << in_kernel
-                                       << " but an instance is " << (has_instance ? "" : "not ") << "compiled";
+    const bool has_instance =
+        std::find(compiled.begin(), compiled.end(), info.mutant) != compiled.end();
+    EXPECT_EQ(in_kernel, has_instance)
+        << info.id << ": catalogue says kernel=" << in_kernel << " but an instance is "
+        << (has_instance ? "" : "not ") << "compiled";
   }
 }

@@ -1,7 +1,8 @@
 # check_layering.cmake: the CLI layer sits on top; nothing below it may depend on it.
 #
 #   cmake -DROOT=<source dir> [-DEXCLUDE=<dir;dir...>] [-DMIN_SOURCES=<n>]
-#         [-DMIN_CMAKE_FILES=<n>] [-DCLI_TARGETS=<target;...>] -P check_layering.cmake
+#         [-DMIN_CMAKE_FILES=<n>] [-DCLI_TARGETS=<target;...>] [-DAPP_DIRS=<dir;dir...>]
+#         -P check_layering.cmake
 #
 # Scans every C/C++/CUDA file (.cpp .hpp .h .cu .cuh .cc .inl) and every CMake file
 # (CMakeLists.txt, *.cmake, *.cmake.in) under ROOT, except ROOT/cli/, ROOT/build*/, ROOT/.git
@@ -13,6 +14,10 @@
 #     fusioncheck_add_gtest (whose LIBS go to target_link_libraries) naming the `fusioncheck`
 #     executable, any target defined by a CMake file under ROOT/cli/ (found by reading its
 #     add_executable/add_library calls), anything in CLI_TARGETS, or CLI11 (CLI11::CLI11).
+# Applications are the exception: files under APP_DIRS (relative to ROOT; default examples;
+# missing ones are ignored) may include the CLI's public entry point (ENTRY_HEADERS, default
+# fusioncheck/cli/gpu_main.hpp) and link its library (ENTRY_TARGETS, default
+# fusioncheck_gpu_main and fusioncheck::gpu_main), and nothing else of the CLI layer.
 # Each offence is printed as <file>:<line>: <what>, then the script fails. A clean tree prints
 # how many files it scanned; fewer than MIN_SOURCES sources or MIN_CMAKE_FILES CMake files
 # (default 1 each) fail as well, so that a wrong ROOT or an over-broad EXCLUDE cannot pass
@@ -35,6 +40,15 @@ if(NOT DEFINED MIN_CMAKE_FILES)
 endif()
 if(NOT DEFINED CLI_TARGETS)
   set(CLI_TARGETS fusioncheck)
+endif()
+if(NOT DEFINED APP_DIRS)
+  set(APP_DIRS examples)
+endif()
+if(NOT DEFINED ENTRY_HEADERS)
+  set(ENTRY_HEADERS fusioncheck/cli/gpu_main.hpp)
+endif()
+if(NOT DEFINED ENTRY_TARGETS)
+  set(ENTRY_TARGETS fusioncheck_gpu_main fusioncheck::gpu_main)
 endif()
 set(_link_commands target_link_libraries link_libraries fusioncheck_add_gtest)
 set(_source_exts .cpp .hpp .h .cu .cuh .cc .inl)
@@ -140,6 +154,17 @@ foreach(dir IN LISTS EXCLUDE)
   list(APPEND _excluded "${rel}")
 endforeach()
 
+# Whether `rel` lies in one of APP_DIRS.
+function(_fc_in_app_dir rel out)
+  set(${out} FALSE PARENT_SCOPE)
+  foreach(dir IN LISTS APP_DIRS)
+    string(REGEX REPLACE "/+$" "" dir "${dir}")
+    if(NOT dir STREQUAL "" AND rel MATCHES "^${dir}/")
+      set(${out} TRUE PARENT_SCOPE)
+    endif()
+  endforeach()
+endfunction()
+
 # ---- collect the files --------------------------------------------------------------------
 # Top-level entries first, so that cli/, build*/ and .git are never walked.
 file(GLOB _top LIST_DIRECTORIES true RELATIVE "${ROOT}" "${ROOT}/*")
@@ -211,11 +236,17 @@ foreach(rel IN LISTS _sources)
   if(hit EQUAL -1 AND hit_cli11 EQUAL -1)
     continue()
   endif()
+  _fc_in_app_dir("${rel}" app)
   _fc_split_lines("${text}" lines)
   set(n 0)
   foreach(line IN LISTS lines)
     math(EXPR n "${n} + 1")
     if(line MATCHES "${_include_re}")
+      if(app AND line MATCHES "^[ \t]*#[ \t]*include[ \t]*[<\"]([^<>\"]*)[>\"]")
+        if(CMAKE_MATCH_1 IN_LIST ENTRY_HEADERS)
+          continue()  # an application's use of the entry point
+        endif()
+      endif()
       _fc_unescape("${line}" shown)
       _fc_report("${rel}" ${n} "includes a cli/ or CLI11 header: ${shown}")
     endif()
@@ -228,6 +259,7 @@ set(_cli_include_re "(^|[^A-Za-z0-9_.-])cli[/]include([^A-Za-z0-9_.-]|$)")
 foreach(rel IN LISTS _cmake_files)
   file(READ "${ROOT}/${rel}" raw)
   _fc_strip_cmake_comments("${raw}" text)
+  _fc_in_app_dir("${rel}" app)
 
   string(REGEX MATCH "${_cli_include_re}" hit "${text}")
   if(NOT hit STREQUAL "")
@@ -278,6 +310,9 @@ foreach(rel IN LISTS _cmake_files)
           string(REPLACE "@FC_DC@" "::" line "${line}")
           string(REGEX MATCHALL "[^ ]+" tokens "${line}")
           foreach(token IN LISTS tokens)
+            if(app AND token IN_LIST ENTRY_TARGETS)
+              continue()  # an application links the entry point
+            endif()
             if(token IN_LIST _forbidden_links)
               _fc_report("${rel}" ${n} "links CLI target '${token}' (${cmd})")
             endif()
@@ -306,7 +341,8 @@ message("check_layering: scanned ${n_sources} source files and ${n_cmake} CMake 
 if(_violation_count GREATER 0)
   message("${_violations}")
   message(FATAL_ERROR "check_layering: ${_violation_count} layering violation(s) listed above "
-          "(nothing outside cli/ may include a cli/ header or link a CLI target or CLI11)")
+          "(nothing outside cli/ may include a cli/ header or link a CLI target or CLI11; "
+          "applications under APP_DIRS may use fusioncheck::gpu_main alone)")
 endif()
 if(n_sources LESS MIN_SOURCES OR n_cmake LESS MIN_CMAKE_FILES)
   message(FATAL_ERROR "check_layering: too few files scanned (${n_sources} sources, minimum "

@@ -79,12 +79,15 @@ TEST_F(DeviceInputs, ExactStreamsEqualTheHostGenerator) {
       for (std::size_t elems : kSizes)
         for (int stream : {0, ranks - 1, ref::kResidualStream})
           for (bool neg_zero : {true, false}) {
-            const ref::ExactSpec spec{0x5eedull + elems, static_cast<std::uint64_t>(ranks) * 3 + 1, ranks, neg_zero};
+            const ref::ExactSpec spec{0x5eedull + elems, static_cast<std::uint64_t>(ranks) * 3 + 1,
+                                      ranks, neg_zero};
             const Generated got = generate(spec, stream, dtype, elems);
-            const auto want = host_bits(ref::exact_input(spec, stream, 1, static_cast<int>(elems), dtype));
-            const std::string what = std::string(ref::dtype_name(dtype)) + " ranks " + std::to_string(ranks) +
-                                     " elems " + std::to_string(elems) + " stream " + std::to_string(stream) +
-                                     " neg_zero " + std::to_string(neg_zero);
+            const auto want =
+                host_bits(ref::exact_input(spec, stream, 1, static_cast<int>(elems), dtype));
+            const std::string what = std::string(ref::dtype_name(dtype)) + " ranks " +
+                                     std::to_string(ranks) + " elems " + std::to_string(elems) +
+                                     " stream " + std::to_string(stream) + " neg_zero " +
+                                     std::to_string(neg_zero);
             ASSERT_EQ(first_difference(got.out, want), -1) << what;
             ASSERT_EQ(first_difference(got.copy, want), -1) << what << " (copy)";
             ++checked;
@@ -98,37 +101,43 @@ TEST_F(DeviceInputs, RandomStreamsEqualTheHostGenerator) {
       for (int specials : {0, 24, 256})
         for (int flags = 0; flags < 4; ++flags)
           for (int stream : {1, ref::kResidualStream}) {
-            const ref::SpecialsSpec spec{elems * 7 + 1, static_cast<std::uint64_t>(specials), specials, (flags & 1) != 0,
-                                         (flags & 2) != 0};
+            const ref::SpecialsSpec spec{elems * 7 + 1, static_cast<std::uint64_t>(specials),
+                                         specials, (flags & 1) != 0, (flags & 2) != 0};
             const Generated got = generate(spec, stream, dtype, elems);
-            const auto want = host_bits(ref::random_with_specials(spec, stream, 1, static_cast<int>(elems), dtype));
+            const auto want = host_bits(
+                ref::random_with_specials(spec, stream, 1, static_cast<int>(elems), dtype));
             ASSERT_EQ(first_difference(got.out, want), -1)
-                << ref::dtype_name(dtype) << " elems " << elems << " specials " << specials << " flags " << flags
-                << " stream " << stream;
+                << ref::dtype_name(dtype) << " elems " << elems << " specials " << specials
+                << " flags " << flags << " stream " << stream;
           }
 }
 
 // The comparison can fail: the host stream of the next call differs from what the GPU made.
 TEST_F(DeviceInputs, AnotherCallsStreamDiffers) {
   const Generated got = generate(ref::ExactSpec{9, 4, 2, true}, 0, DType::bf16, 4096);
-  const auto other = host_bits(ref::exact_input(ref::ExactSpec{9, 5, 2, true}, 0, 1, 4096, DType::bf16));
+  const auto other =
+      host_bits(ref::exact_input(ref::ExactSpec{9, 5, 2, true}, 0, 1, 4096, DType::bf16));
   EXPECT_NE(first_difference(got.out, other), -1);
   const Generated r = generate(ref::SpecialsSpec{9, 4, 24, false, true}, 0, DType::f16, 4096);
   ref::SpecialsSpec next;
   next.seed = 9;
   next.call_index = 5;
-  EXPECT_NE(first_difference(r.out, host_bits(ref::random_with_specials(next, 0, 1, 4096, DType::f16))), -1);
+  EXPECT_NE(
+      first_difference(r.out, host_bits(ref::random_with_specials(next, 0, 1, 4096, DType::f16))),
+      -1);
 }
 
 TEST_F(DeviceInputs, Fp32AndNoRanksAreRefused) {
   fg::DeviceBuffer out(64);
   auto* p = static_cast<std::uint16_t*>(out.get());
-  EXPECT_THROW(fg::generate_on_device(ref::ExactSpec{}, 0, DType::f32, 8, p, nullptr, nullptr), std::invalid_argument);
+  EXPECT_THROW(fg::generate_on_device(ref::ExactSpec{}, 0, DType::f32, 8, p, nullptr, nullptr),
+               std::invalid_argument);
   EXPECT_THROW(fg::generate_on_device(ref::SpecialsSpec{}, 0, DType::f32, 8, p, nullptr, nullptr),
                std::invalid_argument);
   ref::ExactSpec none;
   none.ranks = 0;
-  EXPECT_THROW(fg::generate_on_device(none, 0, DType::bf16, 8, p, nullptr, nullptr), std::invalid_argument);
+  EXPECT_THROW(fg::generate_on_device(none, 0, DType::bf16, 8, p, nullptr, nullptr),
+               std::invalid_argument);
 }
 
 }  // namespace

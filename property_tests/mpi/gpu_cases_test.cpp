@@ -12,7 +12,7 @@
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/row_share.hpp"
-#include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 
 #include <filesystem>
@@ -24,7 +24,9 @@ namespace fg = fusioncheck::gpu;
 namespace fk = fusioncheck::kernels;
 
 // A catalogue id as the enum the library takes (ids are strings only at the CLI).
-fusioncheck::protocol::Mutant M(const char* id) { return fusioncheck::protocol::parse_mutant(id).value(); }
+fusioncheck::protocol::Mutant M(const char* id) {
+  return fusioncheck::protocol::parse_mutant(id).value();
+}
 
 fg::GpuCase full_case() {
   fg::GpuCase c;
@@ -70,7 +72,8 @@ TEST(GpuCase, JsonRoundTripKeepsEveryField) {
   EXPECT_TRUE(back.calls[2].unfused);
   EXPECT_EQ(fg::describe(back), fg::describe(c));
   // The case block and the one-line description show the producer.
-  EXPECT_NE(fg::describe_block(back).find("after 20000 ns"), std::string::npos) << fg::describe_block(back);
+  EXPECT_NE(fg::describe_block(back).find("after 20000 ns"), std::string::npos)
+      << fg::describe_block(back);
   EXPECT_NE(fg::describe(back.calls[0]).find("+producer(20000ns)"), std::string::npos);
 }
 
@@ -99,15 +102,24 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
   };
   const Edit edits[] = {
       {"at least one call", [](nlohmann::json& j) { j["calls"] = nlohmann::json::array(); }},
-      {"at most 16 per case", [](nlohmann::json& j) { for (int i = 0; i < 15; ++i) j["calls"].push_back(j["calls"][0]); }},
+      {"at most 16 per case",
+       [](nlohmann::json& j) {
+         for (int i = 0; i < 15; ++i) j["calls"].push_back(j["calls"][0]);
+       }},
       {"hidden=100", [](nlohmann::json& j) { j["hidden"] = 100; }},
       {"delay_max_ns=20000000 exceeds", [](nlohmann::json& j) { j["delay_max_ns"] = 20'000'000; }},
       {"tokens=0", [](nlohmann::json& j) { j["calls"][0]["tokens"] = 0; }},
-      {"pdl_consumer needs pdl on and trigger at_end", [](nlohmann::json& j) { j["calls"][0]["trigger"] = "early"; }},
+      {"pdl_consumer needs pdl on and trigger at_end",
+       [](nlohmann::json& j) { j["calls"][0]["trigger"] = "early"; }},
       {"pdl_consumer needs pdl on", [](nlohmann::json& j) { j["calls"][0]["pdl"] = false; }},
-      {"pdl_producer needs pdl on", [](nlohmann::json& j) { j["calls"][0]["pdl_consumer"] = false, j["calls"][0]["pdl"] = false; }},
-      {"pdl_producer needs pdl on and a fused call", [](nlohmann::json& j) { j["calls"][2]["pdl_producer"] = true; }},
-      {"producer_delay_ns=2000000 exceeds", [](nlohmann::json& j) { j["calls"][0]["producer_delay_ns"] = 2'000'000; }},
+      {"pdl_producer needs pdl on",
+       [](nlohmann::json& j) {
+         j["calls"][0]["pdl_consumer"] = false, j["calls"][0]["pdl"] = false;
+       }},
+      {"pdl_producer needs pdl on and a fused call",
+       [](nlohmann::json& j) { j["calls"][2]["pdl_producer"] = true; }},
+      {"producer_delay_ns=2000000 exceeds",
+       [](nlohmann::json& j) { j["calls"][0]["producer_delay_ns"] = 2'000'000; }},
       {"no two-shot form", [](nlohmann::json& j) { j["calls"][2]["twoshot"] = true; }},
       {"not pattern allreduce", [](nlohmann::json& j) { j["calls"][2]["pattern"] = "allreduce"; }},
       {"unknown mode", [](nlohmann::json& j) { j["mode"] = "sometimes"; }},
@@ -128,7 +140,7 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
 TEST(BaselineAllreduce, NcclOnlyWhereItCanRun) {
   using B = fg::BaselineAllreduce;
   EXPECT_TRUE(fg::baseline_uses_nccl(B::automatic, false, true));
-  EXPECT_FALSE(fg::baseline_uses_nccl(B::automatic, true, true));   // ranks share a GPU
+  EXPECT_FALSE(fg::baseline_uses_nccl(B::automatic, true, true));    // ranks share a GPU
   EXPECT_FALSE(fg::baseline_uses_nccl(B::automatic, false, false));  // built without NCCL
   EXPECT_FALSE(fg::baseline_uses_nccl(B::ours, false, true));
   EXPECT_TRUE(fg::baseline_uses_nccl(B::nccl, false, true));
@@ -139,9 +151,11 @@ TEST(BaselineAllreduce, NcclWithRanksSharingAGpuIsBadInput) {
     fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, true, true);
     ADD_FAILURE() << "NCCL with ranks sharing a GPU was accepted";
   } catch (const fusioncheck::gpu::BadInput& e) {
-    EXPECT_NE(std::string(e.what()).find("NCCL refuses two ranks on one GPU"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("NCCL refuses two ranks on one GPU"), std::string::npos)
+        << e.what();
   }
-  EXPECT_THROW(fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, false, false), fusioncheck::gpu::BadInput);
+  EXPECT_THROW(fg::baseline_uses_nccl(fg::BaselineAllreduce::nccl, false, false),
+               fusioncheck::gpu::BadInput);
 }
 
 // Every round times each column once, and over two rounds every pair of columns is timed
@@ -154,22 +168,26 @@ TEST(BenchInterleaving, EachColumnOncePerRoundBothOrdersOverTwo) {
       for (std::size_t j = 0; j < n; ++j) order.push_back(fg::interleaved_column(round, j, n));
       std::vector<std::size_t> sorted = order;
       std::sort(sorted.begin(), sorted.end());
-      for (std::size_t c = 0; c < n; ++c) ASSERT_EQ(sorted[c], c) << n << " columns, round " << round;
+      for (std::size_t c = 0; c < n; ++c)
+        ASSERT_EQ(sorted[c], c) << n << " columns, round " << round;
       rounds.push_back(order);
     }
     for (std::size_t a = 0; a < n; ++a)
       for (std::size_t b = a + 1; b < n; ++b) {
         auto before = [&](const std::vector<std::size_t>& order) {
-          return std::find(order.begin(), order.end(), a) < std::find(order.begin(), order.end(), b);
+          return std::find(order.begin(), order.end(), a) <
+                 std::find(order.begin(), order.end(), b);
         };
-        EXPECT_NE(before(rounds[0]), before(rounds[1])) << "columns " << a << " and " << b << " of " << n;
+        EXPECT_NE(before(rounds[0]), before(rounds[1]))
+            << "columns " << a << " and " << b << " of " << n;
       }
   }
 }
 
 // MPS is "running" only while a daemon process is: its pipe file outlives `quit`.
 TEST(MpsDetection, NeedsADaemonProcess) {
-  const auto proc = std::filesystem::temp_directory_path() / ("fc_fake_proc_" + std::to_string(::getpid()));
+  const auto proc =
+      std::filesystem::temp_directory_path() / ("fc_fake_proc_" + std::to_string(::getpid()));
   std::filesystem::remove_all(proc);
   auto add = [&](const std::string& pid, const std::string& comm) {
     std::filesystem::create_directories(proc / pid);
@@ -188,7 +206,8 @@ TEST(MpsDetection, NeedsADaemonProcess) {
 // whose grids come from the SM count); a value the user set, one rank per GPU or no MPS
 // daemon leave the environment alone.
 TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
-  const auto proc = std::filesystem::temp_directory_path() / ("fc_fake_proc_share_" + std::to_string(::getpid()));
+  const auto proc =
+      std::filesystem::temp_directory_path() / ("fc_fake_proc_share_" + std::to_string(::getpid()));
   std::filesystem::remove_all(proc);
   std::filesystem::create_directories(proc / "driver/nvidia/gpus/0000:01:00.0");
   std::filesystem::create_directories(proc / "1");
@@ -225,10 +244,13 @@ TEST(CaseLimits, BadLimitsAreBadInputAndCasesBeyondThemAreNamed) {
     return l;
   };
   EXPECT_THROW(bad([](auto& l) { l.max_tokens = 0; }).validate(), fg::BadInput);
-  EXPECT_THROW(bad([](auto& l) { l.max_tokens = fg::CaseLimits::kMaxTokens + 1; }).validate(), fg::BadInput);
+  EXPECT_THROW(bad([](auto& l) { l.max_tokens = fg::CaseLimits::kMaxTokens + 1; }).validate(),
+               fg::BadInput);
   EXPECT_THROW(bad([](auto& l) { l.max_hidden = 100; }).validate(), fg::BadInput);
-  EXPECT_THROW(bad([](auto& l) { l.max_elems = 1024, l.max_hidden = 4096; }).validate(), fg::BadInput);
-  EXPECT_THROW(bad([](auto& l) { l.max_calls = fg::kMaxCallsPerCase + 1; }).validate(), fg::BadInput);
+  EXPECT_THROW(bad([](auto& l) { l.max_elems = 1024, l.max_hidden = 4096; }).validate(),
+               fg::BadInput);
+  EXPECT_THROW(bad([](auto& l) { l.max_calls = fg::kMaxCallsPerCase + 1; }).validate(),
+               fg::BadInput);
 
   fg::CaseLimits l;
   l.max_tokens = 100;
@@ -245,7 +267,8 @@ TEST(CaseLimits, BadLimitsAreBadInputAndCasesBeyondThemAreNamed) {
   c.calls[1].tokens = 4;
   EXPECT_EQ(l.does_not_fit(c), "");
   c.calls[1].tokens = 5;
-  EXPECT_NE(l.does_not_fit(c).find("tokens=5 x hidden=1024 exceeds"), std::string::npos) << l.does_not_fit(c);
+  EXPECT_NE(l.does_not_fit(c).find("tokens=5 x hidden=1024 exceeds"), std::string::npos)
+      << l.does_not_fit(c);
   c.calls.resize(3);
   EXPECT_NE(l.does_not_fit(c).find("--max-calls"), std::string::npos);
 }
@@ -263,7 +286,8 @@ TEST(WriteFile, WritesWholeOrFailsNamingThePath) {
     fg::write_file("/nonexistent-folder/x.json", "x");
     ADD_FAILURE() << "no RunFailure";
   } catch (const fg::RunFailure& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-folder/x.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-folder/x.json"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -271,8 +295,9 @@ TEST(WriteFile, WritesWholeOrFailsNamingThePath) {
 TEST(FailureReport, EveryFieldIsLabelled) {
   const fg::GpuCase c = full_case();
   const std::string block = fg::describe_block(c);
-  for (const char* label : {"dtype", "hidden", "Lamport element", "accumulation", "issue mode", "delays", "tokens",
-                            "pattern", "kernel", "PDL", "trigger", "cluster", "PDL consumer"})
+  for (const char* label :
+       {"dtype", "hidden", "Lamport element", "accumulation", "issue mode", "delays", "tokens",
+        "pattern", "kernel", "PDL", "trigger", "cluster", "PDL consumer"})
     EXPECT_NE(block.find(label), std::string::npos) << label << " missing in\n" << block;
   EXPECT_NE(block.find("f16"), std::string::npos);
   EXPECT_NE(block.find("two-shot"), std::string::npos);
@@ -293,8 +318,9 @@ TEST(FailureReport, EveryFieldIsLabelled) {
   placement.device_name = "NVIDIA H200";
   placement.compute_capability = 90;
   const std::string report = fg::failure_report(r, placement, 4);
-  for (const char* part : {"FAILED", "mutant float-sentinel", "ranks", "GPUs", "finding", "[hang] rank 0 block 3",
-                           "replay file", "cx.json", "replay with", "--mutant float-sentinel --replay cx.json"})
+  for (const char* part :
+       {"FAILED", "mutant float-sentinel", "ranks", "GPUs", "finding", "[hang] rank 0 block 3",
+        "replay file", "cx.json", "replay with", "--mutant float-sentinel --replay cx.json"})
     EXPECT_NE(report.find(part), std::string::npos) << part << " missing in\n" << report;
 }
 
@@ -312,9 +338,10 @@ TEST(TimeBreakdown, EveryPhasePerCaseAndTheRestAsOther) {
   r.times.invariants = 0.25;
   r.times.exchange = 0.75;
   const std::string line = fg::time_breakdown(r);
-  for (const char* part : {"inputs 10.00", "uploads 5.00", "barrier+kernels 20.00", "reference 30.00",
-                           "invariants 2.50", "report exchange 7.50", "other (case generation and broadcast, "
-                                                                      "workspace set-up) 25.00"})
+  for (const char* part : {"inputs 10.00", "uploads 5.00", "barrier+kernels 20.00",
+                           "reference 30.00", "invariants 2.50", "report exchange 7.50",
+                           "other (case generation and broadcast, "
+                           "workspace set-up) 25.00"})
     EXPECT_NE(line.find(part), std::string::npos) << part << " missing in\n" << line;
 }
 
@@ -337,8 +364,8 @@ TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
   EXPECT_NE(fg::expected_survival(M("revert-0.6.4-fp4-cluster-coverage"), h200_mps), "");
   EXPECT_NE(fg::expected_survival(M("revert-0.6.17-cluster-clamp"), h200_mps), "");
   EXPECT_NE(fg::expected_survival(M("revert-0.6.15-partial-warp-reduce"), h200_mps), "");
-  for (const char* m : {"revert-0.7.1-inputs-before-wait",
-                        "revert-0.7.2-twoshot-barrier-order", "no-pdl-wait", "inputs-before-wait"})
+  for (const char* m : {"revert-0.7.1-inputs-before-wait", "revert-0.7.2-twoshot-barrier-order",
+                        "no-pdl-wait", "inputs-before-wait"})
     EXPECT_EQ(fg::expected_survival(M(m), h200_mps), "") << m;
 
   fg::GpuPlacement time_sliced = h200_mps;
@@ -358,12 +385,16 @@ TEST(KillTable, PatchesNotBuiltForTheTreeAreListedWithWhy) {
   fg::GpuPlacement placement;
   placement.compute_capability = 90;
   fg::CheckResult control;
-  const std::string md = fg::kill_table_markdown({control}, "setup", placement,
-                                                 {{M("revert-0.7.2-twoshot-barrier-order"), "edit 1 occurs 0 times"}});
-  EXPECT_NE(md.find("| revert-0.7.2-twoshot-barrier-order | - | not built for this tree: edit 1 occurs 0 times |"),
-            std::string::npos)
+  const std::string md =
+      fg::kill_table_markdown({control}, "setup", placement,
+                              {{M("revert-0.7.2-twoshot-barrier-order"), "edit 1 occurs 0 times"}});
+  EXPECT_NE(
+      md.find(
+          "| revert-0.7.2-twoshot-barrier-order | - | not built for this tree: edit 1 occurs 0 times |"),
+      std::string::npos)
       << md;
-  EXPECT_EQ(fg::kill_table_markdown({control}, "setup", placement).find("not built"), std::string::npos);
+  EXPECT_EQ(fg::kill_table_markdown({control}, "setup", placement).find("not built"),
+            std::string::npos);
 }
 
 // The kill table runs a mutant of the two-shot kernel alone on mostly two-shot calls, and
@@ -372,14 +403,17 @@ TEST(KillTable, PatchesNotBuiltForTheTreeAreListedWithWhy) {
 struct UnusedBootstrap final : fk::Bootstrap {
   int rank() const override { return 0; }
   int size() const override { return 2; }
-  void all_gather(const void*, void*, std::size_t, const char*) override { ADD_FAILURE() << "all_gather"; }
+  void all_gather(const void*, void*, std::size_t, const char*) override {
+    ADD_FAILURE() << "all_gather";
+  }
   void barrier(const char*) override { ADD_FAILURE() << "barrier"; }
 };
 
 TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
   using Plan = std::vector<fg::KillTableRun>;
   const int mix = fg::kTwoShotMutantPercent;
-  const auto none = M("none"), fs = M("float-sentinel"), tgo = M("twoshot-gather-overlap"), bnr = M("barrier-no-release");
+  const auto none = M("none"), fs = M("float-sentinel"), tgo = M("twoshot-gather-overlap"),
+             bnr = M("barrier-no-release");
   UnusedBootstrap bootstrap;
   const fg::OurKernels ours(bootstrap, none);
   // Where our kernels' mutants live: these two in the two-shot kernel alone.
@@ -387,20 +421,25 @@ TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
   EXPECT_TRUE(ours.mutant_in_twoshot_only(bnr));
   EXPECT_FALSE(ours.mutant_in_twoshot_only(fs));
   // Our kernels delay blocks themselves: no mutant of theirs needs the adapter's late starts.
-  for (auto m : ours.mutants()) EXPECT_FALSE(ours.mutant_needs_late_blocks(m)) << fusioncheck::protocol::mutant_id(m);
-  const auto twoshot_only = [&](fusioncheck::protocol::Mutant m) { return ours.mutant_in_twoshot_only(m); };
+  for (auto m : ours.mutants())
+    EXPECT_FALSE(ours.mutant_needs_late_blocks(m)) << fusioncheck::protocol::mutant_id(m);
+  const auto twoshot_only = [&](fusioncheck::protocol::Mutant m) {
+    return ours.mutant_in_twoshot_only(m);
+  };
   const auto never = [](fusioncheck::protocol::Mutant) { return false; };
   EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25, twoshot_only, never),
             (Plan{{none, 25}, {none, mix}, {fs, 25}, {tgo, mix}}));
   EXPECT_EQ(fg::kill_table_plan({none, fs}, 25, twoshot_only, never), (Plan{{none, 25}, {fs, 25}}));
   EXPECT_EQ(fg::kill_table_plan({bnr}, 10, twoshot_only, never), (Plan{{bnr, mix}}));
   // With the mix as the default there is nothing to add.
-  EXPECT_EQ(fg::kill_table_plan({none, bnr}, mix, twoshot_only, never), (Plan{{none, mix}, {bnr, mix}}));
+  EXPECT_EQ(fg::kill_table_plan({none, bnr}, mix, twoshot_only, never),
+            (Plan{{none, mix}, {bnr, mix}}));
   // A mutant that needs late blocks runs on such cases, and so does a control of its own.
   const auto fba = M("flag-before-arrival");
   const auto late = [&](fusioncheck::protocol::Mutant m) { return m == fba; };
-  EXPECT_EQ(fg::kill_table_plan({none, fs, fba, tgo}, 25, twoshot_only, late),
-            (Plan{{none, 25}, {none, 25, true}, {none, mix}, {fs, 25}, {fba, 25, true}, {tgo, mix}}));
+  EXPECT_EQ(
+      fg::kill_table_plan({none, fs, fba, tgo}, 25, twoshot_only, late),
+      (Plan{{none, 25}, {none, 25, true}, {none, mix}, {fs, 25}, {fba, 25, true}, {tgo, mix}}));
   EXPECT_EQ(fg::kill_table_plan({fba}, 25, twoshot_only, late), (Plan{{fba, 25, true}}));
   // Every mutant our kernels have is listed once, the kill table's default.
   const auto all = ours.mutants();
@@ -437,7 +476,8 @@ TEST(KillTable, JunitFailsOnlyWhatTheExitCodeFails) {
   EXPECT_NE(bad_xml.find("mutant survived"), std::string::npos) << bad_xml;
 
   // A check run (no kill table): findings fail it, whatever the mutant.
-  EXPECT_NE(fg::junit_xml("suite", {run("float-sentinel", true)}, nullptr).find("failures=\"1\""), std::string::npos);
+  EXPECT_NE(fg::junit_xml("suite", {run("float-sentinel", true)}, nullptr).find("failures=\"1\""),
+            std::string::npos);
 }
 
 // The rows each rank compares with the reference: the shares of all ranks cover every row
@@ -456,7 +496,8 @@ TEST(RowShare, SharesPartitionTheRows) {
         EXPECT_EQ(all.first, 0u);
         EXPECT_EQ(all.count, static_cast<std::size_t>(tokens));
       }
-      EXPECT_EQ(next, static_cast<std::size_t>(tokens)) << ranks << " ranks, " << tokens << " tokens";
+      EXPECT_EQ(next, static_cast<std::size_t>(tokens))
+          << ranks << " ranks, " << tokens << " tokens";
       EXPECT_LE(largest - smallest, 1u);
     }
 }
@@ -481,6 +522,101 @@ TEST(RowShare, SlicesAndIndicesMapToTheWholeOutput) {
   const fg::RowShare none = fg::row_share(1, 2, 0, false);  // fewer tokens than ranks
   EXPECT_EQ(none.count, 0u);
   EXPECT_EQ(fg::slice_rows(t, none, kHidden).size(), 0u);
+}
+
+// Replay values are read strictly: each edit is refused naming the field, none is bent.
+TEST(GpuCaseStrict, NumbersOfTheWrongKindOrRangeAreRefused) {
+  struct Edit {
+    const char* expect;
+    void (*apply)(nlohmann::json&);
+  };
+  const Edit edits[] = {
+      {"ranks = 4294967298: out of range", [](nlohmann::json& j) { j["ranks"] = 4294967298ull; }},
+      {"ranks = 2.7: not an integer", [](nlohmann::json& j) { j["ranks"] = 2.7; }},
+      {"ranks = 2.0: not an integer", [](nlohmann::json& j) { j["ranks"] = 2.0; }},
+      {"seed = -1: out of range", [](nlohmann::json& j) { j["seed"] = -1; }},
+      {"delay_max_ns = -1: out of range", [](nlohmann::json& j) { j["delay_max_ns"] = -1; }},
+      {"delay_seed = 4294967296: out of range",
+       [](nlohmann::json& j) { j["delay_seed"] = 4294967296ull; }},
+      {"calls[0].tokens = -4294967299: out of range",
+       [](nlohmann::json& j) { j["calls"][0]["tokens"] = -3ll - (1ll << 32); }},
+      {"calls[1].producer_delay_ns = -5: out of range",
+       [](nlohmann::json& j) { j["calls"][1]["producer_delay_ns"] = -5; }},
+      {"hidden = \"1024\": not an integer", [](nlohmann::json& j) { j["hidden"] = "1024"; }},
+      {"fp32_lamport = 1: not true or false", [](nlohmann::json& j) { j["fp32_lamport"] = 1; }},
+      {"weight_bias = \"0\": not a finite number",
+       [](nlohmann::json& j) { j["weight_bias"] = "0"; }},
+      {"weight_bias = 1e+300: not a finite number",
+       [](nlohmann::json& j) { j["weight_bias"] = 1e300; }},
+      {"calls[0].trigger 'late'", [](nlohmann::json& j) { j["calls"][0]["trigger"] = "late"; }},
+      {"unknown field 'rnaks'", [](nlohmann::json& j) { j["rnaks"] = 2; }},
+      {"calls[2]: unknown field 'tokenz'", [](nlohmann::json& j) { j["calls"][2]["tokenz"] = 2; }},
+      {"calls is not an array", [](nlohmann::json& j) { j["calls"] = 3; }},
+      {"calls[0] is not a JSON object", [](nlohmann::json& j) { j["calls"][0] = 3; }},
+      {"ranks is missing", [](nlohmann::json& j) { j.erase("ranks"); }},
+      {"1000 calls; at most 16 per case",
+       [](nlohmann::json& j) { j["calls"] = std::vector<nlohmann::json>(1000, j["calls"][0]); }},
+      {"hidden=65552 exceeds 65536", [](nlohmann::json& j) { j["hidden"] = 65552; }},
+      {"tokens=65537 exceeds 65536", [](nlohmann::json& j) { j["calls"][0]["tokens"] = 65537; }},
+      {"tokens=65536 x hidden=65536 exceeds 67108864 elements per call",
+       [](nlohmann::json& j) { j["hidden"] = 65536, j["calls"][0]["tokens"] = 65536; }},
+  };
+  for (const Edit& e : edits) {
+    auto j = fg::to_json(full_case());
+    e.apply(j);
+    try {
+      fg::case_from_json(j);
+      ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
+    } catch (const fg::BadInput& err) {
+      EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
+      EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_THROW(fg::case_from_json(nlohmann::json::array()), fg::BadInput);
+}
+
+// Fields older files lack still load with their documented defaults.
+TEST(GpuCaseStrict, MissingOptionalFieldsTakeTheirDefaults) {
+  auto j = fg::to_json(full_case());
+  for (const char* name : {"delay_seed", "delay_max_ns", "neg_zero_inputs"}) j.erase(name);
+  for (auto& call : j["calls"])
+    for (const char* name : {"unfused", "pdl_consumer", "pdl_producer", "producer_delay_ns"})
+      call.erase(name);
+  const fg::GpuCase c = fg::case_from_json(j);
+  EXPECT_EQ(c.delay_seed, 0u);
+  EXPECT_EQ(c.delay_max_ns, 0u);
+  EXPECT_TRUE(c.neg_zero_inputs);
+  EXPECT_FALSE(c.calls[0].pdl_producer);
+  EXPECT_EQ(c.calls[0].producer_delay_ns, 0u);
+}
+
+// A replay file: one JSON document of bounded size, nothing after it.
+TEST(GpuCaseStrict, ReplayFilesAreBoundedAndEndWithTheDocument) {
+  const std::string dir = testing::TempDir();
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + name, std::ios::binary) << text;
+    return dir + name;
+  };
+  const std::string good =
+      nlohmann::json{{"case", fg::to_json(full_case())}, {"kernel", "ours"}}.dump(1);
+  EXPECT_EQ(fg::to_json(fg::read_replay_case(write("fc_replay_good.json", good))),
+            fg::to_json(full_case()));
+  const auto refused = [&](const std::string& path, const std::string& expect) {
+    try {
+      fg::read_replay_case(path);
+      ADD_FAILURE() << "accepted " << path;
+    } catch (const fg::BadInput& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  };
+  refused(write("fc_replay_trailing.json", good + "\n{\"more\": 1}\n"), "not JSON");
+  refused(write("fc_replay_garbage.json", good + "garbage"), "not JSON");
+  refused(write("fc_replay_big.json", good + std::string(fg::kMaxReplayFileBytes, ' ')),
+          "a replay file has at most");
+  refused(write("fc_replay_list.json", "[1, 2]"), "not a replay file");
+  refused(dir + "fc_replay_no_such_file.json", "fc_replay_no_such_file.json");
+  for (const char* name : {"good", "trailing", "garbage", "big", "list"})
+    std::filesystem::remove(dir + "fc_replay_" + name + ".json");
 }
 
 }  // namespace

@@ -120,18 +120,21 @@ std::pair<int, std::string> terminate_child(bool peer_alive) {
   close(pipefd[1]);
   std::string text;
   char buf[512];
-  for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
   close(pipefd[0]);
   int status = 0;
   waitpid(child, &status, 0);
   if (peer_alive) end_child(peer);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text + " [peer pid " + std::to_string(peer) + "]"};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+          text + " [peer pid " + std::to_string(peer) + "]"};
 }
 
 TEST(TerminateReport, NamesTheVanishedPeer) {
   const auto [rc, text] = terminate_child(false);
   EXPECT_EQ(rc, 1) << text;
-  EXPECT_NE(text.find("fusioncheck: rank 0: terminated by the launcher; vanished: rank 3 (pid "), std::string::npos)
+  EXPECT_NE(text.find("fusioncheck: rank 0: terminated by the launcher; vanished: rank 3 (pid "),
+            std::string::npos)
       << text;
 }
 

@@ -15,7 +15,8 @@ namespace {
 class RefConversionTest : public ::testing::TestWithParam<DType> {};
 
 bool is_nan_bits(oracle::Format f, std::uint16_t b) {
-  return ((b >> f.mant_bits) & f.exp_max_field()) == f.exp_max_field() && (b & ((1 << f.mant_bits) - 1));
+  return ((b >> f.mant_bits) & f.exp_max_field()) == f.exp_max_field() &&
+         (b & ((1 << f.mant_bits) - 1));
 }
 
 TEST_P(RefConversionTest, BitsToFloatIsExactForAll65536Patterns) {
@@ -29,7 +30,8 @@ TEST_P(RefConversionTest, BitsToFloatIsExactForAll65536Patterns) {
       ++nans;
       ASSERT_TRUE(std::isnan(got)) << std::hex << b;
     } else {
-      ASSERT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(static_cast<float>(want)))
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got),
+                std::bit_cast<std::uint32_t>(static_cast<float>(want)))
           << std::hex << b;  // bitwise: -0 stays -0
     }
   }
@@ -39,8 +41,11 @@ TEST_P(RefConversionTest, BitsToFloatIsExactForAll65536Patterns) {
 // bf16 widening is a shift in the reference (for speed); it must be Eigen's conversion.
 TEST(RefConversionEigen, Bf16WideningEqualsEigenForAll65536Patterns) {
   for (std::uint32_t b = 0; b < 65536; ++b) {
-    const float eigen = static_cast<float>(std::bit_cast<Eigen::bfloat16>(static_cast<std::uint16_t>(b)));
-    ASSERT_EQ(std::bit_cast<std::uint32_t>(bits_to_float(DType::bf16, b)), std::bit_cast<std::uint32_t>(eigen)) << b;
+    const float eigen =
+        static_cast<float>(std::bit_cast<Eigen::bfloat16>(static_cast<std::uint16_t>(b)));
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(bits_to_float(DType::bf16, b)),
+              std::bit_cast<std::uint32_t>(eigen))
+        << b;
   }
 }
 
@@ -66,7 +71,8 @@ TEST_P(RefConversionTest, EveryValueRoundTripsAndNaNStaysNaN) {
 TEST_P(RefConversionTest, RoundsToNearestEvenAtEveryBoundary) {
   const DType t = GetParam();
   const oracle::Format f = oracle::format_of(t);
-  const std::uint16_t max_finite = static_cast<std::uint16_t>((f.exp_max_field() << f.mant_bits) - 1);
+  const std::uint16_t max_finite =
+      static_cast<std::uint16_t>((f.exp_max_field() << f.mant_bits) - 1);
   int ties = 0;
   for (std::uint16_t sign : {std::uint16_t{0}, std::uint16_t{0x8000}}) {
     for (std::uint16_t lo = 0; lo < max_finite; ++lo) {
@@ -103,8 +109,10 @@ TEST_P(RefConversionTest, OverflowsToInfinityAtTheTopMidpoint) {
   EXPECT_EQ(float_to_bits(t, std::numeric_limits<float>::max()), inf_bits);
   EXPECT_EQ(float_to_bits(t, std::numeric_limits<float>::infinity()), inf_bits);
   EXPECT_EQ(float_to_bits(t, -std::numeric_limits<float>::infinity()), inf_bits | 0x8000u);
-  EXPECT_TRUE(std::isnan(bits_to_float(t, float_to_bits(t, std::numeric_limits<float>::quiet_NaN()))));
-  EXPECT_TRUE(std::isnan(bits_to_float(t, float_to_bits(t, std::bit_cast<float>(0xff800001u)))));  // sNaN
+  EXPECT_TRUE(
+      std::isnan(bits_to_float(t, float_to_bits(t, std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(
+      std::isnan(bits_to_float(t, float_to_bits(t, std::bit_cast<float>(0xff800001u)))));  // sNaN
 }
 
 TEST_P(RefConversionTest, RandomFloatsAgreeWithTheOracle) {
@@ -124,8 +132,8 @@ TEST_P(RefConversionTest, RandomFloatsAgreeWithTheOracle) {
 TEST(RefConversionOracle, DistinguishesTruncationFromRoundToNearestEven) {
   const double one_plus_3_4_ulp = 1.0 + 0.75 * std::ldexp(1.0, -10);
   EXPECT_EQ(oracle::encode(oracle::kHalf, one_plus_3_4_ulp), 0x3c01);  // truncation gives 0x3c00
-  EXPECT_EQ(oracle::encode(oracle::kHalf, 1.0 + 0.5 * std::ldexp(1.0, -10)), 0x3c00);   // tie, even
-  EXPECT_EQ(oracle::encode(oracle::kHalf, 1.0 + 1.5 * std::ldexp(1.0, -10)), 0x3c02);   // tie, even
+  EXPECT_EQ(oracle::encode(oracle::kHalf, 1.0 + 0.5 * std::ldexp(1.0, -10)), 0x3c00);  // tie, even
+  EXPECT_EQ(oracle::encode(oracle::kHalf, 1.0 + 1.5 * std::ldexp(1.0, -10)), 0x3c02);  // tie, even
 }
 
 // The reference's branch-free conversions (element.hpp) must give Eigen's bits for every
@@ -133,7 +141,9 @@ TEST(RefConversionOracle, DistinguishesTruncationFromRoundToNearestEven) {
 // keeps payload bits; the reference's documented rule (sign | 0x7e00) is then the expectation.
 std::uint16_t eigen_half_bits(float x) {
 #ifdef EIGEN_HAS_FP16_C
-  if (std::isnan(x)) return static_cast<std::uint16_t>(((std::bit_cast<std::uint32_t>(x) >> 16) & 0x8000u) | 0x7e00u);
+  if (std::isnan(x))
+    return static_cast<std::uint16_t>(((std::bit_cast<std::uint32_t>(x) >> 16) & 0x8000u) |
+                                      0x7e00u);
 #endif
   return std::bit_cast<std::uint16_t>(Eigen::half(x));
 }
@@ -143,7 +153,8 @@ TEST(RefConversionEigen, HalfWideningEqualsEigenForAll65536Patterns) {
   for (std::uint32_t b = 0; b < 65536; ++b) {
     const auto h = static_cast<std::uint16_t>(b);
     const float eigen = static_cast<float>(std::bit_cast<Eigen::half>(h));
-    ASSERT_EQ(std::bit_cast<std::uint32_t>(Element<DType::f16>::to_float(h)), std::bit_cast<std::uint32_t>(eigen))
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(Element<DType::f16>::to_float(h)),
+              std::bit_cast<std::uint32_t>(eigen))
         << std::hex << b;
   }
 }
@@ -173,16 +184,18 @@ TEST(RefConversionEigen, NarrowingEqualsEigenOverEveryBinadeAndBoundary) {
   }
   // The edges named: zeros, the smallest subnormals, the subnormal/normal boundary, the
   // largest finite values and the overflow midpoint, inf, quiet and signalling NaNs.
-  for (std::uint32_t u : {0x00000000u, 0x00000001u, 0x33000000u, 0x33000001u, 0x337fffffu, 0x387fc000u,
-                          0x387fe000u, 0x387fefffu, 0x38800000u, 0x477fe000u, 0x477fefffu, 0x477ff000u,
-                          0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fa00000u, 0x7fc00000u, 0x7fffffffu}) {
+  for (std::uint32_t u :
+       {0x00000000u, 0x00000001u, 0x33000000u, 0x33000001u, 0x337fffffu, 0x387fc000u, 0x387fe000u,
+        0x387fefffu, 0x38800000u, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x7f7fffffu, 0x7f800000u,
+        0x7f800001u, 0x7fa00000u, 0x7fc00000u, 0x7fffffffu}) {
     for (std::uint32_t sign : {0u, 0x80000000u}) {
       const float x = std::bit_cast<float>(u | sign);
       EXPECT_EQ(Element<DType::f16>::from_float(x), eigen_half_bits(x)) << std::hex << (u | sign);
       EXPECT_EQ(Element<DType::bf16>::from_float(x), eigen_bf16_bits(x)) << std::hex << (u | sign);
     }
   }
-  EXPECT_EQ(Element<DType::f16>::from_float(std::bit_cast<float>(0xffa00000u)), 0xfe00);  // NaN: sign kept, quiet
+  EXPECT_EQ(Element<DType::f16>::from_float(std::bit_cast<float>(0xffa00000u)),
+            0xfe00);  // NaN: sign kept, quiet
   EXPECT_EQ(Element<DType::bf16>::from_float(std::bit_cast<float>(0x7f800001u)), 0x7fc0);
 }
 

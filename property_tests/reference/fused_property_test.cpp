@@ -64,7 +64,8 @@ TEST(RefGenerators, SpecialsIncludeZerosSubnormalsMaxFiniteAndOutliers) {
       const float v = x.value_at(i);
       ASSERT_TRUE(std::isfinite(v));
       if (v == 0) (std::signbit(v) ? neg_zero : pos_zero) = true;
-      if (v != 0 && std::fpclassify(v) != FP_ZERO && std::fabs(v) < (t == DType::f16 ? 0x1p-14f : 0x1p-126f))
+      if (v != 0 && std::fpclassify(v) != FP_ZERO &&
+          std::fabs(v) < (t == DType::f16 ? 0x1p-14f : 0x1p-126f))
         (v < 0 ? neg_sub : pos_sub) = true;
       largest = std::max(largest, std::fabs(v));
       if (std::fabs(v) >= 2048.0f && std::fabs(v) < 2e6f) outlier = true;
@@ -77,7 +78,8 @@ TEST(RefGenerators, SpecialsIncludeZerosSubnormalsMaxFiniteAndOutliers) {
     EXPECT_TRUE(pos_zero && neg_zero) << dtype_name(t);
     EXPECT_TRUE(pos_sub && neg_sub) << dtype_name(t);
     EXPECT_TRUE(pos_max && neg_max) << dtype_name(t);
-    EXPECT_TRUE(std::isinf(round_to(t, largest * 1.01f))) << "not the largest finite " << dtype_name(t);
+    EXPECT_TRUE(std::isinf(round_to(t, largest * 1.01f)))
+        << "not the largest finite " << dtype_name(t);
     EXPECT_TRUE(outlier && moderate) << dtype_name(t);
   }
 }

@@ -23,13 +23,14 @@ void expect_remainders(std::uint64_t d, std::mt19937_64& rng, int random_values)
   const FastRemainder fast(d);
   constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
   const std::uint64_t top = kMax - kMax % d;  // the largest multiple of d
-  for (std::uint64_t x : {std::uint64_t{0}, std::uint64_t{1}, d - 1, d, d + 1, 2 * d - 1, 2 * d, top - 1, top,
-                          kMax - 1, kMax, kMax / 2, (kMax / 2) + 1})
+  for (std::uint64_t x : {std::uint64_t{0}, std::uint64_t{1}, d - 1, d, d + 1, 2 * d - 1, 2 * d,
+                          top - 1, top, kMax - 1, kMax, kMax / 2, (kMax / 2) + 1})
     ASSERT_EQ(fast(x), x % d) << "d=" << d << " x=" << x;
   for (int k = 0; k < random_values; ++k) {
     const std::uint64_t x = rng();
     ASSERT_EQ(fast(x), x % d) << "d=" << d << " x=" << x;
-    const std::uint64_t near = top - d * (rng() % 1024) + rng() % 3 - 1;  // next to large multiples of d
+    const std::uint64_t near =
+        top - d * (rng() % 1024) + rng() % 3 - 1;  // next to large multiples of d
     ASSERT_EQ(fast(near), near % d) << "d=" << d << " x=" << near;
   }
 }
@@ -45,9 +46,10 @@ TEST(RefFastRemainder, EqualsPercentForEveryGeneratorModulus) {
 
 TEST(RefFastRemainder, EqualsPercentForAnyDivisor) {
   std::mt19937_64 rng(2);
-  for (std::uint64_t d : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{10}, std::uint64_t{64},
-                          std::uint64_t{1} << 32, (std::uint64_t{1} << 32) - 1, (std::uint64_t{1} << 32) + 1,
-                          std::uint64_t{1} << 63, (std::uint64_t{1} << 63) + 1, std::numeric_limits<std::uint64_t>::max()})
+  for (std::uint64_t d : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{10},
+                          std::uint64_t{64}, std::uint64_t{1} << 32, (std::uint64_t{1} << 32) - 1,
+                          (std::uint64_t{1} << 32) + 1, std::uint64_t{1} << 63,
+                          (std::uint64_t{1} << 63) + 1, std::numeric_limits<std::uint64_t>::max()})
     expect_remainders(d, rng, 20000);
   for (int k = 0; k < 2000; ++k) expect_remainders(1 + (rng() >> (rng() % 64)), rng, 200);
 }
@@ -61,7 +63,8 @@ std::uint64_t splitmix64(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-std::uint64_t draw(std::uint64_t seed, std::uint64_t call, int stream, std::uint64_t element, std::uint64_t purpose) {
+std::uint64_t draw(std::uint64_t seed, std::uint64_t call, int stream, std::uint64_t element,
+                   std::uint64_t purpose) {
   std::uint64_t h = splitmix64(seed ^ 0x5eed);
   h = splitmix64(h ^ call);
   h = splitmix64(h ^ static_cast<std::uint64_t>(static_cast<std::int64_t>(stream)));
@@ -88,7 +91,8 @@ std::vector<std::uint32_t> exact(const ExactSpec& s, int stream, std::size_t cou
     }
     const auto e = static_cast<int>(draw(s.seed, s.call_index, 1000, i, 2) % 10) - 6;
     const auto m = static_cast<std::int64_t>(draw(s.seed, s.call_index, stream, i, 1) %
-                                             static_cast<std::uint64_t>(2 * max_m + 1)) - max_m;
+                                             static_cast<std::uint64_t>(2 * max_m + 1)) -
+                   max_m;
     out[i] = to_bits(t, std::ldexp(static_cast<float>(m), e));
   }
   return out;
@@ -96,14 +100,19 @@ std::vector<std::uint32_t> exact(const ExactSpec& s, int stream, std::size_t cou
 
 float special(DType t, std::uint64_t h, bool with_inf_nan) {
   const float sign = (h & 1) ? -1.0f : 1.0f;
-  const float tiny = t == DType::f16 ? 0x1p-24f : t == DType::bf16 ? 0x1p-133f : std::numeric_limits<float>::denorm_min();
-  const float big = t == DType::f16 ? 65504.0f : t == DType::bf16 ? 0x1.fep127f : std::numeric_limits<float>::max();
+  const float tiny = t == DType::f16    ? 0x1p-24f
+                     : t == DType::bf16 ? 0x1p-133f
+                                        : std::numeric_limits<float>::denorm_min();
+  const float big = t == DType::f16    ? 65504.0f
+                    : t == DType::bf16 ? 0x1.fep127f
+                                       : std::numeric_limits<float>::max();
   switch ((h >> 1) % static_cast<std::uint64_t>(with_inf_nan ? 8 : 6)) {
     case 0: return sign * 0.0f;
     case 1: return sign * tiny;
     case 2: {
       const int sub_bits = significand_bits(t) - 1;
-      return sign * tiny * static_cast<float>(1 + (h >> 8) % ((1ULL << std::min(sub_bits, 20)) - 1));
+      return sign * tiny *
+             static_cast<float>(1 + (h >> 8) % ((1ULL << std::min(sub_bits, 20)) - 1));
     }
     case 3: return sign * big;
     case 4: return sign * (t == DType::f16 ? 2048.0f : 1048576.0f);
@@ -177,11 +186,13 @@ RC_GTEST_PROP(RefGeneratorOracle, ExactInputsEqualThePlainDefinition, ()) {
   const FusedInputs in = make_exact_inputs(c, seed, call, neg_zero);
   RC_ASSERT(in.rank_inputs.size() == static_cast<std::size_t>(c.ranks));
   for (int r = 0; r < c.ranks; r += std::max(1, c.ranks / 3))
-    RC_ASSERT(bits_of(in.rank_inputs[static_cast<std::size_t>(r)]) == oracle::exact(spec, r, count, c.dtype));
+    RC_ASSERT(bits_of(in.rank_inputs[static_cast<std::size_t>(r)]) ==
+              oracle::exact(spec, r, count, c.dtype));
   RC_ASSERT(bits_of(in.residual_in) == oracle::exact(spec, kResidualStream, count, c.dtype));
   RC_ASSERT(bits_of(in.gamma) == oracle::gamma(seed, c.hidden, c.dtype));
   const int stream = *rc::gen::element(0, c.ranks - 1, kResidualStream);
-  RC_ASSERT(bits_of(exact_input(spec, stream, c.tokens, c.hidden, c.dtype)) == oracle::exact(spec, stream, count, c.dtype));
+  RC_ASSERT(bits_of(exact_input(spec, stream, c.tokens, c.hidden, c.dtype)) ==
+            oracle::exact(spec, stream, count, c.dtype));
 }
 
 RC_GTEST_PROP(RefGeneratorOracle, RandomInputsEqualThePlainDefinition, ()) {
@@ -191,7 +202,8 @@ RC_GTEST_PROP(RefGeneratorOracle, RandomInputsEqualThePlainDefinition, ()) {
   const auto count = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
   const FusedInputs in = make_random_inputs(c, s);
   for (int r = 0; r < c.ranks; ++r)
-    RC_ASSERT(bits_of(in.rank_inputs[static_cast<std::size_t>(r)]) == oracle::random(s, r, count, c.dtype));
+    RC_ASSERT(bits_of(in.rank_inputs[static_cast<std::size_t>(r)]) ==
+              oracle::random(s, r, count, c.dtype));
   RC_ASSERT(bits_of(in.residual_in) == oracle::random(s, kResidualStream, count, c.dtype));
   RC_ASSERT(bits_of(in.gamma) == oracle::gamma(s.seed, c.hidden, c.dtype));
 }
@@ -205,13 +217,16 @@ RC_GTEST_PROP(RefGeneratorPartial, PartialInputsAreTheWholeCallsRows, ()) {
   const int first = *rc::gen::inRange(0, c.tokens);
   const int rows = *rc::gen::inRange(0, c.tokens - first + 1);
   PartialInputs partial{std::vector<bool>(static_cast<std::size_t>(c.ranks)), first, rows};
-  for (int r = 0; r < c.ranks; ++r) partial.complete_ranks[static_cast<std::size_t>(r)] = *rc::gen::arbitrary<bool>();
+  for (int r = 0; r < c.ranks; ++r)
+    partial.complete_ranks[static_cast<std::size_t>(r)] = *rc::gen::arbitrary<bool>();
   partial.residual_rows_only = *rc::gen::arbitrary<bool>();
   const auto seed = *rc::gen::arbitrary<std::uint64_t>();
   const bool exact = *rc::gen::arbitrary<bool>();
   const SpecialsSpec specials{seed, 3, 64, true, true};
-  const FusedInputs whole = exact ? make_exact_inputs(c, seed, 3, true) : make_random_inputs(c, specials);
-  const FusedInputs part = exact ? make_exact_inputs(c, seed, 3, true, partial) : make_random_inputs(c, specials, partial);
+  const FusedInputs whole =
+      exact ? make_exact_inputs(c, seed, 3, true) : make_random_inputs(c, specials);
+  const FusedInputs part = exact ? make_exact_inputs(c, seed, 3, true, partial)
+                                 : make_random_inputs(c, specials, partial);
   RC_ASSERT(part.gamma == whole.gamma);
   const auto hidden = static_cast<std::size_t>(c.hidden);
   auto expect_rows = [&](const Tensor& got, const Tensor& want, bool complete) {
@@ -222,14 +237,15 @@ RC_GTEST_PROP(RefGeneratorPartial, PartialInputsAreTheWholeCallsRows, ()) {
     }
     for (std::size_t i = 0; i < got.size(); ++i) {
       const std::size_t row = i / hidden;
-      const bool asked = row >= static_cast<std::size_t>(first) && row < static_cast<std::size_t>(first + rows);
+      const bool asked =
+          row >= static_cast<std::size_t>(first) && row < static_cast<std::size_t>(first + rows);
       RC_ASSERT(got.bits_at(i) == (asked ? want.bits_at(i) : 0u));
     }
   };
   expect_rows(part.residual_in, whole.residual_in, !partial.residual_rows_only);
   for (int r = 0; r < c.ranks; ++r)
-    expect_rows(part.rank_inputs[static_cast<std::size_t>(r)], whole.rank_inputs[static_cast<std::size_t>(r)],
-                partial.complete(r));
+    expect_rows(part.rank_inputs[static_cast<std::size_t>(r)],
+                whole.rank_inputs[static_cast<std::size_t>(r)], partial.complete(r));
 }
 
 // The per-element forms the GPU runs (generator_elements.hpp), evaluated here on the host,
@@ -240,15 +256,17 @@ RC_GTEST_PROP(RefGeneratorOracle, PerElementFormsEqualThePlainDefinition, ()) {
   const int ranks = *rc::gen::inRange(1, 65);
   const int stream = *rc::gen::element(0, ranks - 1, kResidualStream);
   const std::size_t count = *rc::gen::inRange<std::size_t>(1, 3000);
-  const ExactSpec exact{*rc::gen::arbitrary<std::uint64_t>(), *rc::gen::arbitrary<std::uint64_t>(), ranks,
-                        *rc::gen::arbitrary<bool>()};
+  const ExactSpec exact{*rc::gen::arbitrary<std::uint64_t>(), *rc::gen::arbitrary<std::uint64_t>(),
+                        ranks, *rc::gen::arbitrary<bool>()};
   const auto want_exact = oracle::exact(exact, stream, count, t);
   const std::uint64_t pre = elements::stream_prefix(exact.seed, exact.call_index, stream);
-  const std::uint64_t common = elements::stream_prefix(exact.seed, exact.call_index, elements::kCommonStream);
+  const std::uint64_t common =
+      elements::stream_prefix(exact.seed, exact.call_index, elements::kCommonStream);
   const std::int64_t max_m = elements::exact_max_m(t, ranks);
   const bool neg_zeros = elements::exact_has_neg_zeros(exact.with_neg_zero, stream);
   for (std::size_t k = 0; k < count; ++k)
-    RC_ASSERT(float_to_bits(t, elements::exact_element(pre, common, k, max_m, neg_zeros)) == want_exact[k]);
+    RC_ASSERT(float_to_bits(t, elements::exact_element(pre, common, k, max_m, neg_zeros)) ==
+              want_exact[k]);
 
   const SpecialsSpec s = gen_specials();
   const auto want_random = oracle::random(s, stream, count, t);
@@ -266,15 +284,18 @@ TEST(RefGeneratorOracle, PerElementFormsOfAnotherStreamDiffer) {
   const std::uint64_t other = elements::stream_prefix(7, 3, 1);
   int differ = 0;
   for (std::size_t k = 0; k < want.size(); ++k)
-    differ += float_to_bits(DType::bf16, elements::exact_element(other, common, k, elements::exact_max_m(DType::bf16, 2),
-                                                                  true)) != want[k];
+    differ +=
+        float_to_bits(DType::bf16, elements::exact_element(other, common, k,
+                                                           elements::exact_max_m(DType::bf16, 2),
+                                                           true)) != want[k];
   EXPECT_GT(differ, 128);
   SpecialsSpec s;
   s.seed = 7;
   const auto want_random = oracle::random(s, 0, 256, DType::f16);
   differ = 0;
   for (std::size_t k = 0; k < want_random.size(); ++k)
-    differ += float_to_bits(DType::f16, elements::random_element(s, DType::f16, elements::stream_prefix(7, 1, 0), k)) !=
+    differ += float_to_bits(DType::f16, elements::random_element(
+                                            s, DType::f16, elements::stream_prefix(7, 1, 0), k)) !=
               want_random[k];
   EXPECT_GT(differ, 128);
 }
@@ -286,7 +307,8 @@ TEST(RefGeneratorPartial, RowsOutsideTheCallAreRefused) {
   EXPECT_THROW(make_exact_inputs(c, 1, 0, true, past_the_end), std::invalid_argument);
   EXPECT_THROW(make_random_inputs(c, SpecialsSpec{}, past_the_end), std::invalid_argument);
   const PartialInputs all_complete{{true, true}, 3, 2};  // rows unused: nothing to refuse
-  EXPECT_EQ(make_exact_inputs(c, 1, 0, true, all_complete).rank_inputs, make_exact_inputs(c, 1, 0, true).rank_inputs);
+  EXPECT_EQ(make_exact_inputs(c, 1, 0, true, all_complete).rank_inputs,
+            make_exact_inputs(c, 1, 0, true).rank_inputs);
 }
 
 // --- Hashes of a fixed grid of calls, taken from the generators as first written (before
@@ -317,13 +339,15 @@ TEST(RefGeneratorGolden, AFixedGridHashesAsItAlwaysDid) {
             }
             for (int sp : {0, 24, 256})
               for (int flags = 0; flags < 4; ++flags) {
-                const SpecialsSpec s{seed, static_cast<std::uint64_t>(hidden), sp, (flags & 1) != 0, (flags & 2) != 0};
+                const SpecialsSpec s{seed, static_cast<std::uint64_t>(hidden), sp, (flags & 1) != 0,
+                                     (flags & 2) != 0};
                 const FusedInputs in = make_random_inputs(c, s);
                 for (const auto& t : in.rank_inputs) random = hash_tensor(random, t);
                 random = hash_tensor(random, in.residual_in);
                 random = hash_tensor(random, in.gamma);
               }
-            gamma = hash_tensor(gamma, exact_gamma(seed + static_cast<std::uint64_t>(ranks), hidden + tokens, d));
+            gamma = hash_tensor(
+                gamma, exact_gamma(seed + static_cast<std::uint64_t>(ranks), hidden + tokens, d));
           }
   for (DType d : {DType::f16, DType::bf16, DType::f32}) {  // the threaded path
     FusedConfig c;

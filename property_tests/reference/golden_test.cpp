@@ -38,7 +38,8 @@ std::uint64_t hash_floats(std::uint64_t h, const std::vector<float>& v) {
   return h;
 }
 
-FusedConfig grid_config(DType d, int ranks, int tokens, int hidden, int acc, int pattern, int kind) {
+FusedConfig grid_config(DType d, int ranks, int tokens, int hidden, int acc, int pattern,
+                        int kind) {
   FusedConfig c;
   c.dtype = d;
   c.ranks = ranks;
@@ -59,8 +60,11 @@ FusedConfig grid_config(DType d, int ranks, int tokens, int hidden, int acc, int
 
 FusedInputs grid_inputs(const FusedConfig& c, int kind) {
   // kind 0: exact; 1: specials, no inf/NaN; 2: half specials, with inf and NaN
-  if (kind == 0) return make_exact_inputs(c, 5 + static_cast<std::uint64_t>(c.hidden), static_cast<std::uint64_t>(c.tokens));
-  return make_random_inputs(c, SpecialsSpec{7u + static_cast<std::uint64_t>(c.hidden), 1, kind == 1 ? 24 : 128, kind == 2, true});
+  if (kind == 0)
+    return make_exact_inputs(c, 5 + static_cast<std::uint64_t>(c.hidden),
+                             static_cast<std::uint64_t>(c.tokens));
+  return make_random_inputs(c, SpecialsSpec{7u + static_cast<std::uint64_t>(c.hidden), 1,
+                                            kind == 1 ? 24 : 128, kind == 2, true});
 }
 
 // compute_fused's every output, over dtypes, rank counts, shapes (threaded ones included),
@@ -121,16 +125,22 @@ TEST(RefGolden, QuantisedVerdictsHashAsBefore) {
               const FusedInputs in = grid_inputs(c, kind);
               const FusedOutputs out = compute_fused(c, in);
               const auto allowed = norm_out_tolerance(c, out.residual_out, in.gamma);
-              QuantOutputs q{out.fp8_static, out.fp8_dynamic, out.fp8_dynamic_scale, out.nvfp4, out.nvfp4_scale};
-              const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
+              QuantOutputs q{out.fp8_static, out.fp8_dynamic, out.fp8_dynamic_scale, out.nvfp4,
+                             out.nvfp4_scale};
+              const auto count =
+                  static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
               for (int k = 0; k < perturb; ++k) {
                 const std::size_t i = rng() % count;
                 const int delta = rng() % 2 ? 1 : -1;
-                if (pattern == 1) q.fp8_static[i] = static_cast<std::uint8_t>(q.fp8_static[i] + delta);
-                if (pattern == 2 && k % 2) q.fp8_dynamic[i] = static_cast<std::uint8_t>(q.fp8_dynamic[i] + delta);
+                if (pattern == 1)
+                  q.fp8_static[i] = static_cast<std::uint8_t>(q.fp8_static[i] + delta);
+                if (pattern == 2 && k % 2)
+                  q.fp8_dynamic[i] = static_cast<std::uint8_t>(q.fp8_dynamic[i] + delta);
                 if (pattern == 2 && k % 2 == 0)
-                  q.fp8_dynamic_scale[i % static_cast<std::size_t>(tokens)] *= 1.0f + static_cast<float>(delta) * 0x1p-20f * static_cast<float>(rng() % 8);
-                if (pattern == 3 && k % 2) q.nvfp4[i / 2] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+                  q.fp8_dynamic_scale[i % static_cast<std::size_t>(tokens)] *=
+                      1.0f + static_cast<float>(delta) * 0x1p-20f * static_cast<float>(rng() % 8);
+                if (pattern == 3 && k % 2)
+                  q.nvfp4[i / 2] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
                 if (pattern == 3 && k % 2 == 0) {
                   auto& s = q.nvfp4_scale[rng() % q.nvfp4_scale.size()];
                   s = static_cast<std::uint8_t>(s + delta);

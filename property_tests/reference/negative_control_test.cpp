@@ -76,15 +76,22 @@ TEST_P(RefNegativeControl, PerturbationIsCaughtAndRealReferencePasses) {
 INSTANTIATE_TEST_SUITE_P(
     Perturbations, RefNegativeControl,
     ::testing::Values(
-        Control{Perturbation::output_one_ulp, exact_inputs_bitwise, "exact_inputs_bitwise", kAll, 1, 1e-6f},
-        Control{Perturbation::reversed_rank_order, ordered_matches_naive, "ordered_matches_naive", kAll, 3, 1e-6f},
-        Control{Perturbation::wrong_rounding_point, ordered_matches_naive, "ordered_matches_naive", k16, 3, 1e-6f},
-        Control{Perturbation::residual_before_round, ordered_matches_naive, "ordered_matches_naive", k16, 2, 1e-6f},
+        Control{Perturbation::output_one_ulp, exact_inputs_bitwise, "exact_inputs_bitwise", kAll, 1,
+                1e-6f},
+        Control{Perturbation::reversed_rank_order, ordered_matches_naive, "ordered_matches_naive",
+                kAll, 3, 1e-6f},
+        Control{Perturbation::wrong_rounding_point, ordered_matches_naive, "ordered_matches_naive",
+                k16, 3, 1e-6f},
+        Control{Perturbation::residual_before_round, ordered_matches_naive, "ordered_matches_naive",
+                k16, 2, 1e-6f},
         Control{Perturbation::norm_one_ulp, norm_within_bound, "norm_within_bound", k16, 1, 1e-6f},
-        Control{Perturbation::norm_scale_4rho, norm_within_bound, "norm_within_bound", kAll, 1, 1e-6f},
+        Control{Perturbation::norm_scale_4rho, norm_within_bound, "norm_within_bound", kAll, 1,
+                1e-6f},
         // eps only matters when comparable to the mean square (exact inputs: ~1e2..1e5).
-        Control{Perturbation::norm_without_eps, norm_within_bound, "norm_within_bound", kAll, 1, 4096.0f},
-        Control{Perturbation::norm_scale_4rho, scale_invariance, "norm_scale_invariant", kAll, 1, 0.0f}),
+        Control{Perturbation::norm_without_eps, norm_within_bound, "norm_within_bound", kAll, 1,
+                4096.0f},
+        Control{Perturbation::norm_scale_4rho, scale_invariance, "norm_scale_invariant", kAll, 1,
+                0.0f}),
     [](const auto& p) {
       return std::string(perturbation_name(p.param.perturbation)) + "_by_" + p.param.property_name;
     });
@@ -92,9 +99,11 @@ INSTANTIATE_TEST_SUITE_P(
 // Which controls each property does NOT catch, stated as tests so the limits are visible:
 // exact inputs are, by construction, blind to summation order and rounding point.
 TEST(RefNegativeControlLimits, ExactInputsCannotSeeOrderOrRoundingPoint) {
-  const Control order{Perturbation::reversed_rank_order, exact_inputs_bitwise, "exact", kAll, 3, 1e-6f};
+  const Control order{
+      Perturbation::reversed_rank_order, exact_inputs_bitwise, "exact", kAll, 3, 1e-6f};
   EXPECT_EQ(run(order, Perturbation::reversed_rank_order).failures, 0);
-  const Control rounding{Perturbation::wrong_rounding_point, exact_inputs_bitwise, "exact", kAll, 3, 1e-6f};
+  const Control rounding{
+      Perturbation::wrong_rounding_point, exact_inputs_bitwise, "exact", kAll, 3, 1e-6f};
   EXPECT_EQ(run(rounding, Perturbation::wrong_rounding_point).failures, 0);
 }
 
@@ -113,7 +122,8 @@ TEST(RefSelfCheck, CleanOnTheReferenceAndFailsOnAPerturbedOne) {
   EXPECT_EQ(clean.checks, 60 * 5);
   for (Perturbation p : {Perturbation::output_one_ulp, Perturbation::norm_scale_4rho}) {
     const SelfCheckResult broken = run_selfcheck(
-        5, 60, [p](const FusedConfig& c, const FusedInputs& in) { return perturbed_compute(c, in, p); });
+        5, 60,
+        [p](const FusedConfig& c, const FusedInputs& in) { return perturbed_compute(c, in, p); });
     EXPECT_GT(broken.failures, 0) << perturbation_name(p);
     EXPECT_FALSE(broken.first_failure.empty());
   }

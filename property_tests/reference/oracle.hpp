@@ -29,11 +29,13 @@ inline double decode(Format f, std::uint16_t bits) {
   const int fraction = bits & ((1 << f.mant_bits) - 1);
   double mag = 0;
   if (exp_field == f.exp_max_field())
-    mag = fraction ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    mag = fraction ? std::numeric_limits<double>::quiet_NaN()
+                   : std::numeric_limits<double>::infinity();
   else if (exp_field == 0)
     mag = std::ldexp(static_cast<double>(fraction), 1 - f.bias() - f.mant_bits);
   else
-    mag = std::ldexp(static_cast<double>((1 << f.mant_bits) + fraction), exp_field - f.bias() - f.mant_bits);
+    mag = std::ldexp(static_cast<double>((1 << f.mant_bits) + fraction),
+                     exp_field - f.bias() - f.mant_bits);
   return negative ? -mag : mag;
 }
 
@@ -41,7 +43,8 @@ inline double decode(Format f, std::uint16_t bits) {
 inline std::uint16_t encode(Format f, double x) {
   const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
   const int m = f.mant_bits;
-  if (std::isnan(x)) return static_cast<std::uint16_t>(sign | (f.exp_max_field() << m) | (1 << (m - 1)));
+  if (std::isnan(x))
+    return static_cast<std::uint16_t>(sign | (f.exp_max_field() << m) | (1 << (m - 1)));
   const double a = std::fabs(x);
   const int emax = f.bias(), emin = 1 - f.bias();
   // Halfway between the largest finite value and 2^(emax+1): from there on, inf.

@@ -12,13 +12,13 @@ namespace fusioncheck::reference::testing {
 
 enum class Perturbation {
   none,
-  output_one_ulp,          // allreduce, residual_out and norm_out one ulp away from zero
-  reversed_rank_order,     // sums ranks N-1..0
-  wrong_rounding_point,    // fp32 <-> per_step accumulation swapped
-  residual_before_round,   // residual added to the unrounded float sum
-  norm_one_ulp,            // only norm_out one ulp away from zero
-  norm_scale_4rho,         // rsqrt scale off by 4x the derived relative bound
-  norm_without_eps,        // eps left out of the RMSNorm
+  output_one_ulp,         // allreduce, residual_out and norm_out one ulp away from zero
+  reversed_rank_order,    // sums ranks N-1..0
+  wrong_rounding_point,   // fp32 <-> per_step accumulation swapped
+  residual_before_round,  // residual added to the unrounded float sum
+  norm_one_ulp,           // only norm_out one ulp away from zero
+  norm_scale_4rho,        // rsqrt scale off by 4x the derived relative bound
+  norm_without_eps,       // eps left out of the RMSNorm
 };
 
 inline std::string_view perturbation_name(Perturbation p) {
@@ -47,10 +47,12 @@ inline Tensor norm_with(const FusedConfig& c, const Tensor& residual_out, const 
   const auto hidden = static_cast<std::size_t>(c.hidden);
   for (std::size_t base = 0; base < out.size(); base += hidden) {
     float ss = 0.0f;
-    for (std::size_t j = 0; j < hidden; ++j) ss += residual_out.value_at(base + j) * residual_out.value_at(base + j);
+    for (std::size_t j = 0; j < hidden; ++j)
+      ss += residual_out.value_at(base + j) * residual_out.value_at(base + j);
     const float r = r_factor / std::sqrt(ss / static_cast<float>(hidden) + eps);
     for (std::size_t j = 0; j < hidden; ++j)
-      out.set_value(base + j, residual_out.value_at(base + j) * r * (c.weight_bias + gamma.value_at(j)));
+      out.set_value(base + j,
+                    residual_out.value_at(base + j) * r * (c.weight_bias + gamma.value_at(j)));
   }
   return out;
 }
@@ -72,14 +74,16 @@ inline FusedOutputs perturbed_compute(const FusedConfig& c, const FusedInputs& i
     }
     case Perturbation::wrong_rounding_point: {
       FusedConfig swapped = c;
-      swapped.accumulation = c.accumulation == Accumulation::fp32 ? Accumulation::per_step : Accumulation::fp32;
+      swapped.accumulation =
+          c.accumulation == Accumulation::fp32 ? Accumulation::per_step : Accumulation::fp32;
       return compute_fused(swapped, in);
     }
     case Perturbation::residual_before_round: {
       FusedOutputs out = compute_fused(c, in);
       for (std::size_t i = 0; i < out.residual_out.size(); ++i) {
         float s = 0.0f;
-        for (const Tensor& t : in.rank_inputs) s += bits_to_float(c.dtype, canonicalize(c.dtype, t.bits_at(i)));
+        for (const Tensor& t : in.rank_inputs)
+          s += bits_to_float(c.dtype, canonicalize(c.dtype, t.bits_at(i)));
         out.residual_out.set_value(i, s + in.residual_in.value_at(i));
       }
       return out;

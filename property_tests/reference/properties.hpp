@@ -45,12 +45,14 @@ inline Failure exact_inputs_bitwise(const FusedConfig& c, std::uint64_t seed, Pe
   const FusedOutputs out = perturbed_compute(c, in, p);
   const oracle::NaiveSum naive = oracle::naive_allreduce_residual(c, in);
   if (auto f = compare_bits(c, naive.allreduce, out.allreduce, "allreduce vs naive")) return f;
-  if (auto f = compare_bits(c, naive.residual_out, out.residual_out, "residual_out vs naive")) return f;
+  if (auto f = compare_bits(c, naive.residual_out, out.residual_out, "residual_out vs naive"))
+    return f;
   FusedInputs permuted = in;
   std::mt19937_64 rng(seed);
   std::shuffle(permuted.rank_inputs.begin(), permuted.rank_inputs.end(), rng);
   const FusedOutputs out_perm = perturbed_compute(c, permuted, p);
-  if (auto f = compare_bits(c, bits_of(out.allreduce), out_perm.allreduce, "allreduce permuted")) return f;
+  if (auto f = compare_bits(c, bits_of(out.allreduce), out_perm.allreduce, "allreduce permuted"))
+    return f;
   return compare_bits(c, bits_of(out.residual_out), out_perm.residual_out, "residual_out permuted");
 }
 
@@ -71,7 +73,8 @@ inline Failure norm_within_bound(const FusedConfig& c, std::uint64_t seed, Pertu
   const std::vector<float> allowed = norm_out_tolerance(c, ref.residual_out, in.gamma);
   const std::vector<double> exact = oracle::double_rmsnorm(c, ref.residual_out, in.gamma);
   for (std::size_t i = 0; i < exact.size(); ++i) {
-    if (std::isinf(allowed[i])) return fmt::format("{}: no claim at {} for exact inputs", describe(c), i);
+    if (std::isinf(allowed[i]))
+      return fmt::format("{}: no claim at {} for exact inputs", describe(c), i);
     const double got = out.norm_out.value_at(i);
     if (std::fabs(got - exact[i]) > allowed[i])
       return fmt::format("{}: norm_out[{}] = {} but the double-precision norm is {} (allowed {})",

@@ -32,7 +32,8 @@ template <typename Decode>
 std::uint8_t nearest_code(double x, int max_code, std::uint8_t sign_bit, Decode decode) {
   const double a = std::fabs(x);
   const auto sign = static_cast<std::uint8_t>(std::signbit(x) ? sign_bit : 0);
-  if (a >= decode(static_cast<std::uint8_t>(max_code))) return static_cast<std::uint8_t>(sign | max_code);
+  if (a >= decode(static_cast<std::uint8_t>(max_code)))
+    return static_cast<std::uint8_t>(sign | max_code);
   int best = 0;
   for (int c = 1; c <= max_code; ++c) {
     const double d = std::fabs(decode(static_cast<std::uint8_t>(c)) - a);
@@ -66,26 +67,30 @@ TEST(RefE4m3, EncodesEveryBoundaryAndTieAsTheOracle) {
     const double lo = e4m3_by_definition(static_cast<std::uint8_t>(c));
     const double hi = e4m3_by_definition(static_cast<std::uint8_t>(c + 1));
     const auto mid = static_cast<float>(0.5 * (lo + hi));
-    for (float p : {static_cast<float>(lo), mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)})
+    for (float p :
+         {static_cast<float>(lo), mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)})
       probes.insert(probes.end(), {p, -p});
   }
-  for (float p : {448.0f, 464.0f, 465.0f, 480.0f, 1e6f, 3e38f}) probes.insert(probes.end(), {p, -p});
+  for (float p : {448.0f, 464.0f, 465.0f, 480.0f, 1e6f, 3e38f})
+    probes.insert(probes.end(), {p, -p});
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-600.0f, 600.0f);
-  for (int k = 0; k < 50000; ++k) probes.push_back(dist(rng) * std::ldexp(1.0f, -static_cast<int>(rng() % 14)));
+  for (int k = 0; k < 50000; ++k)
+    probes.push_back(dist(rng) * std::ldexp(1.0f, -static_cast<int>(rng() % 14)));
   for (float x : probes)
-    ASSERT_EQ(float_to_e4m3(x), nearest_code(x, 0x7e, 0x80, e4m3_by_definition)) << std::hexfloat << x;
+    ASSERT_EQ(float_to_e4m3(x), nearest_code(x, 0x7e, 0x80, e4m3_by_definition))
+        << std::hexfloat << x;
 }
 
 TEST(RefE4m3, SatfiniteAndSpecialInputs) {
   const float inf = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(float_to_e4m3(inf), 0x7e);   // no inf in e4m3: clamps to 448
+  EXPECT_EQ(float_to_e4m3(inf), 0x7e);  // no inf in e4m3: clamps to 448
   EXPECT_EQ(float_to_e4m3(-inf), 0xfe);
   EXPECT_EQ(float_to_e4m3(std::numeric_limits<float>::quiet_NaN()) & 0x7f, 0x7f);  // NaN stays NaN
   EXPECT_EQ(float_to_e4m3(-0.0f), 0x80);
   EXPECT_EQ(float_to_e4m3(0.0f), 0x00);
-  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);          // tie between 0 and 2^-9: even
-  EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);          // tie between 1 and 2: even
+  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // tie between 0 and 2^-9: even
+  EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);  // tie between 1 and 2: even
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -11)), 0x00);
 }
 
@@ -98,7 +103,8 @@ std::uint8_t former_float_to_e4m3(float x) {
   const float a = std::fabs(x);
   if (a >= kE4m3Max) return sign | 0x7e;
   if (a == 0.0f) return sign;
-  if (a < 0x1p-6f) return static_cast<std::uint8_t>(sign | static_cast<int>(std::nearbyint(a * 0x1p9f)));
+  if (a < 0x1p-6f)
+    return static_cast<std::uint8_t>(sign | static_cast<int>(std::nearbyint(a * 0x1p9f)));
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(a);
   const std::uint32_t rounded = (bits + 0x7ffffu + ((bits >> 20) & 1u)) >> 20;
   return static_cast<std::uint8_t>(sign | (rounded - (120u << 3)));
@@ -117,17 +123,32 @@ TEST(RefE4m3, BranchFreeEncodingEqualsTheFormerDefinition) {
     const float x = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
     ASSERT_EQ(float_to_e4m3(x), former_float_to_e4m3(x)) << std::hexfloat << x;
   }
-  for (std::uint32_t u : {0x3c800000u, 0x3c7fffffu, 0x3a800000u, 0x3a7fffffu, 0x3b400000u, 0x43e00000u,
-                          0x43dfffffu, 0x43e80000u, 0x00000001u, 0x7f800000u, 0x7f800001u, 0x7fc00000u})
+  for (std::uint32_t u :
+       {0x3c800000u, 0x3c7fffffu, 0x3a800000u, 0x3a7fffffu, 0x3b400000u, 0x43e00000u, 0x43dfffffu,
+        0x43e80000u, 0x00000001u, 0x7f800000u, 0x7f800001u, 0x7fc00000u})
     for (std::uint32_t sign : {0u, 0x80000000u})
-      EXPECT_EQ(float_to_e4m3(std::bit_cast<float>(u | sign)), former_float_to_e4m3(std::bit_cast<float>(u | sign)))
+      EXPECT_EQ(float_to_e4m3(std::bit_cast<float>(u | sign)),
+                former_float_to_e4m3(std::bit_cast<float>(u | sign)))
           << std::hex << (u | sign);
 }
 
 TEST(RefE2m1, DecodesAndEncodesAsTheOracle) {
-  for (int c = 0; c < 16; ++c) EXPECT_EQ(e2m1_to_float(static_cast<std::uint8_t>(c)), e2m1_by_definition(static_cast<std::uint8_t>(c)));
-  std::vector<float> probes{0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 7.0f, 1e30f,
-                            std::numeric_limits<float>::infinity(), 0.0f, 1e-30f};
+  for (int c = 0; c < 16; ++c)
+    EXPECT_EQ(e2m1_to_float(static_cast<std::uint8_t>(c)),
+              e2m1_by_definition(static_cast<std::uint8_t>(c)));
+  std::vector<float> probes{0.25f,
+                            0.75f,
+                            1.25f,
+                            1.75f,
+                            2.5f,
+                            3.5f,
+                            5.0f,
+                            6.0f,
+                            7.0f,
+                            1e30f,
+                            std::numeric_limits<float>::infinity(),
+                            0.0f,
+                            1e-30f};
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
   for (int k = 0; k < 100000; ++k) probes.push_back(dist(rng));
@@ -250,13 +271,16 @@ RC_GTEST_PROP(RefQuantProperties, ErrorWithinTheFormatBound, ()) {
       if (!std::isfinite(q)) continue;  // NaN/inf norms: checked by the NaN rule, not here
       RC_ASSERT(fp8_within_bound(q, c.quant.fp8_inv_scale, out.fp8_static[i]));
       RC_ASSERT(fp8_within_bound(q, inv_dyn, out.fp8_dynamic[i]));
-      const std::uint8_t sf = out.nvfp4_scale[nvfp4_scale_index(Nvfp4Layout::linear, t, j / 16, cols)];
+      const std::uint8_t sf =
+          out.nvfp4_scale[nvfp4_scale_index(Nvfp4Layout::linear, t, j / 16, cols)];
       const double sf_value = e4m3_to_float(sf);
       // All-zero block, saturated scale, or a subnormal e4m3 scale (relative error above 2^-4).
       if (sf_value < 0x1p-6 || sf == 0x7e) continue;
-      const auto v = static_cast<float>(q * (1.0f / (sf_value * (1.0f / c.quant.nvfp4_global_scale))));
+      const auto v =
+          static_cast<float>(q * (1.0f / (sf_value * (1.0f / c.quant.nvfp4_global_scale))));
       RC_ASSERT(std::fabs(v) <= 6.0 / (1.0 - 0x1p-4) * (1 + 0x1p-20));
-      const double got = e2m1_to_float(static_cast<std::uint8_t>((out.nvfp4[i / 2] >> (4 * (i % 2))) & 0xf));
+      const double got =
+          e2m1_to_float(static_cast<std::uint8_t>((out.nvfp4[i / 2] >> (4 * (i % 2))) & 0xf));
       const double bound = std::fabs(v) <= 6.0f ? e2m1_half_spacing(v) : std::fabs(v) - 6.0;
       RC_ASSERT(std::fabs(got - v) <= bound);
     }

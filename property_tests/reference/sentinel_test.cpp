@@ -31,7 +31,8 @@ TEST_P(RefSentinelTest, NegativeZeroPredicateAndCanonicalisationOverAll16BitPatt
   }
   EXPECT_EQ(neg_zeros, 1);
   EXPECT_EQ(neg_zero_bits(t), 0x8000u);
-  EXPECT_EQ(std::bit_width(neg_zero_bits(t)), 8 * dtype_bytes(t));  // invariant 6: the sentinel is one element wide
+  EXPECT_EQ(std::bit_width(neg_zero_bits(t)),
+            8 * dtype_bytes(t));  // invariant 6: the sentinel is one element wide
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RefSentinelTest, ::testing::Values(DType::f16, DType::bf16),
@@ -45,9 +46,9 @@ TEST(RefSentinelF32, SpecialValues) {
   EXPECT_EQ(neg_zero_bits(DType::f32), neg_zero);
   EXPECT_EQ(std::bit_width(neg_zero_bits(DType::f32)), 32);
   // Everything else is left alone: +0, negative subnormals, NaNs with any payload, -inf.
-  for (std::uint32_t b : {0x00000000u, 0x80000001u, 0x80400000u, 0x807fffffu, 0xffc00000u,
-                          0x7fc00001u, 0xff800001u, 0x7f800001u, 0xff800000u, 0x80800000u,
-                          0x00000001u, 0x3f800000u}) {
+  for (std::uint32_t b :
+       {0x00000000u, 0x80000001u, 0x80400000u, 0x807fffffu, 0xffc00000u, 0x7fc00001u, 0xff800001u,
+        0x7f800001u, 0xff800000u, 0x80800000u, 0x00000001u, 0x3f800000u}) {
     EXPECT_FALSE(is_neg_zero(DType::f32, b)) << std::hex << b;
     EXPECT_FALSE(is_neg_zero<DType::f32>(b)) << std::hex << b;
     EXPECT_EQ(canonicalize(DType::f32, b), b) << std::hex << b;

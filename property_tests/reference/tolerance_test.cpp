@@ -52,7 +52,9 @@ TEST(RefNormTolerance, Fp32BoundIsTheDerivedRelativeBound) {
   for (std::size_t i = 0; i < allowed.size(); ++i) {
     const double y = std::fabs(out.norm_out.value_at(i));
     // rho |y| plus one float step at the upper endpoint (the outward widening).
-    ASSERT_LE(allowed[i], rho * y + 2 * ulp_of(DType::f32, static_cast<float>(y * (1 + 2 * rho))) + 0x1p-140) << i;
+    ASSERT_LE(allowed[i],
+              rho * y + 2 * ulp_of(DType::f32, static_cast<float>(y * (1 + 2 * rho))) + 0x1p-140)
+        << i;
   }
 }
 
@@ -82,7 +84,11 @@ FusedConfig quant_config(DType t, std::uint64_t seed) {
   c.ranks = 2;
   c.tokens = 3;
   c.hidden = 64;
-  c.quant = QuantConfig{true, 2.0f, true, true, 448.0f * 6.0f / 8.0f,
+  c.quant = QuantConfig{true,
+                        2.0f,
+                        true,
+                        true,
+                        448.0f * 6.0f / 8.0f,
                         seed % 2 ? Nvfp4Layout::linear : Nvfp4Layout::swizzled128x4};
   return c;
 }
@@ -117,19 +123,23 @@ TEST(RefQuantChecker, RejectsPerturbedCodesAndScales) {
     auto two_codes_up = [](std::uint8_t code) {  // two steps away from zero, below NaN
       return static_cast<std::uint8_t>((code & 0x7f) >= 0x7c ? code - 2 : code + 2);
     };
-    caught_static += try_one([&](QuantOutputs& q) { q.fp8_static[i] = two_codes_up(q.fp8_static[i]); });
-    caught_dynamic += try_one([&](QuantOutputs& q) { q.fp8_dynamic[i] = two_codes_up(q.fp8_dynamic[i]); });
+    caught_static +=
+        try_one([&](QuantOutputs& q) { q.fp8_static[i] = two_codes_up(q.fp8_static[i]); });
+    caught_dynamic +=
+        try_one([&](QuantOutputs& q) { q.fp8_dynamic[i] = two_codes_up(q.fp8_dynamic[i]); });
     caught_scale += try_one([&](QuantOutputs& q) { q.fp8_dynamic_scale[1] *= 2.0f; });
     caught_block += try_one([&](QuantOutputs& q) {
       const std::size_t s = nvfp4_scale_index(c.quant.nvfp4_layout, 1, 2, 4);
       q.nvfp4_scale[s] = static_cast<std::uint8_t>(q.nvfp4_scale[s] + 1);
     });
-    caught_fp4 += try_one([&](QuantOutputs& q) { q.nvfp4[i / 2] ^= 0x02; });  // flip a magnitude bit
+    caught_fp4 +=
+        try_one([&](QuantOutputs& q) { q.nvfp4[i / 2] ^= 0x02; });  // flip a magnitude bit
   }
   EXPECT_EQ(caught_static, 20);
   EXPECT_EQ(caught_dynamic, 20);
   EXPECT_EQ(caught_scale, 20);
-  EXPECT_GE(caught_block, 17);  // the allowed scale interval straddles a code boundary ~3% of the time
+  EXPECT_GE(caught_block,
+            17);  // the allowed scale interval straddles a code boundary ~3% of the time
   EXPECT_GE(caught_fp4, 15);  // a flipped bit in a zero code can still be within range
 }
 

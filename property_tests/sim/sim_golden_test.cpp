@@ -29,13 +29,21 @@ void expect_golden_trace(Mutant mutant, const char* profile_name) {
   const Replay r = replay(cx);
   ASSERT_TRUE(r.reproduced);
   testing::expect_golden(fmt::format("{}-{}.trace.txt", protocol::mutant_id(mutant), profile_name),
-                format_counterexample(cx, r.trace, ""));
+                         format_counterexample(cx, r.trace, ""));
 }
 
-TEST(SimGolden, WrongClearBufferTrace) { expect_golden_trace(Mutant::wrong_clear_buffer, "sm90-nvlink"); }
-TEST(SimGolden, PdlWaitMissingTrace) { expect_golden_trace(Mutant::pdl_wait_missing, "sm120-pcie"); }
-TEST(SimGolden, BarrierNoReleaseTrace) { expect_golden_trace(Mutant::barrier_no_release, "sm90-nvlink"); }
-TEST(SimGolden, ClearSizeCurrentTrace) { expect_golden_trace(Mutant::clear_size_current, "sm90-pcie"); }
+TEST(SimGolden, WrongClearBufferTrace) {
+  expect_golden_trace(Mutant::wrong_clear_buffer, "sm90-nvlink");
+}
+TEST(SimGolden, PdlWaitMissingTrace) {
+  expect_golden_trace(Mutant::pdl_wait_missing, "sm120-pcie");
+}
+TEST(SimGolden, BarrierNoReleaseTrace) {
+  expect_golden_trace(Mutant::barrier_no_release, "sm90-nvlink");
+}
+TEST(SimGolden, ClearSizeCurrentTrace) {
+  expect_golden_trace(Mutant::clear_size_current, "sm90-pcie");
+}
 
 // The counterexample file the CLI replay test runs.
 TEST(SimGolden, PdlWaitMissingCounterexampleFile) {

@@ -125,8 +125,8 @@ TEST(SimCheckers, QuiescenceInvariantIsCaught) {
   // One call with counter-not-reset leaves the counter at the grid size: invariant 1.
   SimConfig config = tiny_config();
   config.calls = {{CallKind::one_shot, 1}};
-  const auto result =
-      search_with(config, profile("sm90-pcie"), Mutant::counter_not_reset, SchedulerKind::random, 10);
+  const auto result = search_with(config, profile("sm90-pcie"), Mutant::counter_not_reset,
+                                  SchedulerKind::random, 10);
   ASSERT_TRUE(result.counterexample);
   EXPECT_EQ(result.counterexample->violation->kind, ViolationKind::invariant);
   EXPECT_NE(result.counterexample->violation->text.find("invariant 1"), std::string::npos);
@@ -180,7 +180,8 @@ TEST(SimMutants, TwoShotGatherOverlapNeedsALargerTwoShotCallNext) {
   // calls in a row, a shrinking pair is safe, a growing pair is caught.
   const Profile& p = profile("sm90-nvlink");
   const auto mutant = Mutant::twoshot_gather_overlap;
-  EXPECT_FALSE(search_with(default_config(), p, mutant, SchedulerKind::random, 1000).counterexample);
+  EXPECT_FALSE(
+      search_with(default_config(), p, mutant, SchedulerKind::random, 1000).counterexample);
   SimConfig config = default_config();
   config.elems_per_vector = 1;
   config.calls = {{CallKind::two_shot, 3}, {CallKind::two_shot, 1}};
@@ -197,8 +198,8 @@ TEST(SimMutants, TwoShotGatherOverlapNeedsALargerTwoShotCallNext) {
   EXPECT_NE(v.text.find("holding call 1 data from rank 1"), std::string::npos) << v.text;
   EXPECT_NE(v.text.find("during call 0"), std::string::npos) << v.text;
   // Its provoking configuration holds such a pair, and the correct protocol is clean there.
-  EXPECT_TRUE(search_with(provoking_config(mutant), p, mutant, SchedulerKind::random, 2000)
-                  .counterexample);
+  EXPECT_TRUE(
+      search_with(provoking_config(mutant), p, mutant, SchedulerKind::random, 2000).counterexample);
   EXPECT_FALSE(search_with(provoking_config(mutant), p, Mutant::none, SchedulerKind::random, 1000)
                    .counterexample);
 }
@@ -218,12 +219,15 @@ TEST(SimSteps, OneBlockGridUpdatesTheStateWhenItArrives) {
     const RunResult r = run_random(model, 7);
     EXPECT_FALSE(r.violation) << p << ": " << r.violation->text;
     const auto has = [&](const std::string& text) {
-      return std::any_of(trace.begin(), trace.end(),
-                         [&](const std::string& line) { return line.find(text) != std::string::npos; });
+      return std::any_of(trace.begin(), trace.end(), [&](const std::string& line) {
+        return line.find(text) != std::string::npos;
+      });
     };
     EXPECT_TRUE(has("the only block: arrives and sets f=")) << p;
     EXPECT_FALSE(has("block arrives, arrival counter")) << p;
-    EXPECT_FALSE(search_with(one, profile(p), Mutant::none, SchedulerKind::random, 300).counterexample) << p;
+    EXPECT_FALSE(
+        search_with(one, profile(p), Mutant::none, SchedulerKind::random, 300).counterexample)
+        << p;
   }
   Model two(default_config(), profile("sm90-nvlink"), Mutant::none);
   std::vector<std::string> trace;

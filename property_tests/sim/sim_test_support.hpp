@@ -28,9 +28,8 @@ inline SearchResult search_with(const SimConfig& config, const Profile& profile,
 inline std::optional<Counterexample> find_counterexample(Mutant mutant, const Profile& profile,
                                                          std::uint64_t budget) {
   for (auto scheduler : {SchedulerKind::random, SchedulerKind::pct, SchedulerKind::exhaustive}) {
-    const SimConfig config = scheduler == SchedulerKind::exhaustive
-                                 ? provoking_tiny_config(mutant)
-                                 : provoking_config(mutant);
+    const SimConfig config = scheduler == SchedulerKind::exhaustive ? provoking_tiny_config(mutant)
+                                                                    : provoking_config(mutant);
     const auto result = search_with(config, profile, mutant, scheduler, budget);
     if (result.counterexample)
       return make_counterexample(config, profile, mutant, scheduler, result);

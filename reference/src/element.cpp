@@ -4,7 +4,6 @@
 
 namespace fusioncheck::reference {
 
-
 std::string_view accumulation_name(Accumulation a) {
   return a == Accumulation::fp32 ? "fp32" : "per_step";
 }
@@ -36,8 +35,9 @@ float ulp_of(DType t, float value) {
 }
 
 bool is_neg_zero(DType t, std::uint32_t bits) {
-  return t == DType::f32 ? protocol::is_neg_zero_bits32(bits)
-                         : bits <= 0xffffu && protocol::is_neg_zero_bits16(static_cast<std::uint16_t>(bits));
+  return t == DType::f32
+             ? protocol::is_neg_zero_bits32(bits)
+             : bits <= 0xffffu && protocol::is_neg_zero_bits16(static_cast<std::uint16_t>(bits));
 }
 
 std::uint32_t canonicalize(DType t, std::uint32_t bits) {

@@ -23,8 +23,8 @@ void require(bool ok, const std::string& what) {
 #define FUSIONCHECK_ROW_KERNEL [[gnu::always_inline]] inline
 
 template <DType T>
-FUSIONCHECK_ROW_KERNEL void widen_row(const typename Element<T>::Bits* __restrict in, float* __restrict out,
-               std::size_t n, bool canonical) {
+FUSIONCHECK_ROW_KERNEL void widen_row(const typename Element<T>::Bits* __restrict in,
+                                      float* __restrict out, std::size_t n, bool canonical) {
   if (canonical) {
     for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::to_float(canonicalize<T>(in[j]));
   } else {
@@ -33,17 +33,18 @@ FUSIONCHECK_ROW_KERNEL void widen_row(const typename Element<T>::Bits* __restric
 }
 
 template <DType T>
-FUSIONCHECK_ROW_KERNEL void round_row(const float* __restrict in, typename Element<T>::Bits* __restrict out, std::size_t n) {
+FUSIONCHECK_ROW_KERNEL void round_row(const float* __restrict in,
+                                      typename Element<T>::Bits* __restrict out, std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::from_float(in[j]);
 }
 
-FUSIONCHECK_ROW_KERNEL void add_row(float* __restrict acc, const float* __restrict v, std::size_t n) {
+FUSIONCHECK_ROW_KERNEL void add_row(float* __restrict acc, const float* __restrict v,
+                                    std::size_t n) {
   for (std::size_t j = 0; j < n; ++j) acc[j] += v[j];
 }
 
 // w_j = weight_bias + float(gamma_j), rounded once in float like the kernel.
-template <DType T>
-std::vector<float> norm_weights(const FusedConfig& c, const Tensor& gamma) {
+template <DType T> std::vector<float> norm_weights(const FusedConfig& c, const Tensor& gamma) {
   using E = Element<T>;
   const auto g = gamma.view<T>();
   std::vector<float> w(g.size());
@@ -64,7 +65,8 @@ FUSIONCHECK_ROW_KERNEL float sum_of_squares(const float* x, std::size_t hidden) 
 }
 
 // y_j = (x_j * r) * w_j with r = 1 / sqrt(sum(x^2) / hidden + eps), all in float.
-FUSIONCHECK_ROW_KERNEL void rmsnorm_row(const float* x, const float* w, std::size_t hidden, float eps, float* y) {
+FUSIONCHECK_ROW_KERNEL void rmsnorm_row(const float* x, const float* w, std::size_t hidden,
+                                        float eps, float* y) {
   const float ss = sum_of_squares(x, hidden);
   const float r = 1.0f / std::sqrt(ss / static_cast<float>(hidden) + eps);
   for (std::size_t j = 0; j < hidden; ++j) y[j] = (x[j] * r) * w[j];
@@ -72,8 +74,8 @@ FUSIONCHECK_ROW_KERNEL void rmsnorm_row(const float* x, const float* w, std::siz
 
 // The codes go through local pointers: a byte store through out.fp8_static[...] may alias the
 // vector's own pointer, which kept the loops from vectorising.
-FUSIONCHECK_ROW_KERNEL void quantise_row(const QuantConfig& q, const float* __restrict v, std::size_t hidden,
-                                         std::size_t token, FusedOutputs& out) {
+FUSIONCHECK_ROW_KERNEL void quantise_row(const QuantConfig& q, const float* __restrict v,
+                                         std::size_t hidden, std::size_t token, FusedOutputs& out) {
   const std::size_t base = token * hidden;
   if (q.fp8_static) {
     std::uint8_t* __restrict const codes = out.fp8_static.data() + base;
@@ -120,8 +122,7 @@ void shape_output(Tensor& t, DType dtype, std::size_t count) {
 }
 
 // What every row of one call shares.
-template <DType T>
-struct RowJob {
+template <DType T> struct RowJob {
   using Bits = typename Element<T>::Bits;
   const FusedConfig& c;
   const std::vector<const Bits*>& rank_data;  // in summation order
@@ -197,7 +198,8 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
   std::vector<const Bits*> rank_data;
   const std::size_t n_ranks = in.rank_inputs.size();
   for (std::size_t k = 0; k < n_ranks; ++k)
-    rank_data.push_back(in.rank_inputs[(static_cast<std::size_t>(c.sum_from) + k) % n_ranks].view<T>().data());
+    rank_data.push_back(
+        in.rank_inputs[(static_cast<std::size_t>(c.sum_from) + k) % n_ranks].view<T>().data());
   const Bits* residual = in.residual_in.view<T>().data();
   Bits* allreduce = out.allreduce.view<T>().data();
   Bits* residual_out = out.residual_out.view<T>().data();
@@ -249,7 +251,8 @@ std::vector<float> norm_before_rounding_typed(const FusedConfig& c, const Tensor
 }  // namespace
 
 void validate(const FusedConfig& c, const FusedInputs& in) {
-  require(c.ranks >= 1 && c.ranks <= 64, "ranks must be in [1, 64], got " + std::to_string(c.ranks));
+  require(c.ranks >= 1 && c.ranks <= 64,
+          "ranks must be in [1, 64], got " + std::to_string(c.ranks));
   require(c.tokens >= 1 && c.tokens <= (1 << 24), "tokens must be in [1, 2^24]");
   require(c.hidden >= 1 && c.hidden <= (1 << 24), "hidden must be in [1, 2^24]");
   require(static_cast<long long>(c.tokens) * c.hidden <= (1LL << 31),

@@ -32,12 +32,14 @@ class StreamDraws {
 FUSIONCHECK_VECTOR_CLONES
 void block_draws(std::uint64_t prefix, std::uint64_t first, std::size_t n, std::uint64_t purpose,
                  std::uint64_t* __restrict out) {
-  for (std::size_t k = 0; k < n; ++k) out[k] = splitmix64(splitmix64(prefix ^ (first + k)) ^ purpose);
+  for (std::size_t k = 0; k < n; ++k)
+    out[k] = splitmix64(splitmix64(prefix ^ (first + k)) ^ purpose);
 }
 
 FUSIONCHECK_VECTOR_CLONES
 void block_draws2(std::uint64_t prefix, std::uint64_t first, std::size_t n, std::uint64_t purpose_a,
-                  std::uint64_t* __restrict out_a, std::uint64_t purpose_b, std::uint64_t* __restrict out_b) {
+                  std::uint64_t* __restrict out_a, std::uint64_t purpose_b,
+                  std::uint64_t* __restrict out_b) {
   for (std::size_t k = 0; k < n; ++k) {
     const std::uint64_t h = splitmix64(prefix ^ (first + k));
     out_a[k] = splitmix64(h ^ purpose_a);
@@ -63,8 +65,7 @@ struct ExactShape {
   FastRemainder modulus;
 };
 
-template <DType T>
-ExactShape exact_shape(int ranks) {
+template <DType T> ExactShape exact_shape(int ranks) {
   const std::int64_t max_m = elements::exact_max_m(T, ranks);
   return {max_m, FastRemainder(static_cast<std::uint64_t>(2 * max_m + 1))};
 }
@@ -72,8 +73,7 @@ ExactShape exact_shape(int ranks) {
 // Every value an exact element can take, as T bits, at index (draw % modulus) * 10 + e:
 // the element's own formula (elements::exact_value), evaluated once per (T, modulus) instead
 // of once per element. Kept per thread (a run uses one or two moduli).
-template <DType T>
-const typename Element<T>::Bits* exact_values(const ExactShape& shape) {
+template <DType T> const typename Element<T>::Bits* exact_values(const ExactShape& shape) {
   using Bits = typename Element<T>::Bits;
   struct Cache {
     std::uint64_t modulus = 0;
@@ -86,7 +86,8 @@ const typename Element<T>::Bits* exact_values(const ExactShape& shape) {
     for (std::uint64_t r = 0; r < modulus; ++r) {
       const auto m = static_cast<std::int64_t>(r) - shape.max_m;
       for (int e = 0; e < 10; ++e)
-        cache.bits[r * 10 + static_cast<std::uint64_t>(e)] = Element<T>::from_float(elements::exact_value(m, e));
+        cache.bits[r * 10 + static_cast<std::uint64_t>(e)] =
+            Element<T>::from_float(elements::exact_value(m, e));
     }
     cache.modulus = modulus;
   }
@@ -96,7 +97,8 @@ const typename Element<T>::Bits* exact_values(const ExactShape& shape) {
 // The per-element exponent index e (exponent e - 6) of elements [first, first + count), at
 // [0, count): the same for every stream of a call, so make_exact_inputs draws it once for
 // all of them, and only where some stream needs it.
-std::vector<std::uint8_t> exact_exponents(const ExactSpec& spec, std::size_t first, std::size_t count) {
+std::vector<std::uint8_t> exact_exponents(const ExactSpec& spec, std::size_t first,
+                                          std::size_t count) {
   std::vector<std::uint8_t> e(count);
   const StreamDraws common(spec.seed, spec.call_index, kCommonStream);
   const auto blocks = static_cast<std::ptrdiff_t>((count + kBlock - 1) / kBlock);
@@ -113,8 +115,8 @@ std::vector<std::uint8_t> exact_exponents(const ExactSpec& spec, std::size_t fir
 // Elements [first, first + count) of one stream into out[first, first + count), with the
 // call's exponents of those elements (exponents[0] is element first's).
 template <DType T>
-void fill_exact(const ExactSpec& spec, int stream, std::size_t first, std::size_t count, const std::uint8_t* exponents,
-                typename Element<T>::Bits* out) {
+void fill_exact(const ExactSpec& spec, int stream, std::size_t first, std::size_t count,
+                const std::uint8_t* exponents, typename Element<T>::Bits* out) {
   using Bits = typename Element<T>::Bits;
   const ExactShape shape = exact_shape<T>(spec.ranks);
   const Bits* const values = exact_values<T>(shape);
@@ -124,7 +126,8 @@ void fill_exact(const ExactSpec& spec, int stream, std::size_t first, std::size_
   const auto blocks = static_cast<std::ptrdiff_t>((count + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static) if (count >= kParallelElements)
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
-    const std::size_t k0 = first + static_cast<std::size_t>(b) * kBlock, n = std::min(kBlock, first + count - k0);
+    const std::size_t k0 = first + static_cast<std::size_t>(b) * kBlock,
+                      n = std::min(kBlock, first + count - k0);
     std::uint64_t value[kBlock], negz[kBlock];
     const std::uint8_t* const e = exponents + (k0 - first);
     Bits* const o = out + k0;
@@ -148,7 +151,8 @@ void fill_random(const SpecialsSpec& spec, int stream, std::size_t first, std::s
   const auto blocks = static_cast<std::ptrdiff_t>((count + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static) if (count >= kParallelElements)
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
-    const std::size_t k0 = first + static_cast<std::size_t>(b) * kBlock, n = std::min(kBlock, first + count - k0);
+    const std::size_t k0 = first + static_cast<std::size_t>(b) * kBlock,
+                      n = std::min(kBlock, first + count - k0);
     std::uint64_t special[kBlock], value[kBlock];
     block_draws2(draws.prefix(), k0, n, kSpecial, special, kValue, value);
     for (std::size_t k = 0; k < n; ++k)
@@ -164,14 +168,14 @@ void fill_gamma(std::uint64_t seed, typename Element<T>::Bits* out, std::size_t 
     std::uint64_t h[kBlock];
     block_draws(draws.prefix(), j0, n, kValue, h);
     for (std::size_t k = 0; k < n; ++k)
-      out[j0 + k] = Element<T>::from_float(static_cast<float>(8 + h[k] % 8) / 8.0f * ((h[k] >> 3) & 1 ? 0.5f : 1.0f));
+      out[j0 + k] = Element<T>::from_float(static_cast<float>(8 + h[k] % 8) / 8.0f *
+                                           ((h[k] >> 3) & 1 ? 0.5f : 1.0f));
   }
 }
 
 // Calls fill.template operator()<T>(bits of t) for t's dtype T: a templated lambda that
 // writes the tensor with T fixed (no per-element dispatch).
-template <typename Fill>
-void typed_fill(Tensor& t, Fill&& fill) {
+template <typename Fill> void typed_fill(Tensor& t, Fill&& fill) {
   switch (t.dtype()) {
     case DType::f16: fill.template operator()<DType::f16>(t.view<DType::f16>().data()); break;
     case DType::bf16: fill.template operator()<DType::bf16>(t.view<DType::bf16>().data()); break;
@@ -189,7 +193,8 @@ ElementRange partial_elements(const FusedConfig& c, const PartialInputs& partial
   if (complete) return {0, static_cast<std::size_t>(c.tokens) * hidden};
   if (partial.first_row < 0 || partial.rows < 0 || partial.first_row + partial.rows > c.tokens)
     throw std::invalid_argument("PartialInputs: rows outside the call's tokens");
-  return {static_cast<std::size_t>(partial.first_row) * hidden, static_cast<std::size_t>(partial.rows) * hidden};
+  return {static_cast<std::size_t>(partial.first_row) * hidden,
+          static_cast<std::size_t>(partial.rows) * hidden};
 }
 
 }  // namespace
@@ -198,7 +203,9 @@ Tensor exact_input(const ExactSpec& spec, int stream, int tokens, int hidden, DT
   const auto count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(hidden);
   Tensor out(dtype, count);
   const std::vector<std::uint8_t> exponents = exact_exponents(spec, 0, count);
-  typed_fill(out, [&]<DType T>(auto* bits) { fill_exact<T>(spec, stream, 0, count, exponents.data(), bits); });
+  typed_fill(out, [&]<DType T>(auto* bits) {
+    fill_exact<T>(spec, stream, 0, count, exponents.data(), bits);
+  });
   return out;
 }
 
@@ -213,8 +220,8 @@ FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uin
   return make_exact_inputs(c, seed, call_index, with_neg_zero, PartialInputs{});
 }
 
-FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uint64_t call_index, bool with_neg_zero,
-                              const PartialInputs& partial) {
+FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uint64_t call_index,
+                              bool with_neg_zero, const PartialInputs& partial) {
   const ExactSpec spec{seed, call_index, c.ranks, with_neg_zero};
   const auto count = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
   // The exponents of the elements some stream gets: all of them, or the asked rows only.
@@ -222,18 +229,22 @@ FusedInputs make_exact_inputs(const FusedConfig& c, std::uint64_t seed, std::uin
   for (int r = 0; r < c.ranks; ++r) any_whole = any_whole || partial.complete(r);
   const ElementRange drawn = partial_elements(c, partial, any_whole);
   const std::vector<std::uint8_t> exponents = exact_exponents(spec, drawn.first, drawn.count);
-  const auto exponents_of = [&](const ElementRange& range) { return exponents.data() + (range.first - drawn.first); };
+  const auto exponents_of = [&](const ElementRange& range) {
+    return exponents.data() + (range.first - drawn.first);
+  };
   FusedInputs in;
   for (int r = 0; r < c.ranks; ++r) {
     const ElementRange range = partial_elements(c, partial, partial.complete(r));
     in.rank_inputs.emplace_back(c.dtype, count);
-    typed_fill(in.rank_inputs.back(),
-               [&]<DType T>(auto* bits) { fill_exact<T>(spec, r, range.first, range.count, exponents_of(range), bits); });
+    typed_fill(in.rank_inputs.back(), [&]<DType T>(auto* bits) {
+      fill_exact<T>(spec, r, range.first, range.count, exponents_of(range), bits);
+    });
   }
   const ElementRange residual = partial_elements(c, partial, !partial.residual_rows_only);
   in.residual_in = Tensor(c.dtype, count);
   typed_fill(in.residual_in, [&]<DType T>(auto* bits) {
-    fill_exact<T>(spec, kResidualStream, residual.first, residual.count, exponents_of(residual), bits);
+    fill_exact<T>(spec, kResidualStream, residual.first, residual.count, exponents_of(residual),
+                  bits);
   });
   in.gamma = exact_gamma(seed, c.hidden, c.dtype);
   return in;
@@ -251,19 +262,22 @@ FusedInputs make_random_inputs(const FusedConfig& c, const SpecialsSpec& spec) {
   return make_random_inputs(c, spec, PartialInputs{});
 }
 
-FusedInputs make_random_inputs(const FusedConfig& c, const SpecialsSpec& spec, const PartialInputs& partial) {
+FusedInputs make_random_inputs(const FusedConfig& c, const SpecialsSpec& spec,
+                               const PartialInputs& partial) {
   const auto count = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
   FusedInputs in;
   for (int r = 0; r < c.ranks; ++r) {
     const ElementRange range = partial_elements(c, partial, partial.complete(r));
     in.rank_inputs.emplace_back(c.dtype, count);
-    typed_fill(in.rank_inputs.back(),
-               [&]<DType T>(auto* bits) { fill_random<T>(spec, r, range.first, range.count, bits); });
+    typed_fill(in.rank_inputs.back(), [&]<DType T>(auto* bits) {
+      fill_random<T>(spec, r, range.first, range.count, bits);
+    });
   }
   const ElementRange residual = partial_elements(c, partial, !partial.residual_rows_only);
   in.residual_in = Tensor(c.dtype, count);
-  typed_fill(in.residual_in,
-             [&]<DType T>(auto* bits) { fill_random<T>(spec, kResidualStream, residual.first, residual.count, bits); });
+  typed_fill(in.residual_in, [&]<DType T>(auto* bits) {
+    fill_random<T>(spec, kResidualStream, residual.first, residual.count, bits);
+  });
   in.gamma = exact_gamma(spec.seed, c.hidden, c.dtype);
   return in;
 }
@@ -273,7 +287,8 @@ Tensor naive_exact_allreduce(const FusedInputs& in, DType dtype) {
   Tensor out(dtype, count);
   for (std::size_t i = 0; i < count; ++i) {
     double sum = 0.0;
-    for (const Tensor& t : in.rank_inputs) sum += bits_to_float(dtype, canonicalize(dtype, t.bits_at(i)));
+    for (const Tensor& t : in.rank_inputs)
+      sum += bits_to_float(dtype, canonicalize(dtype, t.bits_at(i)));
     out.set_value(i, static_cast<float>(sum));
   }
   return out;

@@ -21,7 +21,8 @@ Tensor double_rmsnorm(const FusedConfig& c, const Tensor& residual_out, const Te
   const auto hidden = static_cast<std::size_t>(c.hidden);
   for (std::size_t base = 0; base < residual_out.size(); base += hidden) {
     double ss = 0.0;
-    for (std::size_t j = 0; j < hidden; ++j) ss += std::pow(static_cast<double>(residual_out.value_at(base + j)), 2);
+    for (std::size_t j = 0; j < hidden; ++j)
+      ss += std::pow(static_cast<double>(residual_out.value_at(base + j)), 2);
     const double r = 1.0 / std::sqrt(ss / static_cast<double>(hidden) + c.eps);
     for (std::size_t j = 0; j < hidden; ++j) {
       const double w = static_cast<double>(c.weight_bias) + gamma.value_at(j);
@@ -35,7 +36,8 @@ Tensor double_rmsnorm(const FusedConfig& c, const Tensor& residual_out, const Te
 Tensor naive_residual(const Tensor& allreduce, const Tensor& residual_in) {
   Tensor out(allreduce.dtype(), allreduce.size());
   for (std::size_t i = 0; i < out.size(); ++i)
-    out.set_value(i, static_cast<float>(static_cast<double>(allreduce.value_at(i)) + residual_in.value_at(i)));
+    out.set_value(i, static_cast<float>(static_cast<double>(allreduce.value_at(i)) +
+                                        residual_in.value_at(i)));
   return out;
 }
 
@@ -81,22 +83,29 @@ SelfCheckResult run_selfcheck(std::uint64_t seed, int cases, const FusedImpl& im
 
     const Tensor naive_sum = naive_exact_allreduce(in, c.dtype);
     record(c, k, first_bit_mismatch(naive_sum, out.allreduce, "allreduce vs naive"));
-    record(c, k, first_bit_mismatch(naive_residual(naive_sum, in.residual_in), out.residual_out,
-                                    "residual_out vs naive"));
+    record(c, k,
+           first_bit_mismatch(naive_residual(naive_sum, in.residual_in), out.residual_out,
+                              "residual_out vs naive"));
 
     FusedInputs permuted = in;
     std::shuffle(permuted.rank_inputs.begin(), permuted.rank_inputs.end(), rng);
     const FusedOutputs out_perm = impl(c, permuted);
-    record(c, k, first_bit_mismatch(out.allreduce, out_perm.allreduce, "allreduce under rank permutation"));
-    record(c, k, first_bit_mismatch(out.residual_out, out_perm.residual_out,
-                                    "residual_out under rank permutation"));
+    record(
+        c, k,
+        first_bit_mismatch(out.allreduce, out_perm.allreduce, "allreduce under rank permutation"));
+    record(c, k,
+           first_bit_mismatch(out.residual_out, out_perm.residual_out,
+                              "residual_out under rank permutation"));
 
     const std::vector<float> allowed = norm_out_tolerance(c, out.residual_out, in.gamma);
-    record(c, k, first_norm_mismatch(out.norm_out, double_rmsnorm(c, out.residual_out, in.gamma), allowed));
+    record(
+        c, k,
+        first_norm_mismatch(out.norm_out, double_rmsnorm(c, out.residual_out, in.gamma), allowed));
 
     if (progress.report && k + 1 < cases && Clock::now() >= next_report) {
       const auto now = Clock::now();
-      progress.report({k + 1, cases, result.failures, std::chrono::duration<double>(now - start).count()});
+      progress.report(
+          {k + 1, cases, result.failures, std::chrono::duration<double>(now - start).count()});
       next_report = now + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double>(progress.every_s));
     }

@@ -81,15 +81,17 @@ Interval quant_input(DType dtype, float n, float allowed) {
 // Elements that pass check_fp8_codes' test without the interval arithmetic, decided for a
 // block in one branch-free loop (it vectorises): a NaN reference met by a NaN code, no claim
 // (allowed or the reference infinite), or the fast path below. Sets skip[j]; n <= 256.
-FUSIONCHECK_VECTOR_CLONES void fp8_fast_passes(const float* __restrict norm, const float* __restrict allowed,
-                                               const std::uint8_t* __restrict codes, std::size_t n, double mid,
-                                               std::uint8_t* __restrict skip) {
+FUSIONCHECK_VECTOR_CLONES void fp8_fast_passes(const float* __restrict norm,
+                                               const float* __restrict allowed,
+                                               const std::uint8_t* __restrict codes, std::size_t n,
+                                               double mid, std::uint8_t* __restrict skip) {
   // Fast path, exact: n * mid (rounded to float) lies inside the real interval built in
   // check_fp8_codes (it contains n, and the widening covers the float rounding); e4m3
   // rounding is monotone, so its code lies between the codes of the interval's ends. A
   // finite code equal to it passes the full test, which is all this skips.
   std::uint8_t fast_code[256];
-  for (std::size_t j = 0; j < n; ++j) fast_code[j] = float_to_e4m3(static_cast<float>(norm[j] * mid));
+  for (std::size_t j = 0; j < n; ++j)
+    fast_code[j] = float_to_e4m3(static_cast<float>(norm[j] * mid));
   constexpr float inf = std::numeric_limits<float>::infinity();
   for (std::size_t j = 0; j < n; ++j) {  // bitwise logic: no branch in the loop
     const float v = norm[j];
@@ -103,39 +105,40 @@ FUSIONCHECK_VECTOR_CLONES void fp8_fast_passes(const float* __restrict norm, con
 
 // norm: the reference's norm_out as floats (values_of).
 std::optional<Mismatch> check_fp8_codes(std::size_t base, std::size_t hidden, DType dtype,
-                                        const std::vector<float>& norm, const std::vector<float>& allowed,
-                                        double inv_lo, double inv_hi,
-                                        const std::vector<std::uint8_t>& codes,
+                                        const std::vector<float>& norm,
+                                        const std::vector<float>& allowed, double inv_lo,
+                                        double inv_hi, const std::vector<std::uint8_t>& codes,
                                         const char* what) {
   const double mid = 0.5 * (inv_lo + inv_hi);
   constexpr std::size_t kBlock = 256;
   std::uint8_t skip[kBlock];
   for (std::size_t j0 = 0; j0 < hidden; j0 += kBlock) {
     const std::size_t m = std::min(kBlock, hidden - j0);
-    fp8_fast_passes(norm.data() + base + j0, allowed.data() + base + j0, codes.data() + base + j0, m, mid, skip);
+    fp8_fast_passes(norm.data() + base + j0, allowed.data() + base + j0, codes.data() + base + j0,
+                    m, mid, skip);
     for (std::size_t j = 0; j < m; ++j) {
       if (skip[j]) continue;
       const std::size_t i = base + j0 + j;
       const float n = norm[i];
       const float got = e4m3_to_float(codes[i]);
       if (std::isnan(n)) return make_mismatch(i, {kInf, kInf}, got, what);  // got is not NaN
-      const Interval ok = e4m3_values(widen(scale(quant_input(dtype, n, allowed[i]), inv_lo, inv_hi), 2 * kU));
+      const Interval ok =
+          e4m3_values(widen(scale(quant_input(dtype, n, allowed[i]), inv_lo, inv_hi), 2 * kU));
       if (!inside(got, ok)) return make_mismatch(i, ok, got, what);
     }
   }
   return std::nullopt;
 }
 
-bool token_has_claim(const std::vector<float>& norm, const std::vector<float>& allowed, std::size_t base,
-                     std::size_t count) {
+bool token_has_claim(const std::vector<float>& norm, const std::vector<float>& allowed,
+                     std::size_t base, std::size_t count) {
   for (std::size_t j = 0; j < count; ++j)
     if (std::isinf(allowed[base + j]) || !std::isfinite(norm[base + j])) return false;
   return true;
 }
 
 // ulp_of(T, value) for T fixed, without branches.
-template <DType T>
-float ulp_typed(float value) {
+template <DType T> float ulp_typed(float value) {
   using E = Element<T>;
   using Bits = typename E::Bits;
   const float mag = std::fabs(value);
@@ -149,20 +152,22 @@ float ulp_typed(float value) {
 // hi[j]: the same expressions, branch-free, so that the loop vectorises (the per-element
 // calls were most of an FP8 dynamic check).
 template <DType T>
-FUSIONCHECK_VECTOR_CLONES void input_magnitudes(const float* __restrict norm, const float* __restrict allowed,
-                                                std::size_t n, double* __restrict lo, double* __restrict hi) {
+FUSIONCHECK_VECTOR_CLONES void input_magnitudes(const float* __restrict norm,
+                                                const float* __restrict allowed, std::size_t n,
+                                                double* __restrict lo, double* __restrict hi) {
   for (std::size_t j = 0; j < n; ++j) {
     const float v = norm[j], a = allowed[j];
     const double h = 0.5 * static_cast<double>(ulp_typed<T>(v));
     const double l = v - a - h, u = v + a + h;  // quant_input
     const double al = std::fabs(l), au = std::fabs(u);
     const bool straddles = (l <= 0.0) & (u >= 0.0);
-    lo[j] = straddles ? 0.0 : (au < al ? au : al);             // std::min
+    lo[j] = straddles ? 0.0 : (au < al ? au : al);                // std::min
     hi[j] = straddles ? (-l < u ? u : -l) : (al < au ? au : al);  // std::max
   }
 }
 
-void input_magnitudes(DType dtype, const float* norm, const float* allowed, std::size_t n, double* lo, double* hi) {
+void input_magnitudes(DType dtype, const float* norm, const float* allowed, std::size_t n,
+                      double* lo, double* hi) {
   switch (dtype) {
     case DType::f16: return input_magnitudes<DType::f16>(norm, allowed, n, lo, hi);
     case DType::bf16: return input_magnitudes<DType::bf16>(norm, allowed, n, lo, hi);
@@ -172,8 +177,7 @@ void input_magnitudes(DType dtype, const float* norm, const float* allowed, std:
 
 // A tensor's values as floats, in one typed loop (value_at per element cost as much as the
 // checks that read them).
-template <DType T>
-void widen_all(const Tensor& t, std::vector<float>& out) {
+template <DType T> void widen_all(const Tensor& t, std::vector<float>& out) {
   const auto bits = t.view<T>();
   for (std::size_t i = 0; i < bits.size(); ++i) out[i] = Element<T>::to_float(bits[i]);
 }
@@ -197,8 +201,7 @@ double norm_relative_bound(int hidden) {
 
 namespace {
 
-template <DType T>
-float round_to_typed(float v) {
+template <DType T> float round_to_typed(float v) {
   return Element<T>::to_float(Element<T>::from_float(v));
 }
 
@@ -206,13 +209,17 @@ float round_to_typed(float v) {
 float next_down_branchless(float f) {
   const auto b = std::bit_cast<std::uint32_t>(f);
   const std::uint32_t stepped = f > 0.0f ? b - 1 : b + 1;
-  const std::uint32_t r = f == 0.0f ? 0x80000001u : (std::isnan(f) || b == 0xff800000u) ? b : stepped;
+  const std::uint32_t r = f == 0.0f                             ? 0x80000001u
+                          : (std::isnan(f) || b == 0xff800000u) ? b
+                                                                : stepped;
   return std::bit_cast<float>(r);
 }
 float next_up_branchless(float f) {
   const auto b = std::bit_cast<std::uint32_t>(f);
   const std::uint32_t stepped = f > 0.0f ? b + 1 : b - 1;
-  const std::uint32_t r = f == 0.0f ? 0x00000001u : (std::isnan(f) || b == 0x7f800000u) ? b : stepped;
+  const std::uint32_t r = f == 0.0f                             ? 0x00000001u
+                          : (std::isnan(f) || b == 0x7f800000u) ? b
+                                                                : stepped;
   return std::bit_cast<float>(r);
 }
 
@@ -240,7 +247,8 @@ FUSIONCHECK_VECTOR_CLONES void row_allowed(const float* __restrict y, std::size_
     for (std::size_t j = 0; j < m; ++j) {
       const float yf = yb[j];
       const double t_ref = round_to_typed<T>(yf);
-      const double below = t_ref - static_cast<double>(lo[j]), above = static_cast<double>(hi[j]) - t_ref;
+      const double below = t_ref - static_cast<double>(lo[j]),
+                   above = static_cast<double>(hi[j]) - t_ref;
       const double d = below < above ? above : below;  // std::max: inf if the interval overflows T
       const auto df = static_cast<float>(d);
       const float a = df < d ? next_up_branchless(df) : df;
@@ -268,7 +276,8 @@ std::vector<float> norm_out_tolerance_typed(const FusedConfig& c, const Tensor& 
       ss += x * x;
     }
     const bool no_claim = !std::isfinite(ss) || (ss < 0x1p-100f && c.eps < 0x1p-90f);
-    if (no_claim) std::fill_n(allowed.data() + base, hidden, std::numeric_limits<float>::infinity());
+    if (no_claim)
+      std::fill_n(allowed.data() + base, hidden, std::numeric_limits<float>::infinity());
     else row_allowed<T>(y.data() + base, hidden, rho, allowed.data() + base);
   }
   return allowed;
@@ -344,8 +353,8 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
     const std::size_t base = t * hidden;
     if (q.fp8_static) {
       const double inv = q.fp8_inv_scale;
-      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm, allowed, inv, inv,
-                                   gpu.fp8_static, "fp8_static"))
+      if (auto m = check_fp8_codes(base, hidden, c.dtype, norm, allowed, inv, inv, gpu.fp8_static,
+                                   "fp8_static"))
         return m;
     }
     const bool claim = token_has_claim(norm, allowed, base, hidden);
@@ -354,7 +363,8 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
     if ((q.fp8_dynamic || q.nvfp4) && claim) {
       mag_lo.resize(hidden);
       mag_hi.resize(hidden);
-      input_magnitudes(c.dtype, norm.data() + base, allowed.data() + base, hidden, mag_lo.data(), mag_hi.data());
+      input_magnitudes(c.dtype, norm.data() + base, allowed.data() + base, hidden, mag_lo.data(),
+                       mag_hi.data());
     }
     if (q.fp8_dynamic && claim) {
       double amax_lo = 0.0, amax_hi = 0.0;
@@ -363,7 +373,8 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
         amax_hi = std::max(amax_hi, mag_hi[j]);
       }
       const double floor = kFp8MinScale;
-      const Interval ok = widen({std::max(amax_lo / kE4m3Max, floor), std::max(amax_hi / kE4m3Max, floor)}, 2 * kU);
+      const Interval ok =
+          widen({std::max(amax_lo / kE4m3Max, floor), std::max(amax_hi / kE4m3Max, floor)}, 2 * kU);
       const double s = gpu.fp8_dynamic_scale[t];
       if (!inside(s, ok)) return make_mismatch(t, ok, s, "fp8_dynamic_scale (index = token)");
       // Codes against the GPU's own scale: x / s or x * (1/s), 3 roundings at most.
@@ -383,10 +394,12 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
         }
         // sf = e4m3(g * (amax * (1/6))): three roundings, plus an approximate 1/6 on the GPU.
         const Interval sf_ok = e4m3_values(widen({g * amax_lo / 6.0, g * amax_hi / 6.0}, 6 * kU));
-        const std::uint8_t sf = gpu.nvfp4_scale[nvfp4_scale_index(q.nvfp4_layout, t, b, scale_cols)];
+        const std::uint8_t sf =
+            gpu.nvfp4_scale[nvfp4_scale_index(q.nvfp4_layout, t, b, scale_cols)];
         const double sf_value = e4m3_to_float(sf);
         if (!inside(sf_value, sf_ok))
-          return make_mismatch(blk, sf_ok, sf_value, "nvfp4_scale (index = first element of block)");
+          return make_mismatch(blk, sf_ok, sf_value,
+                               "nvfp4_scale (index = first element of block)");
         // Elements against the GPU's own block scale: out_scale = 1 / (sf / g), formed with
         // approximate reciprocals (<= 1 ulp each) on the GPU: widen by 6u.
         const double os = sf_value == 0.0 ? 0.0 : g / sf_value;
@@ -394,7 +407,8 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
           const std::size_t i = blk + k;
           const std::uint8_t code = (gpu.nvfp4[i / 2] >> (4 * (i % 2))) & 0xf;
           const Interval x = quant_input(c.dtype, norm[i], allowed[i]);
-          const Interval ok = e2m1_values(widen(scale(x, os * (1 - 6 * kU), os * (1 + 6 * kU)), 2 * kU));
+          const Interval ok =
+              e2m1_values(widen(scale(x, os * (1 - 6 * kU), os * (1 + 6 * kU)), 2 * kU));
           const double got = e2m1_to_float(code);
           if (!inside(got, ok)) return make_mismatch(i, ok, got, "nvfp4");
         }

@@ -18,8 +18,8 @@ std::string describe_value(std::uint32_t bits) {
     return fmt::format("call {} data from rank {} (vector {}.{})", (bits >> 20) & 0x3FFu,
                        (bits >> 16) & 0xFu, (bits >> 2) & 0x3FFFu, bits & 3u);
   if ((bits & 0xE0000000u) == 0x20000000u)
-    return fmt::format("call {} reduced vector {}.{}", (bits >> 16) & 0x3FFu,
-                       (bits >> 2) & 0x3FFFu, bits & 3u);
+    return fmt::format("call {} reduced vector {}.{}", (bits >> 16) & 0x3FFu, (bits >> 2) & 0x3FFFu,
+                       bits & 3u);
   return fmt::format("a torn value 0x{:08x}", bits);
 }
 
@@ -31,12 +31,14 @@ void refresh_rank(Model& m, int rank) {
     Kernel& k = m.kernels_[static_cast<std::size_t>(m.kernel_index(rank, c))];
     if (k.complete || k.threads_done != k.threads_total || k.in_flight != 0) continue;
     k.complete = true;
-    m.rank_dirty_[static_cast<std::size_t>(rank)] = Model::kDirtyAll;  // the next kernel's wait may return
-    if (m.trace_)  // formatting costs more than a whole step of an untraced run
+    m.rank_dirty_[static_cast<std::size_t>(rank)] =
+        Model::kDirtyAll;  // the next kernel's wait may return
+    if (m.trace_)          // formatting costs more than a whole step of an untraced run
       m.trace(fmt::format("rank {}: kernel of call {} completed, its writes are visible", rank, c));
     Checker::kernel_completed(m, rank, c);
   }
-  while (first < calls && m.kernels_[static_cast<std::size_t>(m.kernel_index(rank, first))].complete)
+  while (first < calls &&
+         m.kernels_[static_cast<std::size_t>(m.kernel_index(rank, first))].complete)
     ++first;
   m.launch_ready_kernels(rank);
 }
@@ -81,8 +83,9 @@ std::string spinning_thread(const Model& m, const Thread& t) {
       return who + " polls";
     }
     case kPcWait1:
-    case kPcWait2: return fmt::format("{} spins on its {} barrier flags for value {}", who,
-                                      t.pc == kPcWait1 ? "start" : "end", t.flag_seen);
+    case kPcWait2:
+      return fmt::format("{} spins on its {} barrier flags for value {}", who,
+                         t.pc == kPcWait1 ? "start" : "end", t.flag_seen);
     case kPcUpdate:
       return fmt::format("{} waits for the arrival counter to reach {} (it is {})", who,
                          k.grid_blocks,
@@ -139,7 +142,8 @@ void Checker::finish(Model& m) {
   for (int r = 0; r < N; ++r) {
     const RankMemory& mem = m.memory_[static_cast<std::size_t>(r)];
     const auto& cb = mem.control;
-    if (!protocol::guards_intact(cb)) return bad(r, "control block guard words overwritten (invariant 11)");
+    if (!protocol::guards_intact(cb))
+      return bad(r, "control block guard words overwritten (invariant 11)");
     if (cb.arrival_counter != 0 || cb.two_shot_counter != 0)
       return bad(r, fmt::format("arrival counters are {} and {}, not 0 (invariant 1)",
                                 cb.arrival_counter, cb.two_shot_counter));
@@ -185,9 +189,9 @@ void Checker::finish(Model& m) {
                                     "sentinel width (2 B) differs from the element width (4 B) "
                                     "(invariant 6)",
                                     b, i));
-        return bad(r, fmt::format("buffer {} element {} holds {}, expected {} (invariant {})", b,
-                                  i, describe_value(bits), describe_value(want),
-                                  b == data_buffer ? 4 : 5));
+        return bad(
+            r, fmt::format("buffer {} element {} holds {}, expected {} (invariant {})", b, i,
+                           describe_value(bits), describe_value(want), b == data_buffer ? 4 : 5));
       }
     }
     for (const auto* flags : {&mem.ts_start, &mem.ts_end})

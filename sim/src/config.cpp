@@ -43,7 +43,9 @@ SimConfig tiny_config() {
   c.blocks = 2;
   c.vectors_per_block = 1;
   c.elems_per_vector = 2;  // two elements: NVLink may split the vector, PCIe does not
-  c.calls = {{CallKind::one_shot, 2}, {CallKind::one_shot, 1}, {CallKind::one_shot, 2},
+  c.calls = {{CallKind::one_shot, 2},
+             {CallKind::one_shot, 1},
+             {CallKind::one_shot, 2},
              {CallKind::one_shot, 2}};
   return c;
 }
@@ -92,9 +94,10 @@ std::string validate(const SimConfig& c, const Profile& p) {
   if (c.blocks < 1 || c.blocks > kMaxBlocks)
     return fmt::format("blocks must be in [1, {}], got {}", kMaxBlocks, c.blocks);
   if (c.blocks > p.sm_count)
-    return fmt::format("{} blocks cannot be co-resident on {} ({} SMs); the spin-wait "
-                       "protocol needs every block resident",
-                       c.blocks, p.name, p.sm_count);
+    return fmt::format(
+        "{} blocks cannot be co-resident on {} ({} SMs); the spin-wait "
+        "protocol needs every block resident",
+        c.blocks, p.name, p.sm_count);
   if (c.vectors_per_block < 1 || c.vectors_per_block > kMaxVectorsPerBlock)
     return fmt::format("vectors per block must be in [1, {}], got {}", kMaxVectorsPerBlock,
                        c.vectors_per_block);
@@ -140,7 +143,8 @@ bool parse_calls(std::string_view text, std::vector<CallSpec>& out) {
     else if (item.substr(0, 2) == "ts") spec.kind = CallKind::two_shot;
     else return false;
     const auto digits = item.substr(2);
-    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), spec.vectors);
+    const auto [ptr, ec] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), spec.vectors);
     if (ec != std::errc{} || ptr != digits.data() + digits.size()) return false;
     out.push_back(spec);
   }

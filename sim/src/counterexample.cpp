@@ -9,9 +9,8 @@
 
 namespace fusioncheck::sim {
 
-Counterexample make_counterexample(const SimConfig& config, const Profile& profile,
-                                   Mutant mutant, SchedulerKind scheduler,
-                                   const SearchResult& result) {
+Counterexample make_counterexample(const SimConfig& config, const Profile& profile, Mutant mutant,
+                                   SchedulerKind scheduler, const SearchResult& result) {
   Counterexample cx;
   cx.profile = std::string(profile.name);
   cx.mutant = mutant;
@@ -59,7 +58,8 @@ Counterexample counterexample_from_json(const nlohmann::json& j) {
     if (!find_profile(cx.profile))
       throw std::invalid_argument("unknown profile '" + cx.profile + "'");
     const auto mutant = protocol::parse_mutant(j.at("mutant").get<std::string>());
-    if (!mutant) throw std::invalid_argument("unknown mutant '" + j.at("mutant").get<std::string>() + "'");
+    if (!mutant)
+      throw std::invalid_argument("unknown mutant '" + j.at("mutant").get<std::string>() + "'");
     cx.mutant = *mutant;
     const auto& c = j.at("config");
     cx.config.ranks = c.at("ranks").get<int>();

@@ -86,8 +86,9 @@ std::string format_kill_table(const std::vector<KillRow>& rows) {
     }
     out += "\n";
   }
-  out += "\n| mutant | profile | killed | time to detect | schedules | found by | minimised "
-         "counterexample | violation |\n|---|---|---|---|---|---|---|---|\n";
+  out +=
+      "\n| mutant | profile | killed | time to detect | schedules | found by | minimised "
+      "counterexample | violation |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     const std::string time = r.seconds_to_detect < 0.01
                                  ? fmt::format("{:.2f} ms", r.seconds_to_detect * 1e3)

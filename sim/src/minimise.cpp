@@ -9,8 +9,8 @@
 namespace fusioncheck::sim {
 namespace {
 
-// Smaller configurations, biggest cuts first. Calls that no longer fit the smaller grid
-// are clamped to it.
+// Smaller configurations, biggest cuts first. Calls that do not fit the smaller grid are
+// clamped to it.
 std::vector<SimConfig> smaller_configs(const SimConfig& c) {
   std::vector<SimConfig> out;
   const auto clamp_calls = [](SimConfig& s) {
@@ -117,7 +117,8 @@ std::vector<Deviation> minimise_deviations(const Counterexample& cx) {
     }
     for (std::size_t start = 0; start < current.size() && !reduced; start += chunk) {
       const auto end = std::min(current.size(), start + chunk);
-      std::vector<Deviation> rest(current.begin(), current.begin() + static_cast<std::ptrdiff_t>(start));
+      std::vector<Deviation> rest(current.begin(),
+                                  current.begin() + static_cast<std::ptrdiff_t>(start));
       rest.insert(rest.end(), current.begin() + static_cast<std::ptrdiff_t>(end), current.end());
       if (same_kind(cx, rest)) {
         current = std::move(rest);

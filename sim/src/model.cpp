@@ -52,8 +52,7 @@ std::size_t Model::region_size(Region region) const {
     case Region::lamport: return protocol::kLamportBuffers * n * v * e;
     // twoshot-gather-overlap: the gather region (at most max_vectors) follows the N slots
     // of a call's chunk (each at most max_vectors).
-    case Region::ts_data:
-      return (mutant_ == Mutant::twoshot_gather_overlap ? n + 1 : n) * v * e;
+    case Region::ts_data: return (mutant_ == Mutant::twoshot_gather_overlap ? n + 1 : n) * v * e;
     case Region::ts_gather: return v * e;
     case Region::ts_start:
     case Region::ts_end: return static_cast<std::size_t>(config_.blocks) * n;
@@ -182,15 +181,14 @@ void Model::toggle_ready(int thread_index) {
   ready = !ready;
   const auto first = events_.begin() + delivery_events_ + init_events_;
   const auto at = std::lower_bound(first, events_.end(), thread_index, id_less);
-  if (ready)
-    events_.insert(at, {EventKind::thread_step, thread_index, thread_index});
-  else
-    events_.erase(at);
+  if (ready) events_.insert(at, {EventKind::thread_step, thread_index, thread_index});
+  else events_.erase(at);
 }
 
 // The watchers, on the thread's rank, of the one kind of change in `bit`.
 std::vector<std::int32_t>& Model::watchers_of(int thread_index, std::uint8_t bit) {
-  return watchers_[static_cast<std::size_t>(threads_[static_cast<std::size_t>(thread_index)].rank * kChangeKinds +
+  return watchers_[static_cast<std::size_t>(threads_[static_cast<std::size_t>(thread_index)].rank *
+                                                kChangeKinds +
                                             std::countr_zero(bit))];
 }
 
@@ -240,8 +238,7 @@ void Model::remove_delivery_event(int index) {
 
 // After a piece of (block_key, fifo_key) was delivered, the oldest remaining piece of that
 // block and of that FIFO link have nothing older left to wait for.
-void Model::release_held_pieces(std::uint32_t block_key, std::uint32_t fifo_key,
-                                bool fifo_link) {
+void Model::release_held_pieces(std::uint32_t block_key, std::uint32_t fifo_key, bool fifo_link) {
   bool older_in_block = false, older_on_link = !fifo_link;
   const int flying = static_cast<int>(in_flight_.size());
   for (int k = 0; k < flying && !(older_in_block && older_on_link); ++k) {
@@ -324,14 +321,14 @@ int Model::actor_count() const {
 
 bool Model::all_done() const {
   for (int r = 0; r < config_.ranks; ++r)
-    if (first_active_[static_cast<std::size_t>(r)] < static_cast<int>(calls_.size()))
-      return false;
+    if (first_active_[static_cast<std::size_t>(r)] < static_cast<int>(calls_.size())) return false;
   return true;
 }
 
 void Model::fail(ViolationKind kind, std::string text) {
   if (violation_) return;
-  if (trace_) trace_->push_back("VIOLATION (" + std::string(violation_kind_name(kind)) + "): " + text);
+  if (trace_)
+    trace_->push_back("VIOLATION (" + std::string(violation_kind_name(kind)) + "): " + text);
   violation_ = Violation{kind, std::move(text)};
 }
 
@@ -406,10 +403,8 @@ void Model::send_last_piece() {
   ++in_block;
   ++on_link;
   ++kernels_[static_cast<std::size_t>(p.kernel)].in_flight;
-  if (p.held != 0)
-    ++held_count_;
-  else
-    add_delivery_event(static_cast<int>(in_flight_.size()) - 1);
+  if (p.held != 0) ++held_count_;
+  else add_delivery_event(static_cast<int>(in_flight_.size()) - 1);
 }
 
 void Model::deliver(int index) {
@@ -459,10 +454,9 @@ bool Model::store_piece(const Piece& p) {
   }
   if (trace_)
     trace(fmt::format("link {}->{}: delivers {} piece of rank {} call {} to {} element {}{}",
-                      p.src_rank, p.dst_rank, p.release ? "release-flag" : "store",
-                      p.src_rank, threads_[static_cast<std::size_t>(p.thread)].call,
-                      region_name(p.region), p.offset,
-                      p.half ? (p.half == 1 ? " (low half)" : " (high half)") : ""));
+                      p.src_rank, p.dst_rank, p.release ? "release-flag" : "store", p.src_rank,
+                      threads_[static_cast<std::size_t>(p.thread)].call, region_name(p.region),
+                      p.offset, p.half ? (p.half == 1 ? " (low half)" : " (high half)") : ""));
   return true;
 }
 
@@ -508,11 +502,9 @@ void Model::launch_ready_kernels(int rank) {
           launched > 0 ? &kernels_[static_cast<std::size_t>(kernel_index(rank, launched - 1))]
                        : nullptr;
       trace(fmt::format("rank {}: kernel of call {} ({} x{}) launched{}", rank, launched,
-                        k.spec.kind == CallKind::one_shot ? "one-shot" : "two-shot",
-                        k.spec.vectors,
+                        k.spec.kind == CallKind::one_shot ? "one-shot" : "two-shot", k.spec.vectors,
                         prev && !prev->complete
-                            ? fmt::format(" by PDL while call {} is still running",
-                                          launched - 1)
+                            ? fmt::format(" by PDL while call {} is still running", launched - 1)
                             : std::string{}));
     }
     ++launched;

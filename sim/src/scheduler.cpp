@@ -49,8 +49,7 @@ bool is_default(std::span<const Event> events, std::uint32_t pick, int last_acto
 // Runs the model to the end, asking `choose` for an index whenever more than one event is
 // enabled, and records the choices that differ from the default. `kNeedsDefault`: the
 // chooser takes the default index as input (replay), else it is checked afterwards.
-template <bool kNeedsDefault, class Choose>
-RunResult run_with(Model& model, Choose&& choose) {
+template <bool kNeedsDefault, class Choose> RunResult run_with(Model& model, Choose&& choose) {
   RunResult result;
   model.reset();
   std::uint32_t step = 0;
@@ -99,18 +98,18 @@ RunResult run_replay(Model& model, const std::vector<Deviation>& deviations,
                      std::vector<ChoicePoint>* choice_points) {
   std::size_t next = 0;
   if (choice_points) choice_points->clear();
-  return run_with<true>(model, [&](std::uint32_t step, std::span<const Event> events,
-                                   std::uint32_t fallback) {
-    if (choice_points) {
-      choice_points->resize(step, ChoicePoint{1, 0});  // steps with a single event
-      choice_points->push_back({static_cast<std::uint32_t>(events.size()), fallback});
-    }
-    while (next < deviations.size() && deviations[next].step < step) ++next;
-    if (next < deviations.size() && deviations[next].step == step &&
-        deviations[next].choice < events.size())
-      return deviations[next].choice;
-    return fallback;
-  });
+  return run_with<true>(
+      model, [&](std::uint32_t step, std::span<const Event> events, std::uint32_t fallback) {
+        if (choice_points) {
+          choice_points->resize(step, ChoicePoint{1, 0});  // steps with a single event
+          choice_points->push_back({static_cast<std::uint32_t>(events.size()), fallback});
+        }
+        while (next < deviations.size() && deviations[next].step < step) ++next;
+        if (next < deviations.size() && deviations[next].step == step &&
+            deviations[next].choice < events.size())
+          return deviations[next].choice;
+        return fallback;
+      });
 }
 
 RunResult run_random(Model& model, std::uint64_t seed) {
@@ -128,29 +127,30 @@ RunResult run_pct(Model& model, std::uint64_t seed, int depth, std::uint64_t exp
   for (auto& p : priority) p = static_cast<std::uint32_t>(depth) + (rng.next() >> 40);
   std::vector<std::uint32_t> change_points;
   for (int i = 0; i + 1 < depth; ++i)
-    change_points.push_back(rng.below(static_cast<std::uint32_t>(std::max<std::uint64_t>(1, expected_steps))));
+    change_points.push_back(
+        rng.below(static_cast<std::uint32_t>(std::max<std::uint64_t>(1, expected_steps))));
   std::sort(change_points.begin(), change_points.end());
   std::size_t next_change = 0;
-  return run_with<false>(model, [&](std::uint32_t step, std::span<const Event> events,
-                                    std::uint32_t) {
-    std::uint32_t best = 0, best_priority = 0, ties = 0;
-    int best_actor = -1;
-    for (std::uint32_t i = 0; i < events.size(); ++i) {
-      const int actor = model.actor_of(events[i]);
-      const std::uint32_t p = priority[static_cast<std::size_t>(actor)];
-      if (best_actor < 0 || p > best_priority) {
-        best = i, best_priority = p, best_actor = actor, ties = 1;
-      } else if (actor == best_actor && rng.below(++ties) == 0) {
-        best = i;  // several deliveries on one link: any of them, uniformly
-      }
-    }
-    while (next_change < change_points.size() && change_points[next_change] <= step) {
-      priority[static_cast<std::size_t>(best_actor)] =
-          static_cast<std::uint32_t>(depth - 1) - static_cast<std::uint32_t>(next_change);
-      ++next_change;
-    }
-    return best;
-  });
+  return run_with<false>(
+      model, [&](std::uint32_t step, std::span<const Event> events, std::uint32_t) {
+        std::uint32_t best = 0, best_priority = 0, ties = 0;
+        int best_actor = -1;
+        for (std::uint32_t i = 0; i < events.size(); ++i) {
+          const int actor = model.actor_of(events[i]);
+          const std::uint32_t p = priority[static_cast<std::size_t>(actor)];
+          if (best_actor < 0 || p > best_priority) {
+            best = i, best_priority = p, best_actor = actor, ties = 1;
+          } else if (actor == best_actor && rng.below(++ties) == 0) {
+            best = i;  // several deliveries on one link: any of them, uniformly
+          }
+        }
+        while (next_change < change_points.size() && change_points[next_change] <= step) {
+          priority[static_cast<std::size_t>(best_actor)] =
+              static_cast<std::uint32_t>(depth - 1) - static_cast<std::uint32_t>(next_change);
+          ++next_change;
+        }
+        return best;
+      });
 }
 
 std::optional<SchedulerKind> parse_scheduler(std::string_view name) {

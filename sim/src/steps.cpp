@@ -39,7 +39,9 @@ Pc next_pc(CallKind kind, std::uint8_t pc) {
   }
 }
 
-const char* kind_name(CallKind kind) { return kind == CallKind::one_shot ? "one-shot" : "two-shot"; }
+const char* kind_name(CallKind kind) {
+  return kind == CallKind::one_shot ? "one-shot" : "two-shot";
+}
 
 }  // namespace
 
@@ -131,8 +133,8 @@ bool Model::thread_enabled(const Thread& t) const {
     case kPcUpdate: {
       if (mutant_ == Mutant::flag_before_arrival && kernel.spec.kind == CallKind::one_shot)
         return true;
-      const bool shared = kernel.spec.kind == CallKind::one_shot ||
-                          mutant_ == Mutant::shared_counter;
+      const bool shared =
+          kernel.spec.kind == CallKind::one_shot || mutant_ == Mutant::shared_counter;
       const std::uint32_t counter =
           shared ? mem.control.arrival_counter : mem.control.two_shot_counter;
       return counter == static_cast<std::uint32_t>(kernel.grid_blocks);
@@ -143,8 +145,8 @@ bool Model::thread_enabled(const Thread& t) const {
 
 // Leaves the current pc and skips the steps that do not apply to this thread. Returns
 // whether a block barrier count changed (other threads of the block may go on).
-static bool move_on(Model& model, Thread& t, std::vector<std::int32_t>& block_pass,
-                    Kernel& kernel, bool late_trigger) {
+static bool move_on(Model& model, Thread& t, std::vector<std::int32_t>& block_pass, Kernel& kernel,
+                    bool late_trigger) {
   bool bumped = false;
   const auto& cfg = model.config();
   const int size = kernel.spec.vectors;
@@ -171,7 +173,9 @@ static bool move_on(Model& model, Thread& t, std::vector<std::int32_t>& block_pa
       case kPcReadGather: applies = active; break;
       case kPcReduce: applies = active && t.idx % cfg.ranks == t.rank; break;
       case kPcClear: applies = static_cast<std::uint32_t>(t.idx) < t.clear_vectors; break;
-      case kPcUpdate: applies = t.block == 0 && first_of_block && !model.updates_at_arrival(kernel); break;
+      case kPcUpdate:
+        applies = t.block == 0 && first_of_block && !model.updates_at_arrival(kernel);
+        break;
       case kPcTrigger: applies = late_trigger; break;
       default: break;
     }
@@ -186,237 +190,273 @@ void Model::update_one_shot_state(int rank, int size, const std::string& who) {
   memory_events_ += 3;  // flag, clear size, counter
   step_changes_ |= kChangedCounters;
   mem.control.flag = protocol::next_flag(mem.control.flag, mutant_);
-  mem.control.clear_size = static_cast<std::uint64_t>(config_.ranks * size * config_.elems_per_vector);
+  mem.control.clear_size =
+      static_cast<std::uint64_t>(config_.ranks * size * config_.elems_per_vector);
   if (mutant_ != Mutant::counter_not_reset) mem.control.arrival_counter = 0;
   if (trace_)
     trace(fmt::format("{} sets f={}, clear size {}, arrival counter {}", who, mem.control.flag,
                       mem.control.clear_size, mem.control.arrival_counter));
 }
 
-void Model::step_thread(int thread_index) {
-  Thread& t = threads_[static_cast<std::size_t>(thread_index)];
-  Kernel& kernel = kernels_[static_cast<std::size_t>(t.kernel)];
+// The steps of step_thread, one per pc. Each returns whether the thread triggered its
+// dependents (launch_dependents, or the point the model takes as it) in this step.
+bool Model::step_empty_body(const std::string& who) {
+  if (trace_) trace(who + ": kernel body compiled out for this arch, exits");
+  return true;
+}
+
+bool Model::step_wait(const Thread& t, bool late, const std::string& who) {
+  if (trace_) {
+    const bool prev_running =
+        t.call > 0 && !kernels_[static_cast<std::size_t>(t.kernel - 1)].complete;
+    if (mutant_ == Mutant::pdl_wait_missing)
+      trace(who + ": grid-dependency wait compiled out, goes on" +
+            (prev_running
+                 ? fmt::format(" while call {} is still running (kernels overlap)", t.call - 1)
+                 : std::string{}));
+    else if (prev_running)
+      trace(who + fmt::format(": wait returns at the trigger of call {}, which is still "
+                              "running (kernels overlap)",
+                              t.call - 1));
+    else trace(who + ": grid-dependency wait returns");
+  }
+  return !late;
+}
+
+void Model::step_read_flag(Thread& t, const Kernel& kernel, const std::string& who) {
   RankMemory& mem = memory_[t.rank];
   const int N = config_.ranks, E = config_.elems_per_vector, size = kernel.spec.vectors;
-  const bool late = config_.late_trigger && mutant_ != Mutant::early_trigger;
   const bool one_shot = kernel.spec.kind == CallKind::one_shot;
-  std::string who;
-  if (trace_)
-    who = fmt::format("rank {} block {} thread {} call {} ({})", t.rank, t.block, t.tid, t.call,
-                      kind_name(kernel.spec.kind));
-  bool triggered_now = false;
-  std::uint32_t values[kMaxElemsPerVector];
+  memory_events_ += one_shot ? 2 : 1;  // f and clear size, or the two-shot flag
+  if (one_shot) {
+    const std::uint32_t f = mem.control.flag;
+    t.flag_seen = f;
+    t.data_buffer = static_cast<std::uint8_t>(protocol::data_buffer_index(f, mutant_));
+    t.clear_buffer = static_cast<std::uint8_t>(protocol::clear_buffer_index(f, mutant_));
+    const std::uint64_t clear_elems = protocol::elements_to_clear(
+        mem.control.clear_size, static_cast<std::uint64_t>(N * size * E), mutant_);
+    t.clear_vectors = static_cast<std::uint32_t>(clear_elems / static_cast<std::uint64_t>(E));
+    if (trace_)
+      trace(fmt::format("{}: reads f={} -> data buffer {}, clear buffer {} ({} vectors)", who, f,
+                        t.data_buffer, t.clear_buffer, t.clear_vectors));
+  } else {
+    t.flag_seen = protocol::next_flag(mem.control.two_shot_flag);
+    t.clear_vectors = 0;
+    if (trace_)
+      trace(fmt::format("{}: reads two-shot flag {} -> barrier value {}", who,
+                        mem.control.two_shot_flag, t.flag_seen));
+  }
+}
 
-  switch (t.pc) {
-    case kPcEmptyBody:
-      if (trace_) trace(who + ": kernel body compiled out for this arch, exits");
-      triggered_now = true;
-      break;
-    case kPcWait:
-      if (trace_) {
-        const bool prev_running =
-            t.call > 0 && !kernels_[static_cast<std::size_t>(t.kernel - 1)].complete;
-        if (mutant_ == Mutant::pdl_wait_missing)
-          trace(who + ": grid-dependency wait compiled out, goes on" +
-                (prev_running ? fmt::format(" while call {} is still running (kernels overlap)",
-                                            t.call - 1)
-                              : std::string{}));
-        else if (prev_running)
-          trace(who + fmt::format(": wait returns at the trigger of call {}, which is still "
-                                  "running (kernels overlap)",
-                                  t.call - 1));
-        else
-          trace(who + ": grid-dependency wait returns");
-      }
-      if (!late) triggered_now = true;
-      break;
-    case kPcReadFlag:
-      memory_events_ += one_shot ? 2 : 1;  // f and clear size, or the two-shot flag
-      if (one_shot) {
-        const std::uint32_t f = mem.control.flag;
-        t.flag_seen = f;
-        t.data_buffer = static_cast<std::uint8_t>(protocol::data_buffer_index(f, mutant_));
-        t.clear_buffer = static_cast<std::uint8_t>(protocol::clear_buffer_index(f, mutant_));
-        const std::uint64_t clear_elems = protocol::elements_to_clear(
-            mem.control.clear_size, static_cast<std::uint64_t>(N * size * E), mutant_);
-        t.clear_vectors = static_cast<std::uint32_t>(clear_elems / static_cast<std::uint64_t>(E));
-        if (trace_)
-          trace(fmt::format("{}: reads f={} -> data buffer {}, clear buffer {} ({} vectors)", who,
-                            f, t.data_buffer, t.clear_buffer, t.clear_vectors));
-      } else {
-        t.flag_seen = protocol::next_flag(mem.control.two_shot_flag);
-        t.clear_vectors = 0;
-        if (trace_)
-          trace(fmt::format("{}: reads two-shot flag {} -> barrier value {}", who,
-                            mem.control.two_shot_flag, t.flag_seen));
-      }
-      break;
-    case kPcArrive: {
-      if (updates_at_arrival(kernel)) {
-        update_one_shot_state(t.rank, size, who + ": the only block: arrives and");
+void Model::step_arrive(const Thread& t, const Kernel& kernel, const std::string& who) {
+  if (updates_at_arrival(kernel)) {
+    update_one_shot_state(t.rank, kernel.spec.vectors, who + ": the only block: arrives and");
+    return;
+  }
+  RankMemory& mem = memory_[t.rank];
+  const bool shared = kernel.spec.kind == CallKind::one_shot || mutant_ == Mutant::shared_counter;
+  auto& counter = shared ? mem.control.arrival_counter : mem.control.two_shot_counter;
+  ++counter;
+  ++memory_events_;
+  step_changes_ |= kChangedCounters;
+  if (trace_)
+    trace(fmt::format("{}: block arrives, {} counter = {}", who, shared ? "arrival" : "two-shot",
+                      counter));
+}
+
+void Model::step_push(const Thread& t, const Kernel& kernel, const std::string& who) {
+  const int N = config_.ranks, E = config_.elems_per_vector, size = kernel.spec.vectors;
+  std::uint32_t values[kMaxElemsPerVector];
+  // One step issues the stores to every rank: an issued store is invisible until its
+  // delivery, which the scheduler orders separately, so nothing is lost.
+  for (int e = 0; e < E; ++e) {
+    const std::uint32_t in = input_value(t.call, t.rank, t.idx, e);
+    values[e] = mutant_ == Mutant::no_canonicalize ? in : protocol::canonicalize_bits32(in);
+  }
+  const std::uint32_t off =
+      t.data_buffer * lamport_stride() + static_cast<std::uint32_t>((t.rank * size + t.idx) * E);
+  std::string targets;
+  for (int peer = 0; peer < N; ++peer) {
+    // pointer-stride: the host packed peer pointers at twice the stride the kernel reads.
+    const int dst = mutant_ == Mutant::pointer_stride ? (peer * 2) % N : peer;
+    issue_store(t, dst, Region::lamport, off, values, E, false);
+    if (trace_) targets += (peer ? "," : "") + std::to_string(dst);
+  }
+  if (trace_)
+    trace(fmt::format("{}: pushes vector {} into slot {} of buffer {} on ranks {}", who, t.idx,
+                      t.rank, t.data_buffer, targets));
+}
+
+void Model::step_clear(const Thread& t, const Kernel& kernel, const std::string& who) {
+  const int E = config_.elems_per_vector;
+  const int grid = kernel.grid_blocks * config_.vectors_per_block;
+  std::uint32_t values[kMaxElemsPerVector];
+  for (int e = 0; e < E; ++e) values[e] = fill_value_;
+  int cleared = 0;
+  for (std::uint32_t v = static_cast<std::uint32_t>(t.idx); v < t.clear_vectors;
+       v += static_cast<std::uint32_t>(grid), ++cleared)
+    issue_store(t, t.rank, Region::lamport,
+                t.clear_buffer * lamport_stride() + v * static_cast<std::uint32_t>(E), values, E,
+                false);
+  if (trace_)
+    trace(fmt::format("{}: clears {} vectors of its buffer {} (from vector {}, stride {})", who,
+                      cleared, t.clear_buffer, t.idx, grid));
+}
+
+void Model::step_poll(const Thread& t, const Kernel& kernel, const std::string& who) {
+  const RankMemory& mem = memory_[t.rank];
+  const int N = config_.ranks, E = config_.elems_per_vector, size = kernel.spec.vectors;
+  const std::uint32_t base = t.data_buffer * lamport_stride();
+  for (int r = 0; r < N && !violation_; ++r)
+    for (int e = 0; e < E; ++e) {
+      const std::uint32_t got =
+          mem.lamport[base + static_cast<std::uint32_t>((r * size + t.idx) * E + e)];
+      const std::uint32_t want = expected_value(t.call, r, t.idx, e);
+      if (got != want) {
+        fail(ViolationKind::wrong_value,
+             fmt::format("rank {} block {} thread {} read slot {} element {}.{} of buffer {} "
+                         "holding {} during call {} (expected {})",
+                         t.rank, t.block, t.tid, r, t.idx, e, t.data_buffer, describe_value(got),
+                         t.call, describe_value(want)));
         break;
       }
-      const bool shared = one_shot || mutant_ == Mutant::shared_counter;
-      auto& counter = shared ? mem.control.arrival_counter : mem.control.two_shot_counter;
-      ++counter;
-      ++memory_events_;
-      step_changes_ |= kChangedCounters;
-      if (trace_)
-        trace(fmt::format("{}: block arrives, {} counter = {}", who,
-                          shared ? "arrival" : "two-shot", counter));
-      break;
     }
-    case kPcPush: {
-      // One step issues the stores to every rank: an issued store is invisible until its
-      // delivery, which the scheduler orders separately, so nothing is lost.
-      for (int e = 0; e < E; ++e) {
-        const std::uint32_t in = input_value(t.call, t.rank, t.idx, e);
-        values[e] = mutant_ == Mutant::no_canonicalize ? in : protocol::canonicalize_bits32(in);
-      }
-      const std::uint32_t off = t.data_buffer * lamport_stride() +
-                                static_cast<std::uint32_t>((t.rank * size + t.idx) * E);
-      std::string targets;
-      for (int peer = 0; peer < N; ++peer) {
-        // pointer-stride: the host packed peer pointers at twice the stride the kernel reads.
-        const int dst = mutant_ == Mutant::pointer_stride ? (peer * 2) % N : peer;
-        issue_store(t, dst, Region::lamport, off, values, E, false);
-        if (trace_) targets += (peer ? "," : "") + std::to_string(dst);
-      }
-      if (trace_)
-        trace(fmt::format("{}: pushes vector {} into slot {} of buffer {} on ranks {}", who,
-                          t.idx, t.rank, t.data_buffer, targets));
-      break;
-    }
-    case kPcClear: {
-      const int grid = kernel.grid_blocks * config_.vectors_per_block;
-      for (int e = 0; e < E; ++e) values[e] = fill_value_;
-      int cleared = 0;
-      for (std::uint32_t v = static_cast<std::uint32_t>(t.idx); v < t.clear_vectors;
-           v += static_cast<std::uint32_t>(grid), ++cleared)
-        issue_store(t, t.rank, Region::lamport,
-                    t.clear_buffer * lamport_stride() + v * static_cast<std::uint32_t>(E), values,
-                    E, false);
-      if (trace_)
-        trace(fmt::format("{}: clears {} vectors of its buffer {} (from vector {}, stride {})",
-                          who, cleared, t.clear_buffer, t.idx, grid));
-      break;
-    }
-    case kPcPoll: {
-      const std::uint32_t base = t.data_buffer * lamport_stride();
-      for (int r = 0; r < N && !violation_; ++r)
-        for (int e = 0; e < E; ++e) {
-          const std::uint32_t got = mem.lamport[base + static_cast<std::uint32_t>((r * size + t.idx) * E + e)];
-          const std::uint32_t want = expected_value(t.call, r, t.idx, e);
-          if (got != want) {
-            fail(ViolationKind::wrong_value,
-                 fmt::format("rank {} block {} thread {} read slot {} element {}.{} of buffer {} "
-                             "holding {} during call {} (expected {})",
-                             t.rank, t.block, t.tid, r, t.idx, e, t.data_buffer,
-                             describe_value(got), t.call, describe_value(want)));
-            break;
-          }
-        }
-      memory_events_ += static_cast<std::uint64_t>(N * E);
-      output_written_[static_cast<std::size_t>(t.kernel * max_vectors_ + t.idx)] = 1;
-      if (trace_ && !violation_)
-        trace(fmt::format("{}: all {} slots of vector {} arrived, reduces, writes output", who,
-                          N, t.idx));
-      break;
-    }
-    case kPcUpdate:
-      if (one_shot) {
-        update_one_shot_state(t.rank, size, who + ":");
-      } else {
-        memory_events_ += 3;  // flag, counter
-        step_changes_ |= kChangedCounters;
-        mem.control.two_shot_flag = t.flag_seen;
-        mem.control.two_shot_counter = 0;  // shared-counter: the shared one stays as it is
-        if (trace_)
-          trace(fmt::format("{}: sets two-shot flag {}, resets the two-shot counter", who,
-                            t.flag_seen));
-      }
-      break;
-    case kPcTrigger:
-      if (trace_) trace(who + ": launch_dependents");
-      triggered_now = true;
-      break;
-    case kPcScatter: {
-      const int owner = t.idx % N;
-      for (int e = 0; e < E; ++e) values[e] = input_value(t.call, t.rank, t.idx, e);
-      const TwoShotPlace slot = scatter_place(t.rank, t.idx, size);
-      issue_store(t, owner, slot.region, slot.offset, values, E, false);
-      if (trace_)
-        trace(fmt::format("{}: scatters vector {} to its owner rank {}", who, t.idx, owner));
-      break;
-    }
-    case kPcSignal1:
-    case kPcSignal2: {
-      const bool release = mutant_ != Mutant::barrier_no_release;
-      const Region region = t.pc == kPcSignal1 ? Region::ts_start : Region::ts_end;
-      values[0] = t.flag_seen;
-      for (int dst = 0; dst < N; ++dst)
-        issue_store(t, dst, region, static_cast<std::uint32_t>(t.block * N + t.rank), values, 1,
-                    release);
-      if (trace_)
-        trace(fmt::format("{}: block stores {} {} into every rank's {}", who,
-                          release ? "st.release" : "relaxed", t.flag_seen, region_name(region)));
-      break;
-    }
-    case kPcWait1:
-    case kPcWait2:
-      memory_events_ += static_cast<std::uint64_t>(N);  // the acquire loads that saw the flags
-      if (trace_)
-        trace(fmt::format("{}: sees every {} flag = {} (acquire)", who,
-                          t.pc == kPcWait1 ? "start" : "end", t.flag_seen));
-      break;
-    case kPcReduce: {
-      for (int r = 0; r < N && !violation_; ++r)
-        for (int e = 0; e < E; ++e) {
-          const TwoShotPlace slot = scatter_place(r, t.idx, size);
-          const std::uint32_t got = two_shot_array(mem, slot.region)[slot.offset + e];
-          const std::uint32_t want = input_value(t.call, r, t.idx, e);
-          if (got != want) {
-            fail(ViolationKind::wrong_value,
-                 fmt::format("rank {} block {} thread {} read two-shot slot {} element {}.{} "
-                             "holding {} during call {} (expected {})",
-                             t.rank, t.block, t.tid, r, t.idx, e, describe_value(got), t.call,
-                             describe_value(want)));
-            break;
-          }
-        }
-      memory_events_ += static_cast<std::uint64_t>(N * E);
-      for (int e = 0; e < E; ++e) values[e] = reduced_tag(t.call, t.idx, e);
-      const TwoShotPlace gather = gather_place(t.idx, size);
-      for (int dst = 0; dst < N; ++dst)
-        issue_store(t, dst, gather.region, gather.offset, values, E, false);
-      if (trace_ && !violation_)
-        trace(fmt::format("{}: reduces vector {} and gathers it to every rank", who, t.idx));
-      break;
-    }
-    case kPcReadGather: {
-      const TwoShotPlace gather = gather_place(t.idx, size);
-      for (int e = 0; e < E && !violation_; ++e) {
-        const std::uint32_t got = two_shot_array(mem, gather.region)[gather.offset + e];
-        const std::uint32_t want = reduced_tag(t.call, t.idx, e);
-        if (got == want) continue;
-        // Where it read, when the gather region shares the array with the scatter slots.
-        const std::string where =
-            gather.region == Region::ts_gather
-                ? std::string{}
-                : fmt::format(" ({} element {})", region_name(gather.region), gather.offset + e);
+  memory_events_ += static_cast<std::uint64_t>(N * E);
+  output_written_[static_cast<std::size_t>(t.kernel * max_vectors_ + t.idx)] = 1;
+  if (trace_ && !violation_)
+    trace(fmt::format("{}: all {} slots of vector {} arrived, reduces, writes output", who, N,
+                      t.idx));
+}
+
+void Model::step_update(const Thread& t, const Kernel& kernel, const std::string& who) {
+  if (kernel.spec.kind == CallKind::one_shot) {
+    update_one_shot_state(t.rank, kernel.spec.vectors, who + ":");
+    return;
+  }
+  RankMemory& mem = memory_[t.rank];
+  memory_events_ += 3;  // flag, counter
+  step_changes_ |= kChangedCounters;
+  mem.control.two_shot_flag = t.flag_seen;
+  mem.control.two_shot_counter = 0;  // shared-counter: the shared one stays as it is
+  if (trace_)
+    trace(fmt::format("{}: sets two-shot flag {}, resets the two-shot counter", who, t.flag_seen));
+}
+
+bool Model::step_trigger(const std::string& who) {
+  if (trace_) trace(who + ": launch_dependents");
+  return true;
+}
+
+void Model::step_scatter(const Thread& t, const Kernel& kernel, const std::string& who) {
+  const int E = config_.elems_per_vector;
+  const int owner = t.idx % config_.ranks;
+  std::uint32_t values[kMaxElemsPerVector];
+  for (int e = 0; e < E; ++e) values[e] = input_value(t.call, t.rank, t.idx, e);
+  const TwoShotPlace slot = scatter_place(t.rank, t.idx, kernel.spec.vectors);
+  issue_store(t, owner, slot.region, slot.offset, values, E, false);
+  if (trace_) trace(fmt::format("{}: scatters vector {} to its owner rank {}", who, t.idx, owner));
+}
+
+void Model::step_signal(const Thread& t, const std::string& who) {
+  const int N = config_.ranks;
+  const bool release = mutant_ != Mutant::barrier_no_release;
+  const Region region = t.pc == kPcSignal1 ? Region::ts_start : Region::ts_end;
+  std::uint32_t values[kMaxElemsPerVector];
+  values[0] = t.flag_seen;
+  for (int dst = 0; dst < N; ++dst)
+    issue_store(t, dst, region, static_cast<std::uint32_t>(t.block * N + t.rank), values, 1,
+                release);
+  if (trace_)
+    trace(fmt::format("{}: block stores {} {} into every rank's {}", who,
+                      release ? "st.release" : "relaxed", t.flag_seen, region_name(region)));
+}
+
+void Model::step_wait_flags(const Thread& t, const std::string& who) {
+  // the acquire loads that saw the flags
+  memory_events_ += static_cast<std::uint64_t>(config_.ranks);
+  if (trace_)
+    trace(fmt::format("{}: sees every {} flag = {} (acquire)", who,
+                      t.pc == kPcWait1 ? "start" : "end", t.flag_seen));
+}
+
+void Model::step_reduce(const Thread& t, const Kernel& kernel, const std::string& who) {
+  const RankMemory& mem = memory_[t.rank];
+  const int N = config_.ranks, E = config_.elems_per_vector, size = kernel.spec.vectors;
+  for (int r = 0; r < N && !violation_; ++r)
+    for (int e = 0; e < E; ++e) {
+      const TwoShotPlace slot = scatter_place(r, t.idx, size);
+      const std::uint32_t got = two_shot_array(mem, slot.region)[slot.offset + e];
+      const std::uint32_t want = input_value(t.call, r, t.idx, e);
+      if (got != want) {
         fail(ViolationKind::wrong_value,
-             fmt::format("rank {} block {} thread {} read gathered element {}.{}{} holding {} "
-                         "during call {} (expected {})",
-                         t.rank, t.block, t.tid, t.idx, e, where, describe_value(got), t.call,
+             fmt::format("rank {} block {} thread {} read two-shot slot {} element {}.{} "
+                         "holding {} during call {} (expected {})",
+                         t.rank, t.block, t.tid, r, t.idx, e, describe_value(got), t.call,
                          describe_value(want)));
+        break;
       }
-      memory_events_ += static_cast<std::uint64_t>(E);
-      output_written_[static_cast<std::size_t>(t.kernel * max_vectors_ + t.idx)] = 1;
-      if (trace_ && !violation_) trace(fmt::format("{}: reads gathered vector {}", who, t.idx));
-      break;
     }
+  memory_events_ += static_cast<std::uint64_t>(N * E);
+  std::uint32_t values[kMaxElemsPerVector];
+  for (int e = 0; e < E; ++e) values[e] = reduced_tag(t.call, t.idx, e);
+  const TwoShotPlace gather = gather_place(t.idx, size);
+  for (int dst = 0; dst < N; ++dst)
+    issue_store(t, dst, gather.region, gather.offset, values, E, false);
+  if (trace_ && !violation_)
+    trace(fmt::format("{}: reduces vector {} and gathers it to every rank", who, t.idx));
+}
+
+void Model::step_read_gather(const Thread& t, const Kernel& kernel, const std::string& who) {
+  const RankMemory& mem = memory_[t.rank];
+  const int E = config_.elems_per_vector;
+  const TwoShotPlace gather = gather_place(t.idx, kernel.spec.vectors);
+  for (int e = 0; e < E && !violation_; ++e) {
+    const std::uint32_t got = two_shot_array(mem, gather.region)[gather.offset + e];
+    const std::uint32_t want = reduced_tag(t.call, t.idx, e);
+    if (got == want) continue;
+    // Where it read, when the gather region shares the array with the scatter slots.
+    const std::string where =
+        gather.region == Region::ts_gather
+            ? std::string{}
+            : fmt::format(" ({} element {})", region_name(gather.region), gather.offset + e);
+    fail(ViolationKind::wrong_value,
+         fmt::format("rank {} block {} thread {} read gathered element {}.{}{} holding {} "
+                     "during call {} (expected {})",
+                     t.rank, t.block, t.tid, t.idx, e, where, describe_value(got), t.call,
+                     describe_value(want)));
+  }
+  memory_events_ += static_cast<std::uint64_t>(E);
+  output_written_[static_cast<std::size_t>(t.kernel * max_vectors_ + t.idx)] = 1;
+  if (trace_ && !violation_) trace(fmt::format("{}: reads gathered vector {}", who, t.idx));
+}
+
+// Runs the step at the thread's pc; returns whether it triggered.
+bool Model::run_step(Thread& t, Kernel& kernel, bool late, const std::string& who) {
+  switch (t.pc) {
+    case kPcEmptyBody: return step_empty_body(who);
+    case kPcWait: return step_wait(t, late, who);
+    case kPcReadFlag: step_read_flag(t, kernel, who); break;
+    case kPcArrive: step_arrive(t, kernel, who); break;
+    case kPcPush: step_push(t, kernel, who); break;
+    case kPcClear: step_clear(t, kernel, who); break;
+    case kPcPoll: step_poll(t, kernel, who); break;
+    case kPcUpdate: step_update(t, kernel, who); break;
+    case kPcTrigger: return step_trigger(who);
+    case kPcScatter: step_scatter(t, kernel, who); break;
+    case kPcSignal1:
+    case kPcSignal2: step_signal(t, who); break;
+    case kPcWait1:
+    case kPcWait2: step_wait_flags(t, who); break;
+    case kPcReduce: step_reduce(t, kernel, who); break;
+    case kPcReadGather: step_read_gather(t, kernel, who); break;
     default: break;
   }
+  return false;
+}
+
+// After a step: the trigger count, the move to the next pc that applies, completion and
+// launches.
+void Model::finish_step(Thread& t, Kernel& kernel, bool late, bool triggered_now) {
   if (triggered_now) {
     ++kernel.threads_triggered;
     // Only early-trigger's grid-dependency wait reads the trigger count (thread_enabled);
@@ -430,6 +470,18 @@ void Model::step_thread(int thread_index) {
   // Completion needs the thread done and a launch needs its trigger: any other step
   // cannot complete or launch a kernel of the rank.
   if (triggered_now || t.pc == kPcDone) refresh_rank(*this, t.rank);
+}
+
+void Model::step_thread(int thread_index) {
+  Thread& t = threads_[static_cast<std::size_t>(thread_index)];
+  Kernel& kernel = kernels_[static_cast<std::size_t>(t.kernel)];
+  const bool late = config_.late_trigger && mutant_ != Mutant::early_trigger;
+  std::string who;
+  if (trace_)
+    who = fmt::format("rank {} block {} thread {} call {} ({})", t.rank, t.block, t.tid, t.call,
+                      kind_name(kernel.spec.kind));
+  const bool triggered_now = run_step(t, kernel, late, who);
+  finish_step(t, kernel, late, triggered_now);
 }
 
 }  // namespace fusioncheck::sim

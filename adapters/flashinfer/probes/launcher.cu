@@ -7,10 +7,13 @@
 
 namespace fif = flashinfer::trtllm_allreduce_fusion;
 
-using FcProbeLauncher = decltype(&fif::allreduce_fusion_kernel_launcher<
-                                 fif::AllReduceFusionPattern::kARResidualRMSNorm, __nv_bfloat16, 2, true>);
-static_assert(std::is_same_v<FcProbeLauncher, cudaError_t (*)(fif::AllReduceFusionParams<__nv_bfloat16> const&, bool)>,
-              "allreduce_fusion_kernel_launcher<Pattern, T, NRanks, Fp32Acc>(params, launch_with_pdl)");
+using FcProbeLauncher =
+    decltype(&fif::allreduce_fusion_kernel_launcher<fif::AllReduceFusionPattern::kARResidualRMSNorm,
+                                                    __nv_bfloat16, 2, true>);
+static_assert(
+    std::is_same_v<FcProbeLauncher,
+                   cudaError_t (*)(fif::AllReduceFusionParams<__nv_bfloat16> const&, bool)>,
+    "allreduce_fusion_kernel_launcher<Pattern, T, NRanks, Fp32Acc>(params, launch_with_pdl)");
 
 void fc_probe_fields(fif::AllReduceFusionParams<__nv_bfloat16>& p) {
   p.trigger_completion_at_end = true;

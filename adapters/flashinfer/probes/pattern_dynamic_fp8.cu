@@ -3,5 +3,6 @@
 #include "fusion_header.cuh"
 
 int fc_probe_dynamic_fp8() {
-  return static_cast<int>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern::kARResidualRMSNormOutDynamicFP8Quant);
+  return static_cast<int>(flashinfer::trtllm_allreduce_fusion::AllReduceFusionPattern::
+                              kARResidualRMSNormOutDynamicFP8Quant);
 }

@@ -14,9 +14,9 @@ struct FiCall {
   int rank = 0;
   int tokens = 1;
   int hidden = 8;
-  bool bf16 = true;    // else fp16
-  int pattern = 1;     // FlashInfer's AllReduceFusionPattern value
-  int sf_layout = 0;   // FlashInfer's QuantizationSFLayout value (NVFP4 scales)
+  bool bf16 = true;            // else fp16
+  int pattern = 1;             // FlashInfer's AllReduceFusionPattern value
+  int sf_layout = 0;           // FlashInfer's QuantizationSFLayout value (NVFP4 scales)
   void** workspace = nullptr;  // device: the 3N+1 pointer table
   const void* input = nullptr;
   const void* residual_in = nullptr;
@@ -66,5 +66,5 @@ struct LegacyCall {
 // The legacy instance library's one export (fi_legacy_instance.cu): cudaErrorNotSupported
 // for a rank count it is not built for, cudaErrorInvalidValue with FlashInfer's message for
 // what its launcher refuses.
-extern "C" cudaError_t fc_fi_legacy_launch(const fusioncheck::adapters::fi::LegacyCall& call, char* message,
-                                           std::size_t message_size);
+extern "C" cudaError_t fc_fi_legacy_launch(const fusioncheck::adapters::fi::LegacyCall& call,
+                                           char* message, std::size_t message_size);

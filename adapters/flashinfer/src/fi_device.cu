@@ -36,19 +36,30 @@ std::uint32_t mix(std::uint32_t x) {
 
 }  // namespace
 
-std::uint32_t delay_for(std::uint32_t seed, int rank, std::uint32_t call_index, std::uint32_t max_ns) {
-  const std::uint32_t h = mix(seed ^ mix(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^ mix(call_index + 1)));
+std::uint32_t delay_for(std::uint32_t seed, int rank, std::uint32_t call_index,
+                        std::uint32_t max_ns) {
+  const std::uint32_t h =
+      mix(seed ^ mix(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^ mix(call_index + 1)));
   if ((h & 1u) == 0 || max_ns == 0) return 0;
   return (h >> 1) % (max_ns + 1);
 }
 
 bool staggered_start_for(std::uint32_t seed, int rank, std::uint32_t call_index) {
-  return (mix(seed * 0x85ebca6bu ^ mix(static_cast<std::uint32_t>(rank) ^ mix(call_index + 7))) & 1u) != 0;
+  return (mix(seed * 0x85ebca6bu ^ mix(static_cast<std::uint32_t>(rank) ^ mix(call_index + 7))) &
+          1u) != 0;
 }
 
 void launch_sm_hog(std::uint32_t spread_ns, int sm_count, cudaStream_t stream) {
   hog_kernel<<<2 * sm_count, 1024, 0, stream>>>(spread_ns);
   kernels::cuda_check(cudaGetLastError(), "FlashInfer adapter: SM hog kernel");
+}
+
+void preload_device_kernels() {
+  cudaFuncAttributes attributes{};
+  kernels::cuda_check(cudaFuncGetAttributes(&attributes, hog_kernel),
+                      "FlashInfer adapter: loading the SM hog kernel");
+  kernels::cuda_check(cudaFuncGetAttributes(&attributes, pause_kernel),
+                      "FlashInfer adapter: loading the pause kernel");
 }
 
 void launch_pause(std::uint32_t ns, cudaStream_t stream) {

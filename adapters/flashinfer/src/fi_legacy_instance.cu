@@ -15,8 +15,7 @@ namespace {
 namespace ar = flashinfer::trtllm_allreduce;
 using fusioncheck::adapters::fi::LegacyCall;
 
-template <typename T>
-cudaError_t launch_typed(const LegacyCall& c) {
+template <typename T> cudaError_t launch_typed(const LegacyCall& c) {
   ar::AllReduceParams<T> p{};
   p.elts_total = static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden);
   p.ranks_per_node = static_cast<std::size_t>(c.nranks);
@@ -32,21 +31,27 @@ cudaError_t launch_typed(const LegacyCall& c) {
   // Index r + 16 b (MAX_RANKS_PER_NODE), not r + N b.
   for (int b = 0; b < 3; ++b)
     for (int r = 0; r < c.nranks; ++r)
-      p.fusion_params.lamport_peer_comm_buffer_ptrs[r + b * ar::MAX_RANKS_PER_NODE] = c.lamport[b][r];
+      p.fusion_params.lamport_peer_comm_buffer_ptrs[r + b * ar::MAX_RANKS_PER_NODE] =
+          c.lamport[b][r];
   namespace rf = ar::reduce_fusion;
   switch (c.nranks) {  // Bias = false (no bias), Affine = true (gamma)
-    case 2: return rf::lamport_style_one_shot_all_reduce_norm_kernel_launcher<T, 2, false, true>(p, c.pdl, c.stream);
-    case 4: return rf::lamport_style_one_shot_all_reduce_norm_kernel_launcher<T, 4, false, true>(p, c.pdl, c.stream);
-    case 8: return rf::lamport_style_one_shot_all_reduce_norm_kernel_launcher<T, 8, false, true>(p, c.pdl, c.stream);
+    case 2:
+      return rf::lamport_style_one_shot_all_reduce_norm_kernel_launcher<T, 2, false, true>(
+          p, c.pdl, c.stream);
+    case 4:
+      return rf::lamport_style_one_shot_all_reduce_norm_kernel_launcher<T, 4, false, true>(
+          p, c.pdl, c.stream);
+    case 8:
+      return rf::lamport_style_one_shot_all_reduce_norm_kernel_launcher<T, 8, false, true>(
+          p, c.pdl, c.stream);
     default: return cudaErrorNotSupported;
   }
 }
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) cudaError_t fc_fi_legacy_launch(const LegacyCall& call,
-                                                                                 char* message,
-                                                                                 std::size_t message_size) {
+extern "C" __attribute__((visibility("default"))) cudaError_t fc_fi_legacy_launch(
+    const LegacyCall& call, char* message, std::size_t message_size) {
   try {
     return call.bf16 ? launch_typed<__nv_bfloat16>(call) : launch_typed<__half>(call);
   } catch (const std::exception& e) {  // FLASHINFER_CHECK throws

@@ -21,7 +21,8 @@ std::string flashinfer_source() { return fi::kSource; }
 std::vector<protocol::Mutant> flashinfer_patches() {
   std::vector<protocol::Mutant> out;
   for (const fi::Instance& i : fi::kInstances)
-    if (i.mutant != protocol::Mutant::none && std::find(out.begin(), out.end(), i.mutant) == out.end())
+    if (i.mutant != protocol::Mutant::none &&
+        std::find(out.begin(), out.end(), i.mutant) == out.end())
       out.push_back(i.mutant);
   return out;
 }
@@ -36,7 +37,8 @@ std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_bui
 std::vector<std::string> flashinfer_releases() {
   std::vector<std::string> out;
   for (const fi::Instance& i : fi::kInstances)
-    if (i.release[0] != '\0' && std::find(out.begin(), out.end(), i.release) == out.end()) out.emplace_back(i.release);
+    if (i.release[0] != '\0' && std::find(out.begin(), out.end(), i.release) == out.end())
+      out.emplace_back(i.release);
   return out;
 }
 
@@ -50,26 +52,30 @@ std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused() {
 namespace {
 
 // The instances of one tree ("" the main tree, else a release) and one patch.
-std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstrap, protocol::Mutant patch,
-                                                   const std::string& release) {
+std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstrap,
+                                                    protocol::Mutant patch,
+                                                    const std::string& release) {
   const fi::Instance* bf16 = nullptr;
   const fi::Instance* f16 = nullptr;
   for (const fi::Instance& i : fi::kInstances)
     if (i.mutant == patch && release == i.release) (i.bf16 ? bf16 : f16) = &i;
   if (bf16 == nullptr && !release.empty())
     throw kernels::InvalidLaunch("FlashInfer " + release + ": this build has no instance of it (" +
-                                 (patch == protocol::Mutant::none ? std::string("releases are not patched")
-                                                                  : "patched copies are of the main tree only") +
+                                 (patch == protocol::Mutant::none
+                                      ? std::string("releases are not patched")
+                                      : "patched copies are of the main tree only") +
                                  ")");
   if (bf16 == nullptr)
-    throw kernels::InvalidLaunch("FlashInfer: no patched copy for mutant " + std::string(protocol::mutant_id(patch)) +
+    throw kernels::InvalidLaunch("FlashInfer: no patched copy for mutant " +
+                                 std::string(protocol::mutant_id(patch)) +
                                  " in this build (adapters/flashinfer/patches)");
   return std::make_unique<fi::FlashInferKernels>(bootstrap, *bf16, f16, patch);
 }
 
 }  // namespace
 
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap, protocol::Mutant patch) {
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap,
+                                                      protocol::Mutant patch) {
   return make_instance(bootstrap, patch, "");
 }
 
@@ -77,12 +83,14 @@ gpu::KernelChoice flashinfer_release_choice(const std::string& release) {
   const auto have = flashinfer_releases();
   if (std::find(have.begin(), have.end(), release) == have.end()) {
     for (const auto& [refused, reason] : flashinfer_releases_refused())
-      if (refused == release) throw kernels::InvalidLaunch("FlashInfer " + release + " cannot be driven: " + reason);
+      if (refused == release)
+        throw kernels::InvalidLaunch("FlashInfer " + release + " cannot be driven: " + reason);
     std::string built;
     for (const auto& r : have) built += (built.empty() ? "" : ", ") + r;
-    throw kernels::InvalidLaunch("this build has no FlashInfer " + release + " (built beside the main tree: " +
-                                 (built.empty() ? "none" : built) + "); fetch it with ci/fetch_flashinfer.sh " + release +
-                                 " and configure with -DFUSIONCHECK_FLASHINFER_RELEASES=" + release);
+    throw kernels::InvalidLaunch(
+        "this build has no FlashInfer " + release + " (built beside the main tree: " +
+        (built.empty() ? "none" : built) + "); fetch it with ci/fetch_flashinfer.sh " + release +
+        " and configure with -DFUSIONCHECK_FLASHINFER_RELEASES=" + release);
   }
   gpu::KernelChoice choice;
   choice.name = "flashinfer@" + release;
@@ -93,15 +101,18 @@ gpu::KernelChoice flashinfer_release_choice(const std::string& release) {
   return choice;
 }
 
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap, protocol::Mutant mutant) {
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap,
+                                                             protocol::Mutant mutant) {
   if (mutant != protocol::Mutant::none)
-    throw kernels::InvalidLaunch("FlashInfer's older Lamport kernel has no patched copies (mutant " +
-                                 std::string(protocol::mutant_id(mutant)) + ")");
+    throw kernels::InvalidLaunch(
+        "FlashInfer's older Lamport kernel has no patched copies (mutant " +
+        std::string(protocol::mutant_id(mutant)) + ")");
 #if defined(FUSIONCHECK_HAVE_FLASHINFER_LEGACY)
   return std::make_unique<fi::FlashInferLegacyKernels>(bootstrap);
 #else
   (void)bootstrap;
-  throw kernels::InvalidLaunch("this FlashInfer tree has no flashinfer/comm/trtllm_allreduce.cuh (no flashinfer-legacy)");
+  throw kernels::InvalidLaunch(
+      "this FlashInfer tree has no flashinfer/comm/trtllm_allreduce.cuh (no flashinfer-legacy)");
 #endif
 }
 
@@ -115,13 +126,16 @@ std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_bui
 std::vector<std::string> flashinfer_releases() { return {}; }
 std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused() { return {}; }
 gpu::KernelChoice flashinfer_release_choice(const std::string&) {
-  throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
+  throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " +
+                               flashinfer_unavailable_reason());
 }
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap&, protocol::Mutant) {
-  throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
+  throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " +
+                               flashinfer_unavailable_reason());
 }
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap, protocol::Mutant mutant) {
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap,
+                                                             protocol::Mutant mutant) {
   return make_flashinfer(bootstrap, mutant);
 }
 

@@ -22,8 +22,8 @@ namespace {
 
 namespace k = kernels;
 
-constexpr int kBarrierRows = 256;        // FlashInfer's details::kBarrierFlagCount
-constexpr int kCtrlWords = 5;            // counter, two-shot flag, Lamport flag, comm_size, clear size
+constexpr int kBarrierRows = 256;  // FlashInfer's details::kBarrierFlagCount
+constexpr int kCtrlWords = 5;      // counter, two-shot flag, Lamport flag, comm_size, clear size
 constexpr std::uint64_t kGuardBytes = 256;
 constexpr std::uint64_t kMaxCommSize = 1ull << 30;  // clear_offset * comm_size is an int product
 
@@ -60,7 +60,8 @@ struct SharedLayout {
   }
 };
 
-FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size, std::uint64_t twoshot_bytes)
+FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size,
+                         std::uint64_t twoshot_bytes)
     : ranks_(bootstrap.size()), rank_(bootstrap.rank()), comm_size_(comm_size) {
   const SharedLayout layout(ranks_, comm_size, twoshot_bytes);
   lamport_offset_ = layout.lamport;
@@ -69,9 +70,11 @@ FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size, std::
   FC_CUDA_CHECK(cudaMalloc(&shared_, layout.total));
   // Guards, zeroed two-shot data and barrier flags, every Lamport element -0 (16-bit).
   std::vector<std::uint8_t> host(layout.total, 0);
-  for (std::uint64_t i = 0; i < 3 * comm_size; i += 2) std::memcpy(&host[layout.lamport + i], &protocol::kNegZero16, 2);
+  for (std::uint64_t i = 0; i < 3 * comm_size; i += 2)
+    std::memcpy(&host[layout.lamport + i], &protocol::kNegZero16, 2);
   for (std::uint64_t g : layout.guards)
-    for (std::uint64_t i = 0; i < kGuardBytes; i += 8) std::memcpy(&host[g + i], &protocol::kGuardWord, 8);
+    for (std::uint64_t i = 0; i < kGuardBytes; i += 8)
+      std::memcpy(&host[g + i], &protocol::kGuardWord, 8);
   FC_CUDA_CHECK(cudaMemcpy(shared_, host.data(), layout.total, cudaMemcpyHostToDevice));
 
   // Private: [guard u64][int ctrl[5], pad][guard u64], then the pointer table.
@@ -90,7 +93,8 @@ FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size, std::
   for (int r = 0; r < ranks_; ++r) table.push_back(peers_->of(r) + layout.lamport);
   table.push_back(static_cast<std::uint8_t*>(private_) + 8);  // ctrl
   table_ = reinterpret_cast<void**>(static_cast<std::uint8_t*>(private_) + kPrivateBytes);
-  FC_CUDA_CHECK(cudaMemcpy(table_, table.data(), table.size() * sizeof(void*), cudaMemcpyHostToDevice));
+  FC_CUDA_CHECK(
+      cudaMemcpy(table_, table.data(), table.size() * sizeof(void*), cudaMemcpyHostToDevice));
   FC_CUDA_CHECK(cudaDeviceSynchronize());
   bootstrap.barrier("FlashInfer workspace initialised");  // invariant 12: nobody pushes before this
 }
@@ -101,7 +105,9 @@ FiWorkspace::~FiWorkspace() {
   if (private_ != nullptr) (void)cudaFree(private_);
 }
 
-std::uint8_t* FiWorkspace::lamport() const { return static_cast<std::uint8_t*>(shared_) + lamport_offset_; }
+std::uint8_t* FiWorkspace::lamport() const {
+  return static_cast<std::uint8_t*>(shared_) + lamport_offset_;
+}
 std::uint8_t* FiWorkspace::peer_lamport(int r) const { return peers_->of(r) + lamport_offset_; }
 
 void FiWorkspace::fill_lamport_sentinel() {
@@ -110,7 +116,9 @@ void FiWorkspace::fill_lamport_sentinel() {
   FC_CUDA_CHECK(cudaMemcpy(lamport(), host.data(), 3 * comm_size_, cudaMemcpyHostToDevice));
   FC_CUDA_CHECK(cudaDeviceSynchronize());
 }
-std::uint8_t* FiWorkspace::barrier_flags() const { return static_cast<std::uint8_t*>(shared_) + barrier_offset_; }
+std::uint8_t* FiWorkspace::barrier_flags() const {
+  return static_cast<std::uint8_t*>(shared_) + barrier_offset_;
+}
 
 k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
   FC_CUDA_CHECK(cudaDeviceSynchronize());
@@ -128,15 +136,18 @@ k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
   s.control.comm_size = static_cast<std::uint64_t>(static_cast<std::uint32_t>(ctrl[3]));
   s.control.clear_size = static_cast<std::uint64_t>(static_cast<std::uint32_t>(ctrl[4]));
   s.barrier_flags.resize(static_cast<std::size_t>(kBarrierRows) * ranks_);
-  FC_CUDA_CHECK(cudaMemcpy(s.barrier_flags.data(), barrier_flags(), s.barrier_flags.size() * 4, cudaMemcpyDeviceToHost));
+  FC_CUDA_CHECK(cudaMemcpy(s.barrier_flags.data(), barrier_flags(), s.barrier_flags.size() * 4,
+                           cudaMemcpyDeviceToHost));
   if (copy == k::LamportCopy::with_buffers) {
     s.lamport.resize(3 * comm_size_);
-    FC_CUDA_CHECK(cudaMemcpy(s.lamport.data(), lamport(), s.lamport.size(), cudaMemcpyDeviceToHost));
+    FC_CUDA_CHECK(
+        cudaMemcpy(s.lamport.data(), lamport(), s.lamport.size(), cudaMemcpyDeviceToHost));
   }
   s.buffer_guards_intact = true;
   std::vector<std::uint8_t> guard(kGuardBytes);
   for (std::uint64_t g : guard_offsets_) {
-    FC_CUDA_CHECK(cudaMemcpy(guard.data(), static_cast<std::uint8_t*>(shared_) + g, kGuardBytes, cudaMemcpyDeviceToHost));
+    FC_CUDA_CHECK(cudaMemcpy(guard.data(), static_cast<std::uint8_t*>(shared_) + g, kGuardBytes,
+                             cudaMemcpyDeviceToHost));
     for (std::uint64_t i = 0; i < kGuardBytes; i += 8)
       s.buffer_guards_intact &= std::memcmp(&guard[i], &protocol::kGuardWord, 8) == 0;
   }
@@ -157,16 +168,20 @@ FlashInferKernels::~FlashInferKernels() {
 }
 
 std::string FlashInferKernels::name() const {
-  const std::string source = bf16_.release[0] != '\0' ? "flashinfer-python " + std::string(bf16_.release) : kSource;
+  const std::string source =
+      bf16_.release[0] != '\0' ? "flashinfer-python " + std::string(bf16_.release) : kSource;
   return "FlashInfer allreduce fusion (" + source + ")" +
-         (patch_ == protocol::Mutant::none ? std::string() : ", patched: " + std::string(protocol::mutant_id(patch_)));
+         (patch_ == protocol::Mutant::none
+              ? std::string()
+              : ", patched: " + std::string(protocol::mutant_id(patch_)));
 }
 
 std::vector<protocol::Mutant> FlashInferKernels::mutants() const {
   std::vector<protocol::Mutant> out;
   if (bf16_.release[0] != '\0') return out;  // other releases are not patched
   for (const Instance& i : kInstances)
-    if (i.mutant != protocol::Mutant::none && std::find(out.begin(), out.end(), i.mutant) == out.end())
+    if (i.mutant != protocol::Mutant::none &&
+        std::find(out.begin(), out.end(), i.mutant) == out.end())
       out.push_back(i.mutant);
   return out;
 }
@@ -181,14 +196,18 @@ std::vector<std::pair<protocol::Mutant, std::string>> FlashInferKernels::mutants
 
 void FlashInferKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
   if (fp32_lamport)
-    throw k::InvalidLaunch("FlashInfer uses fp32 Lamport elements only with fp32 inputs (use_fp32_lamport == "
-                           "(dtype == float32))");
+    throw k::InvalidLaunch(
+        "FlashInfer uses fp32 Lamport elements only with fp32 inputs (use_fp32_lamport == "
+        "(dtype == float32))");
   const int n = bootstrap_.size();
   // As FlashInfer sizes it: one Lamport buffer holds every rank's slot of the largest call.
-  const std::uint64_t comm_size = std::max<std::uint64_t>(64u << 10, std::bit_ceil(n * max_elems_per_rank * 2));
+  const std::uint64_t comm_size =
+      std::max<std::uint64_t>(64u << 10, std::bit_ceil(n * max_elems_per_rank * 2));
   if (comm_size >= kMaxCommSize)
-    throw k::InvalidLaunch("FlashInfer's Lamport buffer must stay below 1 GiB (its clear_offset * comm_size is an int "
-                           "product); this run needs " + std::to_string(comm_size) + " bytes");
+    throw k::InvalidLaunch(
+        "FlashInfer's Lamport buffer must stay below 1 GiB (its clear_offset * comm_size is an int "
+        "product); this run needs " +
+        std::to_string(comm_size) + " bytes");
   // Workspaces are kept by size class; the two-shot buffer (this rank's input, then the
   // reduced rows: 2 x size elements) gets the class's size too, which holds N >= 2 of them.
   auto& slot = workspaces_[comm_size];
@@ -202,8 +221,9 @@ void FlashInferKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamp
 float* FlashInferKernels::scale_on_device(float value, cudaStream_t stream) {
   if (auto it = scales_.find(value); it != scales_.end()) return it->second;
   if (HostBoundedWait::capturing(stream))
-    throw k::InvalidLaunch("a new quantisation scale inside a CUDA graph capture (FlashInfer reads it from device "
-                           "memory; the adapter places it there outside a capture)");
+    throw k::InvalidLaunch(
+        "a new quantisation scale inside a CUDA graph capture (FlashInfer reads it from device "
+        "memory; the adapter places it there outside a capture)");
   float* ptr = nullptr;
   FC_CUDA_CHECK(cudaMalloc(&ptr, sizeof(float)));
   FC_CUDA_CHECK(cudaMemcpy(ptr, &value, sizeof(float), cudaMemcpyHostToDevice));
@@ -222,7 +242,8 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   if (p.ranks != current_->ranks() || p.rank != current_->rank())
     throw k::InvalidLaunch("FlashInfer adapter: the call's ranks differ from the workspace's");
   if (!instance->has_ranks(p.ranks))
-    throw k::InvalidLaunch("this FlashInfer instance is built for other rank counts than " + std::to_string(p.ranks));
+    throw k::InvalidLaunch("this FlashInfer instance is built for other rank counts than " +
+                           std::to_string(p.ranks));
   if (p.cluster != k::ClusterMode::automatic)
     throw k::InvalidLaunch("FlashInfer chooses its cluster size itself (no forced cluster path)");
   if (cc_major_ == 0) {  // once: no device query on the timed launch path (gpu bench)
@@ -231,16 +252,18 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
     FC_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, device));
   }
   if (p.pattern == k::Pattern::nvfp4 && cc_major_ < 10)
-    throw k::InvalidLaunch("pattern nvfp4 needs sm_100 or newer (FlashInfer's conversion writes zeros below it)");
+    throw k::InvalidLaunch(
+        "pattern nvfp4 needs sm_100 or newer (FlashInfer's conversion writes zeros below it)");
   const std::uint64_t elems = static_cast<std::uint64_t>(p.tokens) * p.hidden;
   if (!protocol::fits_lamport_buffer(p.ranks, elems, 2, current_->comm_size()))
-    throw k::InvalidLaunch("tokens x hidden beyond the FlashInfer workspace (" + std::to_string(current_->comm_size()) +
-                           " bytes per Lamport buffer)");
+    throw k::InvalidLaunch("tokens x hidden beyond the FlashInfer workspace (" +
+                           std::to_string(current_->comm_size()) + " bytes per Lamport buffer)");
   if (twoshot && 2 * elems * 2 > current_->comm_size())
     throw k::InvalidLaunch("tokens x hidden beyond the FlashInfer two-shot buffer");
   if (twoshot && p.tokens <= p.ranks)
-    throw k::InvalidLaunch("FlashInfer's two-shot needs more tokens than ranks (its Python API asserts "
-                           "token_num > world_size)");
+    throw k::InvalidLaunch(
+        "FlashInfer's two-shot needs more tokens than ranks (its Python API asserts "
+        "token_num > world_size)");
 
   FiCall c;
   c.nranks = p.ranks;
@@ -259,8 +282,10 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   c.norm_out = p.norm_out;
   c.quant_out = p.quant_out;
   c.scale_out = p.scale_out;
-  if (p.pattern == k::Pattern::fp8_static) c.scale_factor = scale_on_device(1.0f / p.fp8_inv_scale, stream);
-  if (p.pattern == k::Pattern::nvfp4) c.scale_factor = scale_on_device(p.nvfp4_global_scale, stream);
+  if (p.pattern == k::Pattern::fp8_static)
+    c.scale_factor = scale_on_device(1.0f / p.fp8_inv_scale, stream);
+  if (p.pattern == k::Pattern::nvfp4)
+    c.scale_factor = scale_on_device(p.nvfp4_global_scale, stream);
   c.eps = p.eps;
   c.weight_bias = p.weight_bias;
   c.oneshot = !twoshot;
@@ -274,9 +299,11 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   char message[512] = {};
   const cudaError_t e = instance->launch(c, message, sizeof(message));
   if (e == cudaErrorNotSupported)
-    throw k::InvalidLaunch("FlashInfer instance has no kernel for pattern " + std::string(k::pattern_name(p.pattern)) +
-                           " with " + std::to_string(p.ranks) + " ranks");
-  if (e == cudaErrorInvalidValue && message[0] != '\0') throw k::InvalidLaunch("FlashInfer: " + check_text(message));
+    throw k::InvalidLaunch("FlashInfer instance has no kernel for pattern " +
+                           std::string(k::pattern_name(p.pattern)) + " with " +
+                           std::to_string(p.ranks) + " ranks");
+  if (e == cudaErrorInvalidValue && message[0] != '\0')
+    throw k::InvalidLaunch("FlashInfer: " + check_text(message));
   k::cuda_check(e, "FlashInfer allreduce_fusion launch");
   PendingCall call;
   call.twoshot = twoshot;
@@ -288,7 +315,8 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
 
 void FlashInferKernels::wait(cudaStream_t stream) {
   waiter_.wait(
-      stream, current_->rank(), [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
+      stream, current_->rank(),
+      [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_current_call(); });
 }
 
@@ -304,17 +332,20 @@ k::HangRecord FlashInferKernels::record_hang(const PendingCall& call, double sec
     hang.what = k::HangSite::host_bound_lamport;
     hang.flag = static_cast<std::uint32_t>(ctrl[2]);
     std::vector<std::uint16_t> data(static_cast<std::size_t>(n) * call.elems);
-    const std::uint8_t* buffer = current_->lamport() + static_cast<std::uint64_t>(ctrl[2] % 3) * current_->comm_size();
+    const std::uint8_t* buffer =
+        current_->lamport() + static_cast<std::uint64_t>(ctrl[2] % 3) * current_->comm_size();
     waiter_.read_back(data.data(), buffer, data.size() * 2, "hang: data");
     if (const std::size_t index = first_sentinel(data); index < data.size()) {
       hang.awaited_slot = static_cast<std::uint32_t>(index / call.elems);
-      hang.token = static_cast<std::uint32_t>((index % call.elems) / static_cast<std::uint64_t>(call.hidden));
+      hang.token = static_cast<std::uint32_t>((index % call.elems) /
+                                              static_cast<std::uint64_t>(call.hidden));
     }
   } else {
     hang.what = k::HangSite::host_bound_twoshot;
     hang.flag = static_cast<std::uint32_t>(ctrl[1]);
     std::vector<std::int32_t> flags(static_cast<std::size_t>(kBarrierRows) * n);
-    waiter_.read_back(flags.data(), current_->barrier_flags(), flags.size() * 4, "hang: barrier flags");
+    waiter_.read_back(flags.data(), current_->barrier_flags(), flags.size() * 4,
+                      "hang: barrier flags");
     const std::int32_t previous = ctrl[1];  // the flag the call started from
     const auto it = std::find(flags.begin(), flags.end(), previous);
     if (it != flags.end()) {
@@ -331,7 +362,8 @@ k::HangRecord FlashInferKernels::record_hang(const PendingCall& call, double sec
 // workspace is not trusted afterwards (the runner resets it).
 void FlashInferKernels::release_current_call() {
   waiter_.fill(current_->lamport(), 3 * current_->comm_size(), 0x3F80u, 2);
-  waiter_.fill(current_->barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * current_->ranks() * 4, 3u, 4);
+  waiter_.fill(current_->barrier_flags(),
+               static_cast<std::uint64_t>(kBarrierRows) * current_->ranks() * 4, 3u, 4);
 }
 
 void FlashInferKernels::reset() {

@@ -31,7 +31,7 @@ class FiWorkspace {
   std::uint64_t comm_size() const { return comm_size_; }
   void** table() const { return table_; }
   void* ctrl() const { return static_cast<std::uint8_t*>(private_) + 8; }
-  std::uint8_t* lamport() const;        // my 3 x comm_size bytes
+  std::uint8_t* lamport() const;            // my 3 x comm_size bytes
   std::uint8_t* peer_lamport(int r) const;  // rank r's 3 x comm_size bytes, mapped here
   // Every element of my Lamport buffers -0 again (16-bit), then synchronises the device; the
   // caller makes it collective (a barrier after it, all ranks idle).
@@ -55,8 +55,8 @@ class FiWorkspace {
 class FlashInferKernels final : public gpu::KernelUnderTest {
  public:
   // instance_f16 may be null (the patched copies are bf16 only).
-  FlashInferKernels(kernels::Bootstrap& bootstrap, const Instance& instance_bf16, const Instance* instance_f16,
-                    protocol::Mutant patch);
+  FlashInferKernels(kernels::Bootstrap& bootstrap, const Instance& instance_bf16,
+                    const Instance* instance_f16, protocol::Mutant patch);
   ~FlashInferKernels() override;
 
   std::string name() const override;
@@ -70,8 +70,8 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
     // What the tree has, from its compile probes (an older release lacks these).
     t.weight_bias = bf16_.weight_bias;
     if (!bf16_.dynamic_fp8)
-      t.patterns = {kernels::Pattern::allreduce, kernels::Pattern::residual_rmsnorm, kernels::Pattern::fp8_static,
-                    kernels::Pattern::nvfp4};
+      t.patterns = {kernels::Pattern::allreduce, kernels::Pattern::residual_rmsnorm,
+                    kernels::Pattern::fp8_static, kernels::Pattern::nvfp4};
     return t;
   }
   std::vector<protocol::Mutant> mutants() const override;
@@ -79,14 +79,18 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   // The flag advanced early shows only to a block that starts after block 0 has finished:
   // FlashInfer's kernels take no delays of their own, so the adapter's staggered starts
   // (pause_before) must be frequent and long for it.
-  bool mutant_needs_late_blocks(protocol::Mutant m) const override { return m == protocol::Mutant::flag_before_arrival; }
+  bool mutant_needs_late_blocks(protocol::Mutant m) const override {
+    return m == protocol::Mutant::flag_before_arrival;
+  }
   // The two-shot barrier's store order shows only on two-shot calls.
   bool mutant_in_twoshot_only(protocol::Mutant m) const override {
     return m == protocol::Mutant::revert_0_7_2_twoshot_barrier_order;
   }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
-  kernels::ControlState read_state(kernels::LamportCopy lamport) override { return current_->read_state(lamport); }
+  kernels::ControlState read_state(kernels::LamportCopy lamport) override {
+    return current_->read_state(lamport);
+  }
   void wait(cudaStream_t stream) override;
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }

@@ -19,10 +19,16 @@ namespace {
 // As our kernels' ~1 s budget, with room for a slow peer; the release needs only copies.
 constexpr auto kWaitBudget = std::chrono::seconds(2);
 constexpr auto kReleaseBudget = std::chrono::seconds(10);
+constexpr std::uint64_t kStagingBytes = 1u << 20;
 }  // namespace
 
 HostBoundedWait::HostBoundedWait(std::string kernel) : kernel_(std::move(kernel)) {
   FC_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  FC_CUDA_CHECK(cudaStreamCreateWithFlags(&copies_, cudaStreamNonBlocking));
+  FC_CUDA_CHECK(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
+  // Allocated up front: nothing on the release path may wait for the GPU to go idle.
+  FC_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&staging_), kStagingBytes));
+  preload_device_kernels();
 }
 
 HostBoundedWait::~HostBoundedWait() {
@@ -30,6 +36,8 @@ HostBoundedWait::~HostBoundedWait() {
     if (call.done != nullptr) (void)cudaEventDestroy(call.done);
   for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
+  (void)cudaEventDestroy(copied_);
+  (void)cudaStreamDestroy(copies_);
   (void)cudaStreamDestroy(side_);
 }
 
@@ -77,7 +85,8 @@ void HostBoundedWait::done() {
   pending_.clear();
 }
 
-void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record, const std::function<void()>& release) {
+void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record,
+                           const std::function<void()>& release) {
   const auto start = Clock::now();
   if (finished_by(stream, start + kWaitBudget)) return done();
   hang_ = record(stuck_call(), std::chrono::duration<double>(Clock::now() - start).count());
@@ -87,21 +96,43 @@ void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record, 
                      " still running after its buffers were released: " + k::describe(hang_));
 }
 
+// The copies beside a stuck kernel run on their own stream through pinned staging: on the
+// hog's stream they would queue behind hog blocks that the stuck kernel keeps off the SMs,
+// and a pageable copy may wait for more than its own stream. Bounded all the same.
+void HostBoundedWait::copies_done(const char* what) {
+  k::cuda_check(cudaEventRecord(copied_, copies_), what);
+  const auto deadline = Clock::now() + kReleaseBudget;
+  for (;;) {
+    const cudaError_t e = cudaEventQuery(copied_);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) k::cuda_check(e, what);
+    if (Clock::now() >= deadline)
+      throw k::CudaError(kernel_ + ": " + what + " did not complete within " +
+                         std::to_string(kReleaseBudget.count()) + " s beside the stuck kernel");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void HostBoundedWait::read_back(void* dst, const void* src, std::size_t bytes, const char* what) {
-  k::cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, side_), what);
-  k::cuda_check(cudaStreamSynchronize(side_), what);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  for (std::size_t off = 0; off < bytes; off += kStagingBytes) {
+    const std::size_t n = std::min<std::size_t>(kStagingBytes, bytes - off);
+    k::cuda_check(cudaMemcpyAsync(staging_, in + off, n, cudaMemcpyDeviceToHost, copies_), what);
+    copies_done(what);
+    std::memcpy(out + off, staging_, n);
+  }
 }
 
 void HostBoundedWait::fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width) {
-  constexpr std::uint64_t kChunk = 1u << 20;
-  if (staging_ == nullptr) k::cuda_check(cudaMallocHost(reinterpret_cast<void**>(&staging_), kChunk), "release staging");
-  for (std::uint64_t i = 0; i < kChunk; i += static_cast<std::uint64_t>(width))
+  for (std::uint64_t i = 0; i < kStagingBytes; i += static_cast<std::uint64_t>(width))
     std::memcpy(staging_ + i, &value, static_cast<std::size_t>(width));
-  for (std::uint64_t off = 0; off < bytes; off += kChunk) {
-    k::cuda_check(cudaMemcpyAsync(dst + off, staging_, std::min(kChunk, bytes - off), cudaMemcpyHostToDevice, side_),
+  for (std::uint64_t off = 0; off < bytes; off += kStagingBytes) {
+    k::cuda_check(cudaMemcpyAsync(dst + off, staging_, std::min(kStagingBytes, bytes - off),
+                                  cudaMemcpyHostToDevice, copies_),
                   "release copy");
-    k::cuda_check(cudaStreamSynchronize(side_), "release copy");  // the staging buffer is rewritten next
   }
+  copies_done("release copy");  // the staging buffer is not rewritten in between
 }
 
 k::HangRecord hang_base(int rank, const PendingCall& stuck, double seconds) {
@@ -116,7 +147,8 @@ k::HangRecord hang_base(int rank, const PendingCall& stuck, double seconds) {
   return h;
 }
 
-std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t skip_from, std::size_t skip_to) {
+std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t skip_from,
+                           std::size_t skip_to) {
   for (std::size_t i = 0; i < data.size(); ++i) {
     if (i == skip_from && skip_to > skip_from) i = skip_to;
     if (i < data.size() && data[i] == protocol::kNegZero16) return i;
@@ -131,8 +163,10 @@ std::string check_text(const std::string& message) {
   return message.substr(0, at + 1) + ": " + message.substr(line + 2);
 }
 
-void reset_on_every_rank(k::Bootstrap& bootstrap, const std::string& kernel, const std::function<void()>& drop) {
-  if (cudaDeviceSynchronize() != cudaSuccess) throw k::CudaError("cudaDeviceSynchronize before the " + kernel + " reset");
+void reset_on_every_rank(k::Bootstrap& bootstrap, const std::string& kernel,
+                         const std::function<void()>& drop) {
+  if (cudaDeviceSynchronize() != cudaSuccess)
+    throw k::CudaError("cudaDeviceSynchronize before the " + kernel + " reset");
   bootstrap.barrier((kernel + " reset: all ranks idle").c_str());
   drop();
   bootstrap.barrier((kernel + " reset: all ranks released").c_str());
@@ -147,7 +181,8 @@ void HostBoundedWait::stagger_next_start(std::uint32_t spread_ns) {
   launch_sm_hog(spread_ns, sm_count_, side_);
 }
 
-void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_t stream, HostBoundedWait& waiter) {
+void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_t stream,
+                  HostBoundedWait& waiter) {
   // Behind a PDL producer nothing may come between it and the call (the producer's own delay
   // staggers the ranks instead).
   if (p.delay_seed == 0 || p.follows_pdl_producer) return;
@@ -157,8 +192,7 @@ void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_
   // graph capture only the capturing stream's work is recorded: pause there.
   if (staggered_start_for(p.delay_seed, p.rank, call_index) && !HostBoundedWait::capturing(stream))
     waiter.stagger_next_start(ns);
-  else
-    launch_pause(ns, stream);
+  else launch_pause(ns, stream);
 }
 
 }  // namespace fusioncheck::adapters::fi

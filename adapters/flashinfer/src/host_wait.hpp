@@ -24,7 +24,7 @@ struct PendingCall {
   std::uint64_t elems = 0;  // tokens x hidden
   int hidden = 1;
   std::uint32_t call_index = 0;
-  std::uint32_t flag = 0;   // the Lamport flag the call ran with, where the host knows it
+  std::uint32_t flag = 0;  // the Lamport flag the call ran with, where the host knows it
 };
 
 class HostBoundedWait {
@@ -43,11 +43,13 @@ class HostBoundedWait {
   // stuck call from its buffers (read with read_back while the kernel runs), `release` lets the
   // kernel finish (fill), then the wait goes on (10 s) and throws CudaError if it still runs.
   using Record = std::function<kernels::HangRecord(const PendingCall& stuck, double seconds)>;
-  void wait(cudaStream_t stream, int rank, const Record& record, const std::function<void()>& release);
+  void wait(cudaStream_t stream, int rank, const Record& record,
+            const std::function<void()>& release);
   kernels::HangRecord hang() const { return hang_; }
   void clear_hang() { hang_ = kernels::HangRecord{}; }
 
-  // Copies on the side stream, beside a running kernel (the copy engine, not an SM).
+  // Copies beside a running kernel (the copy engine, not an SM), on a stream of their own;
+  // each ends within the release budget or throws CudaError.
   void read_back(void* dst, const void* src, std::size_t bytes, const char* what);
   void fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
   // An SM hog on the side stream (launch_sm_hog), beside the next call on another stream.
@@ -56,12 +58,15 @@ class HostBoundedWait {
  private:
   using Clock = std::chrono::steady_clock;
   bool finished_by(cudaStream_t stream, Clock::time_point deadline) const;
+  void copies_done(const char* what);
   PendingCall stuck_call() const;
   void done();
 
   std::string kernel_;
-  cudaStream_t side_ = nullptr;
-  std::uint8_t* staging_ = nullptr;  // pinned, for fill
+  cudaStream_t side_ = nullptr;    // the SM hog's
+  cudaStream_t copies_ = nullptr;  // read-back and release copies
+  cudaEvent_t copied_ = nullptr;
+  std::uint8_t* staging_ = nullptr;  // pinned, for read_back and fill
   int sm_count_ = 0;                 // of this rank's GPU, read on the first hog
   std::vector<PendingCall> pending_;
   std::vector<cudaEvent_t> spare_events_;
@@ -70,13 +75,15 @@ class HostBoundedWait {
 
 // Collective: waits until this rank's GPU is idle and every rank got there, runs `drop` (the
 // adapter forgets its workspaces), and meets the other ranks again before anyone goes on.
-void reset_on_every_rank(kernels::Bootstrap& bootstrap, const std::string& kernel, const std::function<void()>& drop);
+void reset_on_every_rank(kernels::Bootstrap& bootstrap, const std::string& kernel,
+                         const std::function<void()>& drop);
 
 // The fields of a hang record every adapter fills alike: rank, call, cycles at this GPU's clock.
 kernels::HangRecord hang_base(int rank, const PendingCall& stuck, double seconds);
 // Index of the first -0 (16-bit) in `data` past `skip_from`..`skip_to` (a slot the kernel
 // never writes); data.size() if none.
-std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t skip_from = 0, std::size_t skip_to = 0);
+std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t skip_from = 0,
+                           std::size_t skip_to = 0);
 // FLASHINFER_CHECK's text without the path of the header (it differs between machines), so
 // that refusals group by their reason.
 std::string check_text(const std::string& message);

@@ -33,11 +33,14 @@ std::string FlashInferLegacyKernels::name() const {
 }
 
 void FlashInferLegacyKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
-  if (fp32_lamport) throw k::InvalidLaunch("FlashInfer's older Lamport kernel has 16-bit Lamport elements only");
+  if (fp32_lamport)
+    throw k::InvalidLaunch("FlashInfer's older Lamport kernel has 16-bit Lamport elements only");
   const std::uint64_t n = static_cast<std::uint64_t>(bootstrap_.size());
-  const std::uint64_t bytes = std::bit_ceil(std::max<std::uint64_t>(64u << 10, n * std::min(max_elems_per_rank, kMaxElems) * 2));
+  const std::uint64_t bytes = std::bit_ceil(
+      std::max<std::uint64_t>(64u << 10, n * std::min(max_elems_per_rank, kMaxElems) * 2));
   Slot& slot = workspaces_[bytes];
-  if (!slot.buffers) slot.buffers = std::make_unique<FiWorkspace>(bootstrap_, bytes, 0);  // collective
+  if (!slot.buffers)
+    slot.buffers = std::make_unique<FiWorkspace>(bootstrap_, bytes, 0);  // collective
   current_ = &slot;
 }
 
@@ -54,7 +57,8 @@ void FlashInferLegacyKernels::clean_for(std::uint64_t elems) {
 }
 
 void FlashInferLegacyKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream_t stream) {
-  if (current_ == nullptr) throw k::InvalidLaunch("FlashInfer's older Lamport kernel: launch before prepare");
+  if (current_ == nullptr)
+    throw k::InvalidLaunch("FlashInfer's older Lamport kernel: launch before prepare");
   if (cc_major_ == 0) {
     int device = 0;
     FC_CUDA_CHECK(cudaGetDevice(&device));
@@ -63,16 +67,20 @@ void FlashInferLegacyKernels::launch(const k::FusedParams& p, bool twoshot, cuda
   if (const std::string why = flashinfer_legacy_refusal(p, twoshot, cc_major_); !why.empty())
     throw k::InvalidLaunch(why);
   if (p.ranks != ws().ranks() || p.rank != ws().rank())
-    throw k::InvalidLaunch("FlashInfer's older Lamport kernel: the call's ranks differ from the workspace's");
+    throw k::InvalidLaunch(
+        "FlashInfer's older Lamport kernel: the call's ranks differ from the workspace's");
   if (HostBoundedWait::capturing(stream))
-    throw k::InvalidLaunch("FlashInfer's older Lamport kernel in a CUDA graph: its flag is a kernel parameter, so a "
-                           "replay reuses the captured flags");
-  const std::uint64_t elems = static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.hidden);
+    throw k::InvalidLaunch(
+        "FlashInfer's older Lamport kernel in a CUDA graph: its flag is a kernel parameter, so a "
+        "replay reuses the captured flags");
+  const std::uint64_t elems =
+      static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.hidden);
   if (elems != current_->layout_elems && !waiter_.idle())
-    throw k::InvalidLaunch("FlashInfer's older Lamport kernel: tokens x hidden changed from " +
-                           std::to_string(current_->layout_elems) + " to " + std::to_string(elems) +
-                           " without a host sync (it clears by the current call's layout: the buffers must be "
-                           "re-initialised with every rank idle)");
+    throw k::InvalidLaunch(
+        "FlashInfer's older Lamport kernel: tokens x hidden changed from " +
+        std::to_string(current_->layout_elems) + " to " + std::to_string(elems) +
+        " without a host sync (it clears by the current call's layout: the buffers must be "
+        "re-initialised with every rank idle)");
   if (static_cast<std::uint64_t>(p.ranks) * elems * 2 > ws().comm_size())
     throw k::InvalidLaunch("tokens x hidden beyond the prepared Lamport buffers");
   clean_for(elems);
@@ -98,7 +106,8 @@ void FlashInferLegacyKernels::launch(const k::FusedParams& p, bool twoshot, cuda
   pause_before(p, call_index, stream, waiter_);
   char message[512] = {};
   const cudaError_t e = fc_fi_legacy_launch(c, message, sizeof(message));
-  if (e == cudaErrorInvalidValue && message[0] != '\0') throw k::InvalidLaunch("FlashInfer: " + check_text(message));
+  if (e == cudaErrorInvalidValue && message[0] != '\0')
+    throw k::InvalidLaunch("FlashInfer: " + check_text(message));
   k::cuda_check(e, "FlashInfer older Lamport launch");
   ++current_->flag;  // +1 per call on every rank, as its callers keep it
   PendingCall call;
@@ -150,7 +159,8 @@ k::LamportScan FlashInferLegacyKernels::scan_lamport(const k::LamportScanRequest
 
 void FlashInferLegacyKernels::wait(cudaStream_t stream) {
   waiter_.wait(
-      stream, ws().rank(), [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
+      stream, ws().rank(),
+      [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       // Lets the stuck kernel finish: a value that is no sentinel (bf16 1.0, fp16 1.875) in
       // every element of this rank's buffers; the runner resets the workspace afterwards.
       [this] { waiter_.fill(ws().lamport(), 3 * ws().comm_size(), 0x3F80u, 2); });
@@ -169,7 +179,8 @@ k::HangRecord FlashInferLegacyKernels::record_hang(const PendingCall& call, doub
   const std::size_t own = static_cast<std::size_t>(r) * call.elems;
   if (const std::size_t index = first_sentinel(data, own, own + call.elems); index < data.size()) {
     hang.awaited_slot = static_cast<std::uint32_t>(index / call.elems);
-    hang.token = static_cast<std::uint32_t>((index % call.elems) / static_cast<std::uint64_t>(call.hidden));
+    hang.token =
+        static_cast<std::uint32_t>((index % call.elems) / static_cast<std::uint64_t>(call.hidden));
   }
   return hang;
 }

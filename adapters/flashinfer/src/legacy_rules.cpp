@@ -12,8 +12,9 @@ namespace {
 
 namespace k = kernels;
 
-constexpr int kMaxTokens = 16;      // details::kLamportTokenNumThreshold (L45)
-constexpr int kMaxClusterSize = 8;  // min(GetMaxClusterSize(...), 8): the portable limit on H100/H200
+constexpr int kMaxTokens = 16;  // details::kLamportTokenNumThreshold (L45)
+constexpr int kMaxClusterSize =
+    8;  // min(GetMaxClusterSize(...), 8): the portable limit on H100/H200
 
 }  // namespace
 
@@ -40,23 +41,25 @@ gpu::KernelTraits flashinfer_legacy_traits() {
   for (int h = 256; h <= gpu::CaseLimits::kMaxHidden; h += 256)
     if (flashinfer_legacy_runs_hidden(h)) t.hidden_sizes.push_back(h);
   t.patterns = {k::Pattern::residual_rmsnorm};
-  t.fp32_accumulation = false;  // vec_add rounds to T after every add
-  t.weight_bias = false;        // plain gamma
-  t.early_trigger = false;      // it triggers at its very end
-  t.graph_replay = false;       // the flag is a kernel parameter: a replay reuses it
+  t.fp32_accumulation = false;           // vec_add rounds to T after every add
+  t.weight_bias = false;                 // plain gamma
+  t.early_trigger = false;               // it triggers at its very end
+  t.graph_replay = false;                // the flag is a kernel parameter: a replay reuses it
   t.shape_changes_without_sync = false;  // it clears by the current call's layout
-  t.neg_zero_inputs = false;    // remove_neg_zero is never called: a -0 input hangs the peers
-  t.rotated_reduction = true;   // rank r sums r, r + 1, ... (Reducer<T, R, true>::allreduce)
+  t.neg_zero_inputs = false;   // remove_neg_zero is never called: a -0 input hangs the peers
+  t.rotated_reduction = true;  // rank r sums r, r + 1, ... (Reducer<T, R, true>::allreduce)
   return t;
 }
 
 std::string flashinfer_legacy_refusal(const k::FusedParams& p, bool twoshot, int cc_major) {
-  if (twoshot) return "FlashInfer's older Lamport kernel is one-shot only (its two-shot kernels need other buffers)";
+  if (twoshot)
+    return "FlashInfer's older Lamport kernel is one-shot only (its two-shot kernels need other buffers)";
   if (p.dtype != k::DType::bf16 && p.dtype != k::DType::f16)
     return "FlashInfer's older Lamport kernel: inputs are bf16 or f16";
   if (p.fp32_lamport) return "FlashInfer's older Lamport kernel has 16-bit Lamport elements only";
   if (p.ranks != 2 && p.ranks != 4 && p.ranks != 8)
-    return "FlashInfer's older Lamport kernel is built here for 2, 4 or 8 ranks, not " + std::to_string(p.ranks);
+    return "FlashInfer's older Lamport kernel is built here for 2, 4 or 8 ranks, not " +
+           std::to_string(p.ranks);
   if (p.pattern != k::Pattern::residual_rmsnorm)
     return "FlashInfer's older Lamport kernel runs residual + RMSNorm only, not pattern " +
            std::string(k::pattern_name(p.pattern));
@@ -67,9 +70,12 @@ std::string flashinfer_legacy_refusal(const k::FusedParams& p, bool twoshot, int
     return "FlashInfer's older Lamport kernel: hidden=" + std::to_string(p.hidden) +
            " is not covered exactly by its grid (hidden must be cluster x block x 8; e.g. 256..3840 in steps "
            "of 256, 4096, 5120, 6144, 7168, 8192, 10240)";
-  if (p.fp32_accumulation) return "FlashInfer's older Lamport kernel rounds after every add (no fp32 accumulation)";
-  if (p.weight_bias != 0.0f) return "FlashInfer's older Lamport kernel multiplies by plain gamma (weight_bias 0 only)";
-  if (p.trigger != k::Trigger::at_end) return "FlashInfer's older Lamport kernel triggers its dependents at its end only";
+  if (p.fp32_accumulation)
+    return "FlashInfer's older Lamport kernel rounds after every add (no fp32 accumulation)";
+  if (p.weight_bias != 0.0f)
+    return "FlashInfer's older Lamport kernel multiplies by plain gamma (weight_bias 0 only)";
+  if (p.trigger != k::Trigger::at_end)
+    return "FlashInfer's older Lamport kernel triggers its dependents at its end only";
   if (p.cluster != k::ClusterMode::automatic)
     return "FlashInfer's older Lamport kernel chooses its cluster size itself (no forced cluster path)";
   if (cc_major != 0 && cc_major < 9)

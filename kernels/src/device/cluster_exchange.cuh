@@ -45,7 +45,8 @@ __device__ __forceinline__ void cluster_exchange_init(ClusterExchange& x) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0) {
     for (int b = 0; b < 2; ++b)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&x.arrived[b])) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&x.arrived[b]))
+                   : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncwarp();  // the aligned arrive below needs warp 0 converged again
@@ -70,14 +71,15 @@ __device__ __forceinline__ void cluster_exchange_wait_unused() {
 // The wait is bounded twice. Once `budget` cycles from the exchange's start have passed,
 // `expired` is set (the kernel writes its hang record after the row) and the wait goes on:
 // a block that left now could exit while a late block's value is on its way into its
-// shared memory, which kills the context (found by review; reproduced on an H200). The late
+// shared memory, which kills the context (reproduced on an H200). The late
 // value comes, since every wait before the exchange is bounded; the wait gives up only after
 // kExchangeGraceCycles more, where something other than a wait must hold the late block.
 inline constexpr unsigned long long kExchangeGraceCycles = 1ull << 33;  // about 4 s on an H200
 
 template <bool kMax>
 __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float value, int cluster_size,
-                                                  std::uint32_t use, unsigned long long budget, bool& expired) {
+                                                  std::uint32_t use, unsigned long long budget,
+                                                  bool& expired) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (use == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
   const std::uint32_t buf = use & 1u, parity = (use >> 1) & 1u;
@@ -89,9 +91,10 @@ __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float valu
   if (threadIdx.x < static_cast<unsigned>(cluster_size)) {  // thread i sends to block i
     const std::uint32_t to = threadIdx.x;
     const std::uint32_t slot = map_to_block(shared_address(&x.slot[buf][cluster_block_rank()]), to);
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(slot),
-                 "r"(__float_as_uint(value)), "r"(map_to_block(bar, to))
-                 : "memory");
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(slot),
+        "r"(__float_as_uint(value)), "r"(map_to_block(bar, to))
+        : "memory");
   }
   // try_wait suspends the thread until the phase completes or a time the hardware picks;
   // acquire at cluster scope, the scope of the other blocks' stores.
@@ -112,7 +115,11 @@ __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float valu
   for (int i = 0; i < cluster_size; ++i) r = kMax ? fmaxf(r, x.slot[buf][i]) : r + x.slot[buf][i];
   return r;
 #else
-  (void)x; (void)cluster_size; (void)use; (void)budget; (void)expired;
+  (void)x;
+  (void)cluster_size;
+  (void)use;
+  (void)budget;
+  (void)expired;
   return value;
 #endif
 }

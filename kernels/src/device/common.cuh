@@ -20,8 +20,7 @@ using detail::DeviceWorkspace;
 // Step 1: wait for the previous grid in the stream (a no-op when not launched with PDL).
 // pdl-wait-missing reproduces FlashInfer's guard: the wait exists only below sm_120;
 // no-pdl-wait has none on any architecture.
-template <Mutant M>
-__device__ __forceinline__ void pdl_wait() {
+template <Mutant M> __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (M == Mutant::no_pdl_wait) {
   } else if constexpr (M == Mutant::pdl_wait_missing) {
@@ -105,8 +104,7 @@ template <> __device__ __forceinline__ std::uint32_t bits_of<float>(float x) {
 }
 
 // Element i of a 16-byte vector of L, as bits and as float.
-template <typename L>
-__device__ __forceinline__ std::uint32_t elem_bits(const uint4& v, int i) {
+template <typename L> __device__ __forceinline__ std::uint32_t elem_bits(const uint4& v, int i) {
   if constexpr (sizeof(L) == 4) return word(v, i);
   else return (word(v, i / 2) >> (16 * (i % 2))) & 0xFFFFu;
 }
@@ -120,8 +118,7 @@ __device__ __forceinline__ void set_elem_bits(uint4& v, int i, std::uint32_t bit
     set_word(v, i / 2, (w & ~(0xFFFFu << shift)) | ((bits & 0xFFFFu) << shift));
   }
 }
-template <typename L>
-__device__ __forceinline__ float elem_float(const uint4& v, int i) {
+template <typename L> __device__ __forceinline__ float elem_float(const uint4& v, int i) {
   if constexpr (sizeof(L) == 4) return __uint_as_float(word(v, i));
   else return to_float<L>(bits_as<L>(elem_bits<L>(v, i)));
 }
@@ -147,8 +144,7 @@ __device__ __forceinline__ bool vector_has_sentinel(const uint4& v) {
   return any;
 }
 
-template <typename L, Mutant M>
-__device__ __forceinline__ uint4 canonicalize_vector(uint4 v) {
+template <typename L, Mutant M> __device__ __forceinline__ uint4 canonicalize_vector(uint4 v) {
   if constexpr (M == Mutant::no_canonicalize) return v;
   constexpr int kElems = 16 / sizeof(L);
 #pragma unroll
@@ -156,14 +152,14 @@ __device__ __forceinline__ uint4 canonicalize_vector(uint4 v) {
     if constexpr (sizeof(L) == 4)
       set_elem_bits<L>(v, i, protocol::canonicalize_bits32(elem_bits<L>(v, i)));
     else
-      set_elem_bits<L>(v, i, protocol::canonicalize_bits16(static_cast<std::uint16_t>(elem_bits<L>(v, i))));
+      set_elem_bits<L>(
+          v, i, protocol::canonicalize_bits16(static_cast<std::uint16_t>(elem_bits<L>(v, i))));
   }
   return v;
 }
 
 // The fill of a cleared slot. sentinel-width fills an fp32 buffer with the 16-bit pattern.
-template <typename L, Mutant M>
-__device__ __forceinline__ uint4 sentinel_vector() {
+template <typename L, Mutant M> __device__ __forceinline__ uint4 sentinel_vector() {
   std::uint32_t w;
   if constexpr (sizeof(L) == 4 && M != Mutant::sentinel_width) w = protocol::kNegZero32;
   else w = (std::uint32_t{protocol::kNegZero16} << 16) | protocol::kNegZero16;
@@ -199,10 +195,12 @@ __device__ __forceinline__ std::uint32_t mix32(std::uint32_t h) {
 
 // Every thread of a block pauses equally (no barrier needed); whether a rank pauses at a
 // point depends on (seed, rank, point, call), how long each block pauses also on the block.
-__device__ __forceinline__ void inject_delay(DelaySpec d, int rank, DelayPoint point, std::uint32_t call) {
+__device__ __forceinline__ void inject_delay(DelaySpec d, int rank, DelayPoint point,
+                                             std::uint32_t call) {
   if (d.seed == 0 || d.max_ns == 0) return;
-  const std::uint32_t rank_hash = mix32(d.seed ^ mix32(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^
-                                                       mix32(static_cast<std::uint32_t>(point) + 131u * call)));
+  const std::uint32_t rank_hash =
+      mix32(d.seed ^ mix32(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^
+                           mix32(static_cast<std::uint32_t>(point) + 131u * call)));
   if ((rank_hash & 1u) == 0u) return;
   std::uint32_t ns = mix32(rank_hash ^ (blockIdx.x + 1u) * 0x85ebca6bu) % d.max_ns;
   while (ns > 0) {  // __nanosleep takes at most about 1 ms per call
@@ -238,15 +236,21 @@ __device__ __forceinline__ void write_hang_record(const DeviceWorkspace& ws, con
 // Release at GPU scope: the thread's earlier loads and stores are performed before what
 // follows (an acq_rel fence is MEMBAR.ALL.GPU; __threadfence's sequentially consistent one,
 // MEMBAR.SC.GPU, orders more than the protocol needs and costs more).
-__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ void fence_acq_rel_gpu() {
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
 __device__ __forceinline__ std::uint32_t load_acquire_gpu_u32(const std::uint32_t* p) {
   std::uint32_t v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 // Two adjacent 64-bit words (16-byte aligned) read by one acquire load.
-__device__ __forceinline__ void load_acquire_gpu_v2_u64(const std::uint64_t* p, std::uint64_t& lo, std::uint64_t& hi) {
-  asm volatile("ld.acquire.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(p) : "memory");
+__device__ __forceinline__ void load_acquire_gpu_v2_u64(const std::uint64_t* p, std::uint64_t& lo,
+                                                        std::uint64_t& hi) {
+  asm volatile("ld.acquire.gpu.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(lo), "=l"(hi)
+               : "l"(p)
+               : "memory");
 }
 
 // One 8-byte relaxed store at GPU scope to an 8-byte aligned address (here: two adjacent
@@ -261,16 +265,14 @@ __device__ __forceinline__ std::uint32_t load_volatile_u32(const std::uint32_t* 
 
 // Two-shot barrier flags: full-word release stores and acquire loads at system scope.
 // barrier-no-release uses plain volatile accesses and no fences.
-template <Mutant M>
-__device__ __forceinline__ void store_flag(std::uint32_t* p, std::uint32_t v) {
+template <Mutant M> __device__ __forceinline__ void store_flag(std::uint32_t* p, std::uint32_t v) {
   if constexpr (M == Mutant::barrier_no_release) {
     *reinterpret_cast<volatile std::uint32_t*>(p) = v;
   } else {
     asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
   }
 }
-template <Mutant M>
-__device__ __forceinline__ std::uint32_t load_flag(const std::uint32_t* p) {
+template <Mutant M> __device__ __forceinline__ std::uint32_t load_flag(const std::uint32_t* p) {
   if constexpr (M == Mutant::barrier_no_release) {
     return load_volatile_u32(p);
   } else {
@@ -292,8 +294,7 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 // Every thread of the block gets the result; `scratch` holds 32 floats.
-template <bool kMax>
-__device__ __forceinline__ float block_reduce(float v, float* scratch) {
+template <bool kMax> __device__ __forceinline__ float block_reduce(float v, float* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warps = (blockDim.x + 31) / 32;
   v = kMax ? warp_max(v) : warp_sum(v);

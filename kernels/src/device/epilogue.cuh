@@ -52,17 +52,16 @@ struct EpilogueArgs {
 
 // The epilogue's part of a launch request; every launcher builds it the same way.
 inline EpilogueArgs epilogue_args(const FusedParams& p) {
-  return EpilogueArgs{p.tokens, p.hidden, p.pattern, p.fp32_accumulation, p.eps, p.weight_bias,
-                      p.fp8_inv_scale, p.nvfp4_global_scale, p.nvfp4_layout, p.residual_in,
-                      p.gamma, p.allreduce_out, p.residual_out, p.norm_out, p.quant_out,
-                      p.scale_out};
+  return EpilogueArgs{p.tokens,       p.hidden,      p.pattern,       p.fp32_accumulation,
+                      p.eps,          p.weight_bias, p.fp8_inv_scale, p.nvfp4_global_scale,
+                      p.nvfp4_layout, p.residual_in, p.gamma,         p.allreduce_out,
+                      p.residual_out, p.norm_out,    p.quant_out,     p.scale_out};
 }
 
 // What an instance compiled for scope S computes (choice.hpp): a plain instance knows at
 // compile time that the pattern is allreduce or residual + RMSNorm and the sum fp32, so the
 // code of the other patterns and of the per-add rounding is not in it.
-template <EpilogueScope S>
-__device__ __forceinline__ Pattern pattern_of(const EpilogueArgs& e) {
+template <EpilogueScope S> __device__ __forceinline__ Pattern pattern_of(const EpilogueArgs& e) {
   if constexpr (S == EpilogueScope::plain)
     return e.pattern == Pattern::allreduce ? Pattern::allreduce : Pattern::residual_rmsnorm;
   return e.pattern;
@@ -72,8 +71,7 @@ __device__ __forceinline__ bool fp32_accumulation_of(const EpilogueArgs& e) {
   return S == EpilogueScope::plain || e.fp32_accumulation;
 }
 
-template <typename T>
-__device__ __forceinline__ float round_to(float x) {
+template <typename T> __device__ __forceinline__ float round_to(float x) {
   return to_float<T>(from_float<T>(x));
 }
 
@@ -95,34 +93,37 @@ __device__ __forceinline__ void round_all_to(float (&x)[K], std::uint32_t (&pair
     pairs[k / 2] = bits_of<T>(p.x) | (bits_of<T>(p.y) << 16);
   }
 }
-template <typename T, int K>
-__device__ __forceinline__ void round_all_to(float (&x)[K]) {
+template <typename T, int K> __device__ __forceinline__ void round_all_to(float (&x)[K]) {
   std::uint32_t pairs[K / 2];
   round_all_to<T>(x, pairs);
 }
 
 // How process_row rounds its vectors: `pairs` through round_all_to (the fused kernels: 0.6-3.6 %
-// faster on one H200, docs/bench.md, session 16), `elements` one conversion per element,
+// faster on one H200), `elements` one conversion per element,
 // interleaved with the sums (the unfused baseline's norm kernel: 1 % slower with pairs, at 58
 // registers instead of 52, and a baseline runs its fastest build).
 enum class Rounding { pairs, elements };
 
 // K consecutive elements of T (K * 2 bytes: 16 or 8) as floats, and back.
 template <typename T, int K>
-__device__ __forceinline__ void load_row_vector(const void* base, std::uint64_t idx, float (&out)[K]) {
+__device__ __forceinline__ void load_row_vector(const void* base, std::uint64_t idx,
+                                                float (&out)[K]) {
   const T* p = static_cast<const T*>(base) + idx;
   if constexpr (K == 8) {
     const uint4 v = *reinterpret_cast<const uint4*>(p);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) out[k] = to_float<T>(bits_as<T>((word(v, k / 2) >> (16 * (k % 2))) & 0xFFFFu));
+    for (int k = 0; k < 8; ++k)
+      out[k] = to_float<T>(bits_as<T>((word(v, k / 2) >> (16 * (k % 2))) & 0xFFFFu));
   } else {
     const uint2 v = *reinterpret_cast<const uint2*>(p);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) out[k] = to_float<T>(bits_as<T>(((k < 2 ? v.x : v.y) >> (16 * (k % 2))) & 0xFFFFu));
+    for (int k = 0; k < 4; ++k)
+      out[k] = to_float<T>(bits_as<T>(((k < 2 ? v.x : v.y) >> (16 * (k % 2))) & 0xFFFFu));
   }
 }
 template <typename T, int K>
-__device__ __forceinline__ void store_row_vector(void* base, std::uint64_t idx, const float (&in)[K]) {
+__device__ __forceinline__ void store_row_vector(void* base, std::uint64_t idx,
+                                                 const float (&in)[K]) {
   T* p = static_cast<T*>(base) + idx;
   std::uint32_t w[K / 2];
 #pragma unroll
@@ -136,7 +137,8 @@ template <typename T, int K>
 __device__ __forceinline__ void store_row_pairs(void* base, std::uint64_t idx,
                                                 const std::uint32_t (&pairs)[K / 2]) {
   T* p = static_cast<T*>(base) + idx;
-  if constexpr (K == 8) *reinterpret_cast<uint4*>(p) = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  if constexpr (K == 8)
+    *reinterpret_cast<uint4*>(p) = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
   else *reinterpret_cast<uint2*>(p) = make_uint2(pairs[0], pairs[1]);
 }
 
@@ -163,12 +165,11 @@ struct RowReduction {
 
 // Sum (or max) of `v` over the row's blocks: the block, then the cluster's blocks in
 // cluster rank order. Every thread gets the result.
-template <bool kMax>
-__device__ __forceinline__ float row_reduce(float v, RowReduction& red) {
+template <bool kMax> __device__ __forceinline__ float row_reduce(float v, RowReduction& red) {
   const float b = block_reduce<kMax>(v, red.scratch);
   if (red.cluster_size == 1) return b;
-  return cluster_exchange<kMax>(*red.exchange, b, red.cluster_size, red.exchanges++, red.exchange_budget,
-                                 red.exchange_expired);
+  return cluster_exchange<kMax>(*red.exchange, b, red.cluster_size, red.exchanges++,
+                                red.exchange_budget, red.exchange_expired);
 }
 
 // NVFP4 of one 16-element block whose T-rounded norm values are at norm_out[idx..idx+16).
@@ -195,9 +196,12 @@ __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, in
   auto* out = static_cast<std::uint8_t*>(e.quant_out) + idx / 2;
   *reinterpret_cast<uint2*>(out) = make_uint2(packed[0], packed[1]);
   const std::uint64_t scale_cols = e.hidden / 16;
-  static_cast<std::uint8_t*>(e.scale_out)[protocol::nvfp4_scale_index(e.nvfp4_layout, token, block16, scale_cols)] = sf;
+  static_cast<std::uint8_t*>(
+      e.scale_out)[protocol::nvfp4_scale_index(e.nvfp4_layout, token, block16, scale_cols)] = sf;
 #else
-  (void)e; (void)token; (void)block16;  // refused by the host below sm_100
+  (void)e;
+  (void)token;
+  (void)block16;  // refused by the host below sm_100
 #endif
 }
 
@@ -206,8 +210,8 @@ __device__ __forceinline__ void nvfp4_block(const EpilogueArgs& e, int token, in
 // kEarlyInputs (the inputs-before-wait mutant only): `early`, when not null, holds the
 // thread's first residual and gamma vectors of this row, loaded before the grid-dependency
 // wait; they are used instead of loading them here.
-template <typename T, int K, EpilogueScope S, Rounding R = Rounding::pairs, bool kEarlyInputs = false,
-          typename SumVector>
+template <typename T, int K, EpilogueScope S, Rounding R = Rounding::pairs,
+          bool kEarlyInputs = false, typename SumVector>
 __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_begin, int v_end,
                                             RowReduction& red, SumVector&& sum_vector,
                                             const float (*early)[K] = nullptr) {
@@ -316,7 +320,8 @@ __device__ __forceinline__ void process_row(const EpilogueArgs& e, int t, int v_
     amax = row_reduce<true>(amax, red);
     const float scale = fmaxf(amax / kFp8Max, kFp8MinScale);
     const float inv = 1.0f / scale;
-    if (threadIdx.x == 0 && (blockIdx.x % red.cluster_size) == 0) static_cast<float*>(e.scale_out)[t] = scale;
+    if (threadIdx.x == 0 && (blockIdx.x % red.cluster_size) == 0)
+      static_cast<float*>(e.scale_out)[t] = scale;
     for (int v = v_begin + threadIdx.x; v < v_end; v += blockDim.x) {
       const std::uint64_t idx = row + static_cast<std::uint64_t>(v) * K;
       float x[K];

@@ -8,8 +8,9 @@ using P = fif::AllReduceFusionPattern;
 
 template cudaError_t fif::allreduce_fusion_kernel_launcher<P::kAllReduce, __nv_bfloat16, 2, false>(
     fif::AllReduceFusionParams<__nv_bfloat16> const&, bool);
-template cudaError_t fif::allreduce_fusion_kernel_launcher<P::kARResidualRMSNorm, __nv_bfloat16, 2, false>(
+template cudaError_t
+fif::allreduce_fusion_kernel_launcher<P::kARResidualRMSNorm, __nv_bfloat16, 2, false>(
     fif::AllReduceFusionParams<__nv_bfloat16> const&, bool);
-template cudaError_t fif::allreduce_fusion_kernel_launcher<P::kARResidualRMSNormOutFP4Quant, __nv_bfloat16, 2,
-                                                           false>(fif::AllReduceFusionParams<__nv_bfloat16> const&,
-                                                                  bool);
+template cudaError_t
+fif::allreduce_fusion_kernel_launcher<P::kARResidualRMSNormOutFP4Quant, __nv_bfloat16, 2, false>(
+    fif::AllReduceFusionParams<__nv_bfloat16> const&, bool);

@@ -6,6 +6,7 @@
 namespace fa2a = flashinfer::moe_alltoall_lamport;
 
 extern "C" const void* const fc_audit_moe_a2a_kernels[] = {
-    reinterpret_cast<const void*>(&fa2a::moeA2ALamportDispatchKernel<8, true, fa2a::kKindBf16, false>),
+    reinterpret_cast<const void*>(
+        &fa2a::moeA2ALamportDispatchKernel<8, true, fa2a::kKindBf16, false>),
     reinterpret_cast<const void*>(&fa2a::moeA2ALamportCombineKernel<8, true, false>),
 };

@@ -6,8 +6,8 @@ namespace fmoe = flashinfer::trtllm_moe_allreduce_fusion;
 using bf16 = __nv_bfloat16;
 
 // <T, NRanks, AllReduceOut, ResidualOut, NormOut, QuantOut>
-template cudaError_t fmoe::moereduction_allreduce_fusion_kernel_launcher<bf16, 2, false, true, true, false>(
-    fmoe::MoeReductionAllReduceFusionParams<bf16> const&, bool);
+template cudaError_t fmoe::moereduction_allreduce_fusion_kernel_launcher<
+    bf16, 2, false, true, true, false>(fmoe::MoeReductionAllReduceFusionParams<bf16> const&, bool);
 // <T, NRanks, ResidualOut, NormOut, QuantOut>
 template cudaError_t fmoe::moefinalize_allreduce_fusion_kernel_launcher<bf16, 2, true, true, false>(
     fmoe::MoeFinalizeAllReduceFusionParams<bf16> const&, bool);

@@ -3,5 +3,5 @@
 // 2, 4, 6 and 8 GPUs.
 #include "flashinfer/comm/vllm_custom_all_reduce.cuh"
 
-template void vllm::CustomAllreduce::allreduce<nv_bfloat16>(cudaStream_t, nv_bfloat16*, nv_bfloat16*, int,
-                                                           int, int);
+template void vllm::CustomAllreduce::allreduce<nv_bfloat16>(cudaStream_t, nv_bfloat16*,
+                                                            nv_bfloat16*, int, int, int);

@@ -1,12 +1,13 @@
 // Uses the installed package: computes one fused call with the reference and checks the
-// allreduce of exact inputs against a naive sum (a failure exits 1).
+// allreduce of exact inputs against a naive sum, and (CUDA builds) registers the example
+// kernel's family (a failure exits 1).
 #include <cstdio>
 
 #include "fusioncheck/kernels/validate.hpp"
 #include "fusioncheck/reference/reference.hpp"
 
 #if defined(CONSUMER_HAS_GPU_SUITE)
-int adapter_is_linkable();
+#include "adapter.hpp"  // examples/my_kernel
 #endif
 
 int main() {
@@ -35,7 +36,14 @@ int main() {
     return 1;
   }
 #if defined(CONSUMER_HAS_GPU_SUITE)
-  std::printf("consumer: GPU suite linked (%d)\n", adapter_is_linkable());
+  // The example's family registers with the installed registry (names are checked there).
+  fusioncheck::gpu::KernelRegistry registry;
+  registry.add(my_kernel::family());
+  if (registry.find("my-kernel") == nullptr || my_kernel::choice().name != "my-kernel") {
+    std::puts("consumer: the example kernel's family is not found by its name");
+    return 1;
+  }
+  std::printf("consumer: GPU suite linked (%s)\n", registry.help().c_str());
 #endif
   std::puts("consumer: ok");
   return 0;

@@ -28,28 +28,33 @@ struct AuditOptions {
   std::optional<std::regex> pdl_kernels;  // searched in the demangled (and mangled) name
   bool pdl_all = false;                   // every kernel is launched with PDL
   bool pdl_heuristic = true;              // a kernel with wait or trigger on some arch is PDL
-  bool known_pdl = true;                  // the built-in list of PDL-launched kernels (known_pdl.hpp)
+  bool known_pdl = true;  // the built-in list of PDL-launched kernels (known_pdl.hpp)
   std::optional<std::regex> empty_kernels;  // kernels meant to be empty: never empty-body
 };
 
-enum class FindingKind { kSyncDiffersBetweenArchs, kPdlWaitMissing, kEmptyBody, kMissingVsBaseline };
+enum class FindingKind {
+  kSyncDiffersBetweenArchs,
+  kPdlWaitMissing,
+  kEmptyBody,
+  kMissingVsBaseline
+};
 std::string_view finding_kind_name(FindingKind kind);
 
 struct Finding {
   FindingKind kind;
-  std::string kernel;   // demangled
+  std::string kernel;  // demangled
   std::string mangled;
   std::string arch;
   CodeSource source;
-  std::string detail;   // what is missing or different, in words
+  std::string detail;  // what is missing or different, in words
 };
 
 struct KernelReport {
   std::string mangled;
-  std::string name;        // demangled
+  std::string name;  // demangled
   bool is_entry = true;
   bool pdl = false;
-  std::string pdl_reason;  // why it is considered PDL-launched; empty when it is not
+  std::string pdl_reason;          // why it is considered PDL-launched; empty when it is not
   std::vector<FunctionCode> code;  // SASS first, then PTX, each by architecture
 };
 
@@ -61,7 +66,8 @@ struct FileReport {
 
 std::string demangle(const std::string& mangled);
 
-FileReport audit_listing(const std::string& path, const Listing& listing, const AuditOptions& options);
+FileReport audit_listing(const std::string& path, const Listing& listing,
+                         const AuditOptions& options);
 
 // Adds to `report` a missing-vs-baseline finding for every kernel code (arch, source) that
 // lacks a sync class the same kernel (by demangled name) has in `baseline`, in any of its

@@ -17,8 +17,8 @@ struct FunctionCode {
   std::string mangled;
   std::string arch;  // "sm_90", "sm_90a", "sm_120", ... as cuobjdump names it
   CodeSource source = CodeSource::kSass;
-  bool is_entry = true;   // PTX tells kernels (.entry) from device functions (.func); SASS does not
-  int instructions = 0;   // every instruction, padding included
+  bool is_entry = true;  // PTX tells kernels (.entry) from device functions (.func); SASS does not
+  int instructions = 0;  // every instruction, padding included
   int body_instructions = 0;  // without NOP / EXIT / BRA / RET padding and exit sequence
   std::map<std::string, int> sync_counts;  // sync class -> number of instructions
 };

@@ -1,7 +1,7 @@
 #pragma once
 // Parse-time checks shared by the subcommands: strict integer and number ranges (CLI11's own
 // conversion of unsigned options wraps "-1" to 2^64-1 and saturates overflowing values) and
-// the refusal of options that do not apply to the chosen mode.
+// the refusal of options that do not apply to the chosen mode or that are given empty.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -21,8 +21,7 @@ namespace fusioncheck::cli {
 // text. The accepted value is rewritten in canonical decimal, so that CLI11's own conversion
 // (base 0: "010" would be octal) sees exactly what was checked. Help shows `shown`, by
 // default "in [lo, hi]".
-template <typename T>
-CLI::Validator integer_in(T lo, T hi, std::string shown = {}) {
+template <typename T> CLI::Validator integer_in(T lo, T hi, std::string shown = {}) {
   static_assert(std::is_integral_v<T>);
   CLI::Validator v(
       [lo, hi](std::string& input) -> std::string {
@@ -62,6 +61,16 @@ inline CLI::Validator seconds_up_to(double hi) {
         return {};
       },
       fmt::format("in (0, {}]", hi));
+}
+
+// Throws UsageError naming the first option of `sub` given an empty value (`--calls ''`):
+// no option takes "" to mean its default. Positional arguments are left to their own checks.
+inline void refuse_empty_values(const CLI::App& sub) {
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->get_type_size() == 0 || opt->get_positional()) continue;
+    for (const std::string& value : opt->results())
+      if (value.empty()) throw UsageError(opt->get_name() + ": empty value");
+  }
 }
 
 // Throws UsageError naming the first of `options` given on the command line: it does not

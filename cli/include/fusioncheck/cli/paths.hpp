@@ -1,9 +1,17 @@
 #pragma once
-// Path checks of the command line, made before any work starts: an input must be a readable
-// regular file, an output folder must be (or be creatable in) a folder we can write to, an
-// output file must be creatable or writable. Each failure is bad input: UsageError naming the
-// option (or argument) and the path.
+// Path checks of the command line, made before any work starts, and the one way outputs are
+// written. An input must be a readable regular file; an output folder must be (or be
+// creatable in) a folder we can write to; an output file must be a regular file (or a new
+// name) in an existing folder we can create files in, or /dev/null. Each failure is bad
+// input: UsageError naming the option (or argument) and the path.
+//
+// Outputs are written to a temporary file beside the target and renamed into place, so that
+// a failed write leaves the old file (or none) and never half a file. A special file (a
+// FIFO, a device, /dev/stdout) cannot be renamed over, and opening a FIFO for writing blocks
+// until a reader comes: those are refused as bad input, without opening them. /dev/null is
+// the one special file accepted; it is written directly.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,19 +54,63 @@ inline std::filesystem::path nearest_existing(const std::filesystem::path& path)
   return p.empty() ? std::filesystem::path(".") : p;
 }
 
+inline bool is_dev_null(const struct stat& st) {
+  struct stat null_st {};
+  return S_ISCHR(st.st_mode) && ::stat("/dev/null", &null_st) == 0 && st.st_dev == null_st.st_dev &&
+         st.st_ino == null_st.st_ino && st.st_rdev == null_st.st_rdev;
+}
+
+// The folder a new file `path` goes in exists and takes new files.
+inline void require_creatable_in_parent(const std::string& name,
+                                        const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  fs::path parent = path.parent_path();
+  if (parent.empty()) parent = ".";
+  struct stat st {};
+  if (::stat(parent.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw UsageError(name + ": folder " + parent.string() + " does not exist");
+    if (errno == ENOTDIR)
+      throw UsageError(name + ": " + nearest_existing(parent).string() + " is not a folder");
+    throw UsageError(name + ": folder " + parent.string() + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) throw UsageError(name + ": " + parent.string() + " is not a folder");
+  std::string why;
+  if (!can_create_in(parent, why))
+    throw UsageError(name + ": cannot create files in " + parent.string() + ": " + why);
+}
+
+// Where an output named `path` is written: the target of a symbolic link, else `path`.
+inline std::filesystem::path write_target(const std::string& path) {
+  std::error_code error;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    const std::filesystem::path target = std::filesystem::canonical(path, error);
+    if (!error) return target;
+  }
+  return path;
+}
+
 }  // namespace paths_detail
 
 // `path` names a regular file we can read.
 inline void require_readable_file(const std::string& what, const std::string& path) {
-  namespace fs = std::filesystem;
   const std::string name = paths_detail::label(what, path);
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (path.empty()) throw UsageError(what + ": empty path");
-  if (!fs::exists(status)) throw UsageError(name + ": no such file");
-  if (fs::is_directory(status)) throw UsageError(name + ": is a folder, expected a file");
-  if (!fs::is_regular_file(status)) throw UsageError(name + ": not a regular file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (path.empty())
+    throw UsageError((what.empty() ? std::string("input file") : what) + ": empty path");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      struct stat link {};
+      if (::lstat(path.c_str(), &link) == 0)
+        throw UsageError(name + ": a symbolic link to nothing");
+      throw UsageError(name + ": no such file");
+    }
+    throw UsageError(name + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) throw UsageError(name + ": is a folder, expected a file");
+  // Not opened: opening a FIFO blocks until a writer comes.
+  if (!S_ISREG(st.st_mode)) throw UsageError(name + ": not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw UsageError(name + ": cannot be read: " + std::strerror(errno));
   ::close(fd);
 }
@@ -69,6 +121,9 @@ inline void require_output_folder(const std::string& what, const std::string& pa
   namespace fs = std::filesystem;
   const std::string name = paths_detail::label(what, path);
   if (path.empty()) throw UsageError(what + ": empty path");
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && !fs::exists(path))
+    throw UsageError(name + ": a symbolic link to nothing");
   const fs::path existing = paths_detail::nearest_existing(path);
   std::error_code error;
   if (!fs::is_directory(existing, error)) {
@@ -81,28 +136,67 @@ inline void require_output_folder(const std::string& what, const std::string& pa
     throw UsageError(name + ": cannot create files in " + existing.string() + ": " + why);
 }
 
-// `path` can be written: an existing file that opens for writing (it is not truncated here),
-// or a new file in an existing folder we can create files in.
+// `path` can be written as a whole: /dev/null, or an existing regular file that opens for
+// writing (it is not truncated here), or a new name, in an existing folder we can create
+// files in (the temporary file of write_output_file goes there). A symbolic link counts as
+// its target; one to nothing is refused.
 inline void require_output_file(const std::string& what, const std::string& path) {
-  namespace fs = std::filesystem;
   const std::string name = paths_detail::label(what, path);
   if (path.empty()) throw UsageError(what + ": empty path");
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (fs::is_directory(status)) throw UsageError(name + ": is a folder, expected a file");
-  if (fs::exists(status)) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) throw UsageError(name + ": cannot be written: " + std::strerror(errno));
-    ::close(fd);
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0) {
+    if (errno != ENOENT && errno != ENOTDIR) throw UsageError(name + ": " + std::strerror(errno));
+    paths_detail::require_creatable_in_parent(name, path);  // says which part is missing or a file
     return;
   }
-  fs::path parent = fs::path(path).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::exists(parent, error)) throw UsageError(name + ": folder " + parent.string() + " does not exist");
-  if (!fs::is_directory(parent, error)) throw UsageError(name + ": " + parent.string() + " is not a folder");
-  std::string why;
-  if (!paths_detail::can_create_in(parent, why))
-    throw UsageError(name + ": cannot create files in " + parent.string() + ": " + why);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw UsageError(name + ": a symbolic link to nothing");
+  if (S_ISDIR(st.st_mode)) throw UsageError(name + ": is a folder, expected a file");
+  if (paths_detail::is_dev_null(st)) return;
+  if (!S_ISREG(st.st_mode))
+    throw UsageError(name +
+                     ": not a regular file (outputs are written to a temporary file and renamed "
+                     "into place: give a file name, or /dev/null)");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw UsageError(name + ": cannot be written: " + std::strerror(errno));
+  ::close(fd);
+  paths_detail::require_creatable_in_parent(name, paths_detail::write_target(path));
+}
+
+// Writes `text` to `path` as a whole (see the top of this file); WriteError naming the path
+// when it cannot (a full disk, a folder gone). /dev/null is written directly.
+inline void write_output_file(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](int error) {
+    throw WriteError("writing " + path + ": " + std::strerror(error));
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && paths_detail::is_dev_null(st)) return;
+  const fs::path target = paths_detail::write_target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string name = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  std::vector<char> temp(name.begin(), name.end());
+  temp.push_back('\0');
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) fail(errno);
+  // The mode a new file would get (mkstemp makes 0600), or the replaced file's.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  const mode_t mode = ::stat(target.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~mask);
+  int error = ::fchmod(fd, mode) == 0 ? 0 : errno;
+  for (std::size_t done = 0; error == 0 && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = errno;
+    else done += static_cast<std::size_t>(n);
+  }
+  if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && ::rename(temp.data(), target.c_str()) != 0) error = errno;
+  if (error != 0) {
+    ::unlink(temp.data());
+    fail(error);
+  }
 }
 
 }  // namespace fusioncheck::cli

@@ -18,7 +18,8 @@ class NcclAllReduce {
   ~NcclAllReduce();
   NcclAllReduce(const NcclAllReduce&) = delete;
   NcclAllReduce& operator=(const NcclAllReduce&) = delete;
-  void allreduce_sum(const void* input, void* output, std::size_t count, DType dtype, cudaStream_t stream);
+  void allreduce_sum(const void* input, void* output, std::size_t count, DType dtype,
+                     cudaStream_t stream);
   static bool available();  // compiled with NCCL
 
  private:

@@ -9,8 +9,7 @@
 
 namespace fusioncheck::kernels {
 
-template <class Comm>
-class CommBootstrap final : public Bootstrap {
+template <class Comm> class CommBootstrap final : public Bootstrap {
  public:
   explicit CommBootstrap(Comm& comm) : comm_(comm) {}
   int rank() const override { return comm_.rank(); }

@@ -15,5 +15,6 @@ inline void cuda_check(cudaError_t status, const std::string& what) {
 
 }  // namespace fusioncheck::kernels
 
-#define FC_CUDA_CHECK(call) \
-  ::fusioncheck::kernels::cuda_check((call), std::string(#call) + " (" __FILE__ ":" + std::to_string(__LINE__) + ")")
+#define FC_CUDA_CHECK(call)           \
+  ::fusioncheck::kernels::cuda_check( \
+      (call), std::string(#call) + " (" __FILE__ ":" + std::to_string(__LINE__) + ")")

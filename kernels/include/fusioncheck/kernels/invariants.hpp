@@ -14,10 +14,9 @@
 namespace fusioncheck::kernels {
 
 // inputs[r]: rank r's input of the call as T bits (tokens * hidden elements).
-std::vector<std::string> check_oneshot_invariants(const std::vector<ControlState>& before,
-                                                  const std::vector<ControlState>& after,
-                                                  const std::vector<std::vector<std::uint16_t>>& inputs,
-                                                  DType dtype);
+std::vector<std::string> check_oneshot_invariants(
+    const std::vector<ControlState>& before, const std::vector<ControlState>& after,
+    const std::vector<std::vector<std::uint16_t>>& inputs, DType dtype);
 
 // Invariants 2 (two-shot half), 3, 7, 11 after a two-shot call.
 std::vector<std::string> check_twoshot_invariants(const std::vector<ControlState>& before,
@@ -27,15 +26,18 @@ std::vector<std::string> check_twoshot_invariants(const std::vector<ControlState
 // move the Lamport buffers between processes): one rank's invariants 1, 2, 4-6 and 11 (r is
 // its rank, inputs hold every rank's input), or 1, 2, 7 and 11 after a two-shot call; and
 // invariant 3 over every rank's control block.
-std::vector<std::string> check_oneshot_rank_invariants(int r, const ControlState& before, const ControlState& after,
-                                                       const std::vector<std::vector<std::uint16_t>>& inputs,
-                                                       DType dtype);
+std::vector<std::string> check_oneshot_rank_invariants(
+    int r, const ControlState& before, const ControlState& after,
+    const std::vector<std::vector<std::uint16_t>>& inputs, DType dtype);
 // Invariants 1, 2 and 11 of rank r after a one-shot call of `elems` elements per rank on n
 // ranks: the checks that need no Lamport buffer (4-6 are in lamport_scan.hpp).
-std::vector<std::string> check_oneshot_control_invariants(int r, const ControlState& before, const ControlState& after,
-                                                          int n, std::uint64_t elems);
-std::vector<std::string> check_twoshot_rank_invariants(int r, const ControlState& before, const ControlState& after);
-std::vector<std::string> check_same_control_state(const std::vector<protocol::ControlBlock>& blocks);
+std::vector<std::string> check_oneshot_control_invariants(int r, const ControlState& before,
+                                                          const ControlState& after, int n,
+                                                          std::uint64_t elems);
+std::vector<std::string> check_twoshot_rank_invariants(int r, const ControlState& before,
+                                                       const ControlState& after);
+std::vector<std::string> check_same_control_state(
+    const std::vector<protocol::ControlBlock>& blocks);
 std::vector<protocol::ControlBlock> control_blocks(const std::vector<ControlState>& states);
 
 }  // namespace fusioncheck::kernels

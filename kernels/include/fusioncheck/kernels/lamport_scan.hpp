@@ -67,7 +67,7 @@ struct LamportScan {
   int data_buffer = 0;
   int elem_bytes = 2;
   std::uint64_t slot_elems = 0;  // the call's tokens * hidden
-  bool slots_fit = true;         // N * slot_elems fits in a buffer (else the slots are not compared)
+  bool slots_fit = true;  // N * slot_elems fits in a buffer (else the slots are not compared)
   std::array<LamportBufferScan, protocol::kLamportBuffers> buffers{};
   // One per rank. every_slot_here: slot i of this rank's data buffer; my_slot_everywhere:
   // slot `rank` of rank i's data buffer.
@@ -81,7 +81,8 @@ struct LamportScan {
 // kMaxRanks inputs, inputs of different lengths, a device_input outside my_slot_everywhere
 // or beside `inputs`, or (my_slot_everywhere) not exactly one input (host or device), ranks
 // outside [1, kMaxRanks] or rank outside [0, ranks).
-LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes, std::uint64_t per_buffer);
+LamportScan empty_lamport_scan(const LamportScanRequest& request, int elem_bytes,
+                               std::uint64_t per_buffer);
 
 // Over the Lamport bytes of a ControlState read back with the buffers (throws
 // std::invalid_argument for a state read without them, a bad request, or

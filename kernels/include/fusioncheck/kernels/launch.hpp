@@ -21,7 +21,7 @@ struct LaunchInfo {
   int threads = 0;
   int cluster_size = 1;  // > 1: the RMSNorm reduction went through a thread-block cluster
   std::uint32_t call_index = 0;
-  bool twoshot = false;  // launch_automatic: which kernel it chose
+  bool twoshot = false;                          // launch_automatic: which kernel it chose
   EpilogueScope epilogue = EpilogueScope::full;  // the instance's (choice.hpp)
   bool cluster_free = false;  // one-shot: the instance's twin built without the cluster path ran
 };
@@ -47,13 +47,15 @@ void launch_spin(std::uint64_t ns, cudaStream_t stream);
 // The same call through the wait-profile instance (bf16, 2 or 4 ranks, plain epilogue:
 // allreduce or residual + RMSNorm with fp32 accumulation): every block records its poll and
 // work cycles and the peers it waited on; read with Workspace::wait_profile().
-LaunchInfo launch_oneshot_wait_profile(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
+LaunchInfo launch_oneshot_wait_profile(const FusedParams& params, Workspace& workspace,
+                                       cudaStream_t stream);
 
 // BENCHMARK ONLY: the same call through an instance whose polls have no time bound (bf16,
 // 16-bit Lamport, 2, 4 or 8 ranks, plain epilogue; anything else throws InvalidLaunch), for
-// gpu bench to time what the bound costs beside launch_oneshot. A hang there spins for ever (no hang record, no
-// end): no checking job may call it.
-LaunchInfo launch_oneshot_unbounded_polls(const FusedParams& params, Workspace& workspace, cudaStream_t stream);
+// gpu bench to time what the bound costs beside launch_oneshot. A hang there spins for ever (no
+// hang record, no end): no checking job may call it.
+LaunchInfo launch_oneshot_unbounded_polls(const FusedParams& params, Workspace& workspace,
+                                          cudaStream_t stream);
 // Whether launch_oneshot_unbounded_polls has an instance for this rank count.
 bool oneshot_unbounded_polls_compiled(int ranks);
 
@@ -88,7 +90,8 @@ struct PdlProducerCopies {
   int count = 0;
 };
 inline constexpr std::uint32_t kMaxPdlProducerDelayNs = 1'000'000;
-void launch_pdl_producer(const PdlProducerCopies& copies, std::uint32_t delay_ns, cudaStream_t stream);
+void launch_pdl_producer(const PdlProducerCopies& copies, std::uint32_t delay_ns,
+                         cudaStream_t stream);
 
 // Loads every kernel of this library into the current device's context now. Needed because
 // CUDA loads kernels lazily (default since CUDA 12.2) and loading one may synchronise the

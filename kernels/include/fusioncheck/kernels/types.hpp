@@ -81,9 +81,9 @@ struct FusedParams {
 // Written by a kernel whose bounded wait expired, into host-mapped memory; first writer wins.
 enum class HangSite : std::uint32_t {
   none = 0,
-  lamport_poll = 1,    // awaiting a peer's push into my data buffer
-  arrival_counter = 2, // block 0 awaiting the other blocks' arrival
-  twoshot_barrier = 3, // awaiting a peer's barrier flag
+  lamport_poll = 1,     // awaiting a peer's push into my data buffer
+  arrival_counter = 2,  // block 0 awaiting the other blocks' arrival
+  twoshot_barrier = 3,  // awaiting a peer's barrier flag
   // A kernel whose polls have no bound of their own (another project's) was still running
   // when the host's bound on the call expired; what it awaited is read from its buffers:
   host_bound_lamport = 4,  // its data buffer still held the sentinel in the slot of a peer
@@ -122,15 +122,15 @@ inline constexpr int kMaxWaitProfileBlocks = 1024;
 // step 8 (fence and barrier before an at-end trigger). docs/design.md numbers the steps.
 inline constexpr int kWaitProfileSteps = 8;
 inline constexpr const char* kWaitProfileStepNames[kWaitProfileSteps] = {
-    "grid-dependency wait", "state read", "barrier", "push", "clear", "poll + epilogue", "update", "fence"};
+    "grid-dependency wait", "state read", "barrier", "push", "clear",
+    "poll + epilogue",      "update",     "fence"};
 
 // Per block of a one-shot call, from the wait-profile instance.
 struct WaitProfileEntry {
-  std::uint64_t poll_cycles;                              // spent spinning on pushes
-  std::uint64_t work_cycles;                              // everything else
-  std::uint64_t poll_cycles_by_peer[protocol::kMaxRanks]; // where it spun
-  std::uint64_t step_end_cycles[kWaitProfileSteps];       // thread 0, from the kernel's start
+  std::uint64_t poll_cycles;                               // spent spinning on pushes
+  std::uint64_t work_cycles;                               // everything else
+  std::uint64_t poll_cycles_by_peer[protocol::kMaxRanks];  // where it spun
+  std::uint64_t step_end_cycles[kWaitProfileSteps];        // thread 0, from the kernel's start
 };
-
 
 }  // namespace fusioncheck::kernels

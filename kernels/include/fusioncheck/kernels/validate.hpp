@@ -15,10 +15,10 @@ namespace fusioncheck::kernels {
 // What the workspace and the device allow.
 struct LaunchLimits {
   int workspace_ranks = 0;
-  std::uint64_t comm_size = 0;       // bytes per Lamport buffer
-  bool fp32_lamport = false;         // element width the Lamport buffers were filled for
-  std::uint64_t twoshot_bytes = 0;   // bytes of the two-shot data buffer
-  int compute_capability = 0;        // major * 10 + minor; 0 = unknown (skips arch checks)
+  std::uint64_t comm_size = 0;      // bytes per Lamport buffer
+  bool fp32_lamport = false;        // element width the Lamport buffers were filled for
+  std::uint64_t twoshot_bytes = 0;  // bytes of the two-shot data buffer
+  int compute_capability = 0;       // major * 10 + minor; 0 = unknown (skips arch checks)
 };
 
 void validate_oneshot(const FusedParams& params, const LaunchLimits& limits);
@@ -35,8 +35,9 @@ std::uint64_t twoshot_required_bytes(int ranks, std::uint64_t elems, DType dtype
 // this process's visible devices; can_access: P2P from my_device to an ordinal. Returns ""
 // or one line naming the first rank that cannot be reached and why.
 using GpuUuid = std::array<unsigned char, 16>;
-std::string peer_access_problem(int my_rank, int my_device, const std::vector<GpuUuid>& gpu_of_rank,
-                                const std::function<std::optional<int>(const GpuUuid&)>& local_ordinal,
-                                const std::function<bool(int)>& can_access);
+std::string peer_access_problem(
+    int my_rank, int my_device, const std::vector<GpuUuid>& gpu_of_rank,
+    const std::function<std::optional<int>(const GpuUuid&)>& local_ordinal,
+    const std::function<bool(int)>& can_access);
 
 }  // namespace fusioncheck::kernels

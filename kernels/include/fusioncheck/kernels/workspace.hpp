@@ -27,7 +27,8 @@ enum class LamportCopy : bool { without_buffers, with_buffers };
 // Copies the control block, the guard words, the two-shot barrier flags and (with_buffers)
 // the Lamport buffers back (synchronises the device first). Without the buffers, invariants
 // 4-6 are checked where they are (DeviceLamportScanner, lamport_scan.hpp).
-ControlState read_control_state(const Workspace& workspace, LamportCopy lamport = LamportCopy::with_buffers);
+ControlState read_control_state(const Workspace& workspace,
+                                LamportCopy lamport = LamportCopy::with_buffers);
 // Only the control block (48 bytes; synchronises the device first).
 protocol::ControlBlock read_control_block(const Workspace& workspace);
 
@@ -54,7 +55,7 @@ struct WorkspaceConfig {
 // Snapshot of one rank's protocol state, for the invariant checks (invariants.hpp).
 struct ControlState {
   protocol::ControlBlock control{};
-  std::vector<std::uint8_t> lamport;         // kLamportBuffers * comm_size bytes (empty: not copied)
+  std::vector<std::uint8_t> lamport;  // kLamportBuffers * comm_size bytes (empty: not copied)
   std::vector<std::uint32_t> barrier_flags;  // [2][twoshot_blocks][ranks]
   bool buffer_guards_intact = false;         // guard words around the shared buffers
   int elem_bytes = 2;                        // Lamport element width
@@ -77,7 +78,8 @@ class Workspace {
 
   int rank() const;
   int ranks() const;
-  int ranks_on_device() const;  // most ranks on any one GPU of the job, same on every rank (bounds grids)
+  int ranks_on_device()
+      const;  // most ranks on any one GPU of the job, same on every rank (bounds grids)
   int device() const;
   int twoshot_blocks() const;
   const WorkspaceConfig& config() const;

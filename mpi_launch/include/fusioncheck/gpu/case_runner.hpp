@@ -13,7 +13,7 @@
 #include "fusioncheck/gpu/device_buffer.hpp"
 #include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
-#include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 
 namespace fusioncheck::gpu {
@@ -24,7 +24,7 @@ struct Finding {
 };
 
 struct CaseVerdict {
-  bool refused = false;           // the kernel does not support the case (every rank agrees)
+  bool refused = false;  // the kernel does not support the case (every rank agrees)
   std::string refusal;
   std::vector<Finding> findings;  // complete on rank 0 (gathered); this rank's own elsewhere
   bool hang = false;              // a bounded wait expired: the workspace is not reusable
@@ -64,9 +64,11 @@ class CaseRunner {
 
   void prepare_call(const GpuCase& c, int position, std::uint64_t call_index, CallData& call);
   void launch_call(const GpuCase& c, int position, const CallData& call);
-  std::uint64_t check_outputs(const GpuCase& c, int position, const CallData& call, std::vector<Finding>& out);
-  void check_invariants(const GpuCase& c, int first, int count, const kernels::ControlState& before_sequence,
-                        const CallData& last_call, std::vector<Finding>& out);
+  std::uint64_t check_outputs(const GpuCase& c, int position, const CallData& call,
+                              std::vector<Finding>& out);
+  void check_invariants(const GpuCase& c, int first, int count,
+                        const kernels::ControlState& before_sequence, const CallData& last_call,
+                        std::vector<Finding>& out);
   bool check_calls(const GpuCase& c, int first, int count, const kernels::ControlState& before,
                    const std::vector<CallData>& calls, std::vector<Finding>& out);
   CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);

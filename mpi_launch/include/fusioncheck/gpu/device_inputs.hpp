@@ -21,9 +21,11 @@ namespace fusioncheck::gpu {
 // `stream`: reference::exact_input / random_with_specials with tokens x hidden = elems.
 // std::invalid_argument for fp32 or ranks < 1 (the caller's error: cases are validated
 // before); CudaError when the launch fails.
-void generate_on_device(const reference::ExactSpec& spec, int input_stream, protocol::DType dtype, std::size_t elems,
-                        std::uint16_t* out, std::uint16_t* copy, cudaStream_t stream);
-void generate_on_device(const reference::SpecialsSpec& spec, int input_stream, protocol::DType dtype,
-                        std::size_t elems, std::uint16_t* out, std::uint16_t* copy, cudaStream_t stream);
+void generate_on_device(const reference::ExactSpec& spec, int input_stream, protocol::DType dtype,
+                        std::size_t elems, std::uint16_t* out, std::uint16_t* copy,
+                        cudaStream_t stream);
+void generate_on_device(const reference::SpecialsSpec& spec, int input_stream,
+                        protocol::DType dtype, std::size_t elems, std::uint16_t* out,
+                        std::uint16_t* copy, cudaStream_t stream);
 
 }  // namespace fusioncheck::gpu

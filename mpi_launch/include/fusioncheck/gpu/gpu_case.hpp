@@ -55,7 +55,7 @@ struct GpuCase {
   bool fp32_accumulation = true;
   float weight_bias = 0.0f;
   IssueMode mode = IssueMode::checked_each_call;
-  std::uint32_t delay_seed = 0;    // seeded injected delays in the kernels; 0 = none
+  std::uint32_t delay_seed = 0;  // seeded injected delays in the kernels; 0 = none
   std::uint32_t delay_max_ns = 0;
   // Rank inputs may hold -0 (exact and random values alike); false for a kernel whose
   // precondition excludes it (KernelTraits::neg_zero_inputs).
@@ -64,8 +64,19 @@ struct GpuCase {
 };
 
 nlohmann::json to_json(const GpuCase& c);
-GpuCase case_from_json(const nlohmann::json& j);  // throws BadInput on a bad file
-std::string describe(const GpuCase& c);           // one line
+// Strict: every field of its JSON type, integers within their C++ type's range, no unknown
+// field; a field that older files lack takes its documented default. Throws BadInput naming
+// the field.
+GpuCase case_from_json(const nlohmann::json& j);
+// A replay file is one case (written by a failing run): at most this many bytes.
+inline constexpr std::uintmax_t kMaxReplayFileBytes = 1 << 20;
+// The JSON document of a replay file, size-checked before it is read, with nothing after it;
+// throws BadInput naming the path.
+nlohmann::json read_replay_json(const std::string& path);
+// The case of a replay file (read_replay_json, then case_from_json): a check that needs no
+// MPI and no GPU, for a driver to run before it starts any work.
+GpuCase read_replay_case(const std::string& path);
+std::string describe(const GpuCase& c);  // one line
 std::string describe(const CallSpec& call);
 // Labelled lines a person can read: the case's fields, then a table of its calls; every
 // line starts with `indent`.
@@ -82,14 +93,15 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& traits);
 inline constexpr int kMaxCallsPerCase = 16;
 // The quantisation scales of every case (powers of two, or exact in e4m3: a kernel that
 // takes the reciprocal gets the same value).
-inline constexpr float kFp8InvScale = 2.0f;                         // code = e4m3(norm * 2)
+inline constexpr float kFp8InvScale = 2.0f;                        // code = e4m3(norm * 2)
 inline constexpr float kNvfp4GlobalScale = 448.0f * 6.0f / 64.0f;  // NVFP4 global scale
 
 // The shapes a run may draw and its buffers hold: the one definition of the size limits,
 // checked once (validate), then used by case generation, buffer sizing and replay files.
 struct CaseLimits {
-  static constexpr int kMaxTokens = 65536;  // largest --max-tokens
-  static constexpr int kMaxHidden = 65536;  // largest --max-hidden
+  static constexpr int kMaxTokens = 65536;                          // largest --max-tokens
+  static constexpr int kMaxHidden = 65536;                          // largest --max-hidden
+  static constexpr std::int64_t kMaxElems = std::int64_t{1} << 26;  // largest --max-elems
   int max_tokens = 2048;
   int max_hidden = 8192;
   std::int64_t max_elems = 1 << 20;  // tokens x hidden of one call (reference and read-back time)

@@ -10,7 +10,7 @@
 
 #include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/mpi/mpi_comm.hpp"
-#include "fusioncheck/gpu/gpu_session.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -43,27 +43,28 @@ struct CheckOptions {
 
 struct CheckResult {
   protocol::Mutant mutant = protocol::Mutant::none;
-  int twoshot_percent = 0;  // the run's CheckOptions::twoshot_percent
+  int twoshot_percent = 0;   // the run's CheckOptions::twoshot_percent
   bool late_blocks = false;  // the run's CheckOptions::focus_late_blocks
   bool failed = false;
-  int cases = 0;     // run to completion (refused ones not counted)
+  int cases = 0;  // run to completion (refused ones not counted)
   int refused = 0;
   std::map<std::string, int> refusals;  // why the kernel refused cases (reason prefix -> count)
-  int calls = 0;     // kernel calls on this rank
+  int calls = 0;                        // kernel calls on this rank
   double seconds = 0;
   double seconds_to_first_failure = 0;
   int cases_to_first_failure = 0;
   int minimal_calls = 0;
   std::optional<GpuCase> minimal;  // the smallest failing case (rank 0)
   std::string replay_file;         // where it was written ("" if not)
-  std::vector<Finding> findings;  // of the minimal failing case (rank 0)
+  std::vector<Finding> findings;   // of the minimal failing case (rank 0)
   std::string replay_command;
   PhaseTimes times;  // this rank's (rank 0's in reports): where the time went
 };
 
 // Collective: validates the options (BadInput), then RapidCheck on rank 0 drives every rank
 // through the same cases.
-CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& options, const GpuPlacement& placement);
+CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& options,
+                      const GpuPlacement& placement);
 
 // The whole `check` job: every rank agrees on the options, each is placed on a GPU, then
 // run_check. Bad input (options, rank counts, ranks that disagree) throws BadInput.

@@ -33,7 +33,8 @@ struct KillTableRun {
 // kTwoShotMutantPercent; a mutant that needs late blocks runs on such cases. When `none`
 // leads the list, the correct kernels also run under each focus a mutant uses, as its
 // control (a focus that made correct code fail would be a false positive).
-std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants, int default_percent,
+std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
+                                          int default_percent,
                                           const std::function<bool(protocol::Mutant)>& twoshot_only,
                                           const std::function<bool(protocol::Mutant)>& late_blocks);
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
@@ -43,9 +44,9 @@ std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& m
 std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement);
 // `not_built`: the kernel's negative controls this build lacks (KernelUnderTest::
 // mutants_not_built), listed after the runs as not built for this tree.
-std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
-                                const GpuPlacement& placement,
-                                const std::vector<std::pair<protocol::Mutant, std::string>>& not_built = {});
+std::string kill_table_markdown(
+    const std::vector<CheckResult>& runs, const std::string& setup, const GpuPlacement& placement,
+    const std::vector<std::pair<protocol::Mutant, std::string>>& not_built = {});
 
 // The kill table (`fusioncheck gpu kill-table`): the correct kernels and every mutant,
 // each a check run without shrinking (time to detect = the first failure).
@@ -56,9 +57,10 @@ struct KillTableOptions {
 struct KillTableResult {
   std::vector<CheckResult> runs;
   GpuPlacement placement;
-  std::string setup;  // one line: ranks, GPUs, MPS
+  std::string setup;   // one line: ranks, GPUs, MPS
   int unexpected = 0;  // false positives plus survivors this setup can kill
-  std::vector<std::pair<protocol::Mutant, std::string>> not_built;  // negative controls this build lacks
+  std::vector<std::pair<protocol::Mutant, std::string>>
+      not_built;  // negative controls this build lacks
 };
 // Collective. 2 ranks only (the mutant instances are 2-rank); bad input throws BadInput.
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options);

@@ -5,8 +5,8 @@
 //          (gathered to rank 0), cross-rank bitwise agreement, NaN canaries on outputs.
 //   bench: latency of one-shot, one-shot without the time bound on its polls (benchmark-only
 //          instances: what the bound costs), two-shot, the automatic choice, the unfused
-//          baseline and optionally another kernel, side by side: per call from CUDA graphs of many calls
-//          queued behind a spin kernel (median and p10/p90 over repeats, slowest rank), and
+//          baseline and optionally another kernel, side by side: per call from CUDA graphs of many
+//          calls queued behind a spin kernel (median and p10/p90 over repeats, slowest rank), and
 //          eagerly (an event pair per call, median; the slowest rank's median).
 //   wait profile: for one configuration, per rank, block and peer, the time the one-shot
 //          kernel spent polling versus working.
@@ -29,10 +29,10 @@ struct SmokeOptions {
   std::uint64_t seed = 1;
   std::vector<int> tokens{1, 7, 64, 257};
   std::vector<int> hidden{1024, 4096};
-  int calls_per_case = 3;  // back-to-back calls with changing token counts
+  int calls_per_case = 3;    // back-to-back calls with changing token counts
   bool pdl_producer = true;  // every other PDL call behind a PDL producer (CheckOptions)
-  KernelChoice kernel;     // ours by default
-  std::string json_out;    // rank 0 writes the results here when set
+  KernelChoice kernel;       // ours by default
+  std::string json_out;      // rank 0 writes the results here when set
 };
 
 // The unfused baseline's allreduce: ncclAllReduce needs one rank per GPU.
@@ -59,7 +59,7 @@ struct BenchOptions {
   bool eager = true;      // also time eagerly
   BaselineAllreduce allreduce = BaselineAllreduce::automatic;
   kernels::ClusterMode cluster = kernels::ClusterMode::automatic;  // the one-shot RMSNorm path
-  bool use_pdl = true;                                               // the fused kernels' launches
+  bool use_pdl = true;                                             // the fused kernels' launches
   // The fused kernels' PDL trigger; early suits a consumer that waits before it reads, as
   // every call of the benchmark does (the next call's step 1).
   kernels::Trigger trigger = kernels::Trigger::at_end;
@@ -71,8 +71,8 @@ struct BenchOptions {
 struct WaitProfileOptions {
   int tokens = 1;
   int hidden = 4096;
-  int calls = 20;        // profiled calls, summed
-  int delay_rank = -1;   // this rank starts each call delay_us late (-1: none)
+  int calls = 20;       // profiled calls, summed
+  int delay_rank = -1;  // this rank starts each call delay_us late (-1: none)
   int delay_us = 0;
   std::string json_out;  // rank 0 writes the profile here when set
 };

@@ -21,10 +21,10 @@ namespace fusioncheck::gpu {
 // What a kernel under test can run, so that cases draw only what it supports (a refused
 // case is wasted; a smoke case it cannot run is not a failure of the build).
 struct KernelTraits {
-  bool fp32_lamport = true;     // fp32 Lamport elements with 16-bit inputs
-  bool unfused = true;          // launch_unfused
-  bool forced_cluster = true;   // ClusterMode::force_cluster / force_no_cluster
-  bool twoshot = true;          // the two-shot path
+  bool fp32_lamport = true;                     // fp32 Lamport elements with 16-bit inputs
+  bool unfused = true;                          // launch_unfused
+  bool forced_cluster = true;                   // ClusterMode::force_cluster / force_no_cluster
+  bool twoshot = true;                          // the two-shot path
   bool twoshot_more_tokens_than_ranks = false;  // two-shot calls need tokens > ranks
   // A consumer may read the output before its own grid-dependency wait once an at-end
   // trigger has fired (our kernels fence before it; the PDL contract alone promises only
@@ -64,19 +64,28 @@ class KernelUnderTest {
   virtual std::vector<protocol::Mutant> mutants() const { return {}; }
   // Negative controls this build could not make for the kernel (a patch that does not apply
   // to the tree it was built from), each with why: the kill table lists them as not built.
-  virtual std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const { return {}; }
-  virtual bool mutant_in_twoshot_only(protocol::Mutant m) const { (void)m; return false; }
+  virtual std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const {
+    return {};
+  }
+  virtual bool mutant_in_twoshot_only(protocol::Mutant m) const {
+    (void)m;
+    return false;
+  }
   // Whether a mutant shows only when some blocks of a call start after others have finished
   // (a kernel without injected delays of its own, started block by block by its adapter):
   // the kill table then runs it on cases that provoke that (DrawSettings::focus_late_blocks).
-  virtual bool mutant_needs_late_blocks(protocol::Mutant m) const { (void)m; return false; }
+  virtual bool mutant_needs_late_blocks(protocol::Mutant m) const {
+    (void)m;
+    return false;
+  }
   // Collective: every rank calls it with the same arguments before a case's calls.
   virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
   virtual void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) = 0;
   // The unfused baseline on the same workspace (allreduce-only call, then a separate
   // residual + RMSNorm kernel; `allreduced` receives the sum). Optional: refused by default.
-  virtual void launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) {
+  virtual void launch_unfused(const kernels::FusedParams& params, void* allreduced,
+                              cudaStream_t stream) {
     (void)params, (void)allreduced, (void)stream;
     throw kernels::InvalidLaunch(name() + " has no unfused baseline");
   }
@@ -94,7 +103,9 @@ class KernelUnderTest {
   // pushed in every rank's buffer, so it needs no peer's whole input (else every_slot_here).
   virtual bool scans_my_slot_everywhere() const { return false; }
   // The control block alone (the state a case starts from); override where it is cheaper.
-  virtual protocol::ControlBlock read_control() { return read_state(kernels::LamportCopy::without_buffers).control; }
+  virtual protocol::ControlBlock read_control() {
+    return read_state(kernels::LamportCopy::without_buffers).control;
+  }
   // Waits for the calls enqueued on `stream`. Our kernels bound their own polls (a hang is
   // recorded, the kernel exits); an adapter for a kernel whose polls are unbounded bounds
   // the wait here, records the hang and releases the kernel.
@@ -127,7 +138,8 @@ class OurKernels final : public KernelUnderTest {
   bool mutant_in_twoshot_only(protocol::Mutant m) const override;
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
-  void launch_unfused(const kernels::FusedParams& params, void* allreduced, cudaStream_t stream) override;
+  void launch_unfused(const kernels::FusedParams& params, void* allreduced,
+                      cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy lamport) override {
     return kernels::read_control_state(*current_, lamport);
   }
@@ -156,7 +168,8 @@ struct KernelChoice {
   // GPU, as ours does): ranks sharing a GPU under MPS then get a share of the SMs each.
   bool share_sms = false;
   std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&, protocol::Mutant)> make =
-      [](kernels::Bootstrap& bootstrap, protocol::Mutant mutant) -> std::unique_ptr<KernelUnderTest> {
+      [](kernels::Bootstrap& bootstrap,
+         protocol::Mutant mutant) -> std::unique_ptr<KernelUnderTest> {
     return std::make_unique<OurKernels>(bootstrap, mutant);
   };
 };

@@ -26,15 +26,19 @@ inline RowShare row_share(int tokens, int ranks, int rank, bool all_rows) {
 }
 
 // The share's rows of a [tokens x hidden] tensor.
-inline reference::Tensor slice_rows(const reference::Tensor& t, RowShare share, std::size_t hidden) {
+inline reference::Tensor slice_rows(const reference::Tensor& t, RowShare share,
+                                    std::size_t hidden) {
   reference::Tensor out(t.dtype(), share.count * hidden);
-  const std::size_t offset = share.first * hidden * static_cast<std::size_t>(reference::dtype_bytes(t.dtype()));
-  if (out.bytes() > 0) std::memcpy(out.data(), static_cast<const unsigned char*>(t.data()) + offset, out.bytes());
+  const std::size_t offset =
+      share.first * hidden * static_cast<std::size_t>(reference::dtype_bytes(t.dtype()));
+  if (out.bytes() > 0)
+    std::memcpy(out.data(), static_cast<const unsigned char*>(t.data()) + offset, out.bytes());
   return out;
 }
 
 // The inputs of the share's rows (gamma is per column: whole).
-inline reference::FusedInputs slice_rows(const reference::FusedInputs& in, RowShare share, std::size_t hidden) {
+inline reference::FusedInputs slice_rows(const reference::FusedInputs& in, RowShare share,
+                                         std::size_t hidden) {
   reference::FusedInputs out;
   for (const auto& t : in.rank_inputs) out.rank_inputs.push_back(slice_rows(t, share, hidden));
   out.residual_in = slice_rows(in.residual_in, share, hidden);
@@ -44,7 +48,8 @@ inline reference::FusedInputs slice_rows(const reference::FusedInputs& in, RowSh
 
 // A mismatch found in the share, in the whole output's indices (per-token outputs say
 // "index = token" in their name).
-inline reference::Mismatch in_whole_output(reference::Mismatch m, RowShare share, std::size_t hidden) {
+inline reference::Mismatch in_whole_output(reference::Mismatch m, RowShare share,
+                                           std::size_t hidden) {
   const bool per_token = m.what.find("index = token") != std::string::npos;
   m.index += per_token ? share.first : share.first * hidden;
   return m;

@@ -1,5 +1,5 @@
 #pragma once
-// A rank that can no longer finish must say why and exit, wherever its main thread is stuck
+// A rank that cannot finish must say why and exit, wherever its main thread is stuck
 // (inside a CUDA call, say, where no MPI timeout can fire). Two mechanisms:
 //   * RankWatchdog: a thread that ends the rank when a peer process on this host vanished,
 //     or when the main thread has sat in one phase longer than the stall limit. It names
@@ -34,8 +34,8 @@ class RankWatchdog {
   // The default reaction: print "fusioncheck: rank R: <why>" to stderr and _exit(1).
   static void exit_with_message(int rank, const std::string& why);
 
-  RankWatchdog(int rank, std::vector<PeerProcess> peers, std::chrono::milliseconds stall_limit, Fire fire,
-               std::chrono::milliseconds period = std::chrono::milliseconds(250));
+  RankWatchdog(int rank, std::vector<PeerProcess> peers, std::chrono::milliseconds stall_limit,
+               Fire fire, std::chrono::milliseconds period = std::chrono::milliseconds(250));
   ~RankWatchdog();
   RankWatchdog(const RankWatchdog&) = delete;
   RankWatchdog& operator=(const RankWatchdog&) = delete;

@@ -47,10 +47,10 @@ enum MutantLayer : std::uint8_t { kInSim = 1u, kInKernel = 2u, kInFlashInfer = 4
 
 struct MutantInfo {
   Mutant mutant;
-  std::string_view id;           // command-line id, as in docs/design.md
-  std::string_view what;         // what the broken protocol does
-  std::string_view real_world;   // the report behind it
-  std::uint8_t layers;           // MutantLayer bits
+  std::string_view id;          // command-line id, as in docs/design.md
+  std::string_view what;        // what the broken protocol does
+  std::string_view real_world;  // the report behind it
+  std::uint8_t layers;          // MutantLayer bits
 };
 
 inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
@@ -60,8 +60,8 @@ inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
     {Mutant::early_trigger, "early-trigger",
      "dependents triggered before outputs are written, consumer reads them", "vLLM PR 45448",
      kInSim | kInKernel},
-    {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==",
-     "FlashInfer 1136", kInSim | kInKernel | kInFlashInfer},
+    {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==", "FlashInfer 1136",
+     kInSim | kInKernel | kInFlashInfer},
     {Mutant::no_canonicalize, "no-canonicalize", "producer does not map input -0 to +0",
      "TRT-LLM PR 4226 class", kInSim | kInKernel | kInFlashInfer},
     {Mutant::wrong_clear_buffer, "wrong-clear-buffer", "clears (f+1)%3 instead of (f+2)%3",
@@ -86,11 +86,10 @@ inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
      "vLLM 43616", kInSim},
     {Mutant::empty_body, "empty-body", "kernel body compiled out for one arch",
      "FlashInfer PR 3903", kInSim | kInKernel},
-    {Mutant::no_init_barrier, "no-init-barrier", "a rank pushes before a peer initialised its buffer",
-     "-", kInSim},
+    {Mutant::no_init_barrier, "no-init-barrier",
+     "a rank pushes before a peer initialised its buffer", "-", kInSim},
     {Mutant::shared_counter, "shared-counter",
-     "one-shot and two-shot share counter state while alternating", "tokenspeed 351",
-     kInSim},
+     "one-shot and two-shot share counter state while alternating", "tokenspeed 351", kInSim},
     {Mutant::torn_element, "torn-element", "element stored in pieces smaller than the element",
      "PTX single-copy atomicity", kInSim | kInKernel},
     {Mutant::twoshot_gather_overlap, "twoshot-gather-overlap",

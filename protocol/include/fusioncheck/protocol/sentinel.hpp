@@ -7,7 +7,7 @@
 
 namespace fusioncheck::protocol {
 
-inline constexpr std::uint16_t kNegZero16 = 0x8000u;  // fp16 and bf16
+inline constexpr std::uint16_t kNegZero16 = 0x8000u;      // fp16 and bf16
 inline constexpr std::uint32_t kNegZero32 = 0x80000000u;  // fp32
 
 FC_HD constexpr bool is_neg_zero_bits16(std::uint16_t bits) { return bits == kNegZero16; }

@@ -51,13 +51,14 @@ constexpr std::string_view pattern_name(Pattern p) {
 inline constexpr int kNvfp4BlockSize = 16;
 enum class Nvfp4Layout : std::uint8_t { linear, swizzled128x4 };
 
-FC_HD constexpr std::uint64_t nvfp4_scale_storage(Nvfp4Layout layout, std::uint64_t rows, std::uint64_t scale_cols) {
+FC_HD constexpr std::uint64_t nvfp4_scale_storage(Nvfp4Layout layout, std::uint64_t rows,
+                                                  std::uint64_t scale_cols) {
   if (layout == Nvfp4Layout::linear) return rows * scale_cols;
   return (rows + 127) / 128 * 128 * ((scale_cols + 3) / 4 * 4);
 }
 
-FC_HD constexpr std::uint64_t nvfp4_scale_index(Nvfp4Layout layout, std::uint64_t row, std::uint64_t col,
-                                                std::uint64_t scale_cols) {
+FC_HD constexpr std::uint64_t nvfp4_scale_index(Nvfp4Layout layout, std::uint64_t row,
+                                                std::uint64_t col, std::uint64_t scale_cols) {
   if (layout == Nvfp4Layout::linear) return row * scale_cols + col;
   const std::uint64_t tile = (row / 128) * ((scale_cols + 3) / 4) + col / 4;
   const std::uint64_t r = row % 128;

@@ -45,11 +45,12 @@ static_assert(sizeof(ControlBlock) == 48, "ControlBlock layout is part of the pr
 // two_shot_flag as one 8-byte store, clear_size as another), or partial overlaps would be
 // mixed-size races. For the same reason the arrival counters, which other blocks of the
 // same call increment while the word is read, stay outside it.
-static_assert(offsetof(ControlBlock, clear_size) == 16 && offsetof(ControlBlock, flag) == 24 &&
-                  offsetof(ControlBlock, two_shot_flag) == 28 &&
-                  offsetof(ControlBlock, arrival_counter) >= 32 &&
-                  offsetof(ControlBlock, two_shot_counter) >= 32,
-              "clear_size and flag share the 16-byte word at offset 16; the counters lie outside it");
+static_assert(
+    offsetof(ControlBlock, clear_size) == 16 && offsetof(ControlBlock, flag) == 24 &&
+        offsetof(ControlBlock, two_shot_flag) == 28 &&
+        offsetof(ControlBlock, arrival_counter) >= 32 &&
+        offsetof(ControlBlock, two_shot_counter) >= 32,
+    "clear_size and flag share the 16-byte word at offset 16; the counters lie outside it");
 
 FC_HD constexpr ControlBlock initial_control_block(std::uint64_t comm_size) {
   return ControlBlock{kGuardWord, comm_size, 0u, 0u, 0u, 0u, 0u, kGuardWord};
@@ -61,16 +62,16 @@ FC_HD constexpr bool guards_intact(const ControlBlock& cb) {
 
 // Byte offset of element `index` of slot `rank` in Lamport buffer `buffer`.
 FC_HD constexpr std::uint64_t lamport_offset(int buffer, int rank, std::uint64_t index,
-                                             std::uint64_t elems_per_rank,
-                                             std::uint64_t comm_size, int elem_bytes) {
+                                             std::uint64_t elems_per_rank, std::uint64_t comm_size,
+                                             int elem_bytes) {
   return static_cast<std::uint64_t>(buffer) * comm_size +
          (static_cast<std::uint64_t>(rank) * elems_per_rank + index) *
              static_cast<std::uint64_t>(elem_bytes);
 }
 
 // Invariant 9: one call's data, all ranks' slots, must fit one buffer.
-FC_HD constexpr bool fits_lamport_buffer(int ranks, std::uint64_t elems_per_rank,
-                                         int elem_bytes, std::uint64_t comm_size) {
+FC_HD constexpr bool fits_lamport_buffer(int ranks, std::uint64_t elems_per_rank, int elem_bytes,
+                                         std::uint64_t comm_size) {
   return static_cast<std::uint64_t>(ranks) * elems_per_rank *
              static_cast<std::uint64_t>(elem_bytes) <=
          comm_size;

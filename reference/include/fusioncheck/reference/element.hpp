@@ -52,11 +52,9 @@ inline float half_bits_to_float(std::uint16_t h) {
 }  // namespace detail
 
 // Compile-time traits, one per element type: Bits is the storage word.
-template <DType T>
-struct Element;
+template <DType T> struct Element;
 
-template <>
-struct Element<DType::f16> {
+template <> struct Element<DType::f16> {
   using Bits = std::uint16_t;
   static float to_float(Bits b) { return detail::half_bits_to_float(b); }
   static Bits from_float(float f) { return elements::float_to_half_bits(f); }
@@ -64,20 +62,20 @@ struct Element<DType::f16> {
   static constexpr int min_normal_exp = -14;
 };
 
-template <>
-struct Element<DType::bf16> {
+template <> struct Element<DType::bf16> {
   using Bits = std::uint16_t;
   // Widening bf16 is exact by definition (the bits are the top half of the float's). Done
   // with a shift because Eigen's bfloat16 -> float goes through memory and does not
   // vectorise; property_tests check it equals Eigen's for all 65,536 patterns.
-  static float to_float(Bits b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+  static float to_float(Bits b) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+  }
   static Bits from_float(float f) { return elements::float_to_bf16_bits(f); }
   static constexpr int mantissa_bits = 7;
   static constexpr int min_normal_exp = -126;
 };
 
-template <>
-struct Element<DType::f32> {
+template <> struct Element<DType::f32> {
   using Bits = std::uint32_t;
   static float to_float(Bits b) { return std::bit_cast<float>(b); }
   static Bits from_float(float f) { return std::bit_cast<Bits>(f); }
@@ -95,8 +93,7 @@ inline float round_to(DType t, float value) { return bits_to_float(t, float_to_b
 float ulp_of(DType t, float value);
 
 // --- Typed sentinel helpers, built on protocol/sentinel.hpp (bitwise, never float ==).
-template <DType T>
-constexpr bool is_neg_zero(typename Element<T>::Bits bits) {
+template <DType T> constexpr bool is_neg_zero(typename Element<T>::Bits bits) {
   if constexpr (T == DType::f32) return protocol::is_neg_zero_bits32(bits);
   else return protocol::is_neg_zero_bits16(bits);
 }

@@ -67,7 +67,7 @@ struct FusedConfig {
   DType dtype = DType::bf16;
   Accumulation accumulation = Accumulation::fp32;
   float eps = 1e-6f;
-  float weight_bias = 0.0f;  // added to gamma: 0, or 1 for "(1 + gamma)" models
+  float weight_bias = 0.0f;           // added to gamma: 0, or 1 for "(1 + gamma)" models
   bool canonicalize_neg_zero = true;  // one-shot Lamport semantics (see above)
   int sum_from = 0;                   // first rank of the summation order (see above)
   QuantConfig quant;
@@ -80,14 +80,14 @@ struct FusedInputs {
 };
 
 struct FusedOutputs {
-  Tensor allreduce;     // [tokens * hidden], identical on every rank
-  Tensor residual_out;  // [tokens * hidden]
-  Tensor norm_out;      // [tokens * hidden]
-  std::vector<std::uint8_t> fp8_static;         // [tokens * hidden] e4m3 codes
-  std::vector<std::uint8_t> fp8_dynamic;        // [tokens * hidden] e4m3 codes
-  std::vector<float> fp8_dynamic_scale;         // [tokens]
-  std::vector<std::uint8_t> nvfp4;              // [tokens * hidden / 2] packed e2m1
-  std::vector<std::uint8_t> nvfp4_scale;        // e4m3 codes in quant.nvfp4_layout, padding 0
+  Tensor allreduce;                       // [tokens * hidden], identical on every rank
+  Tensor residual_out;                    // [tokens * hidden]
+  Tensor norm_out;                        // [tokens * hidden]
+  std::vector<std::uint8_t> fp8_static;   // [tokens * hidden] e4m3 codes
+  std::vector<std::uint8_t> fp8_dynamic;  // [tokens * hidden] e4m3 codes
+  std::vector<float> fp8_dynamic_scale;   // [tokens]
+  std::vector<std::uint8_t> nvfp4;        // [tokens * hidden / 2] packed e2m1
+  std::vector<std::uint8_t> nvfp4_scale;  // e4m3 codes in quant.nvfp4_layout, padding 0
 };
 
 // Throws std::invalid_argument (one line) on a bad shape, dtype mismatch or bad config:

@@ -1,11 +1,12 @@
 #pragma once
 // One element of the seeded generators (generators.hpp), written once for the host and the
 // GPU (FC_HD): what a call's inputs are drawn from (ExactSpec, SpecialsSpec, the stream ids),
-// the 64-bit draws, float -> fp16 / bf16 bits, and the value of an exact or a random element. generators.cpp builds its vectorising block loops from these pieces; the
-// GPU suite calls exact_element / random_element per element on the device
-// (mpi_launch/gpu/device_inputs.cu) to make a rank's own input and the residual where the
-// kernel reads them. No Eigen and no <cmath> here: nvcc compiles this header for the device.
-// property_tests/reference/generators_test.cpp holds both to the plain definitions.
+// the 64-bit draws, float -> fp16 / bf16 bits, and the value of an exact or a random element.
+// generators.cpp builds its vectorising block loops from these pieces; the GPU suite calls
+// exact_element / random_element per element on the device (mpi_launch/gpu/device_inputs.cu) to
+// make a rank's own input and the residual where the kernel reads them. No Eigen and no <cmath>
+// here: nvcc compiles this header for the device. property_tests/reference/generators_test.cpp
+// holds both to the plain definitions.
 #include <bit>
 #include <cstdint>
 
@@ -105,7 +106,9 @@ FC_HD std::uint64_t stream_prefix(std::uint64_t seed, std::uint64_t call, int st
   return splitmix64(splitmix64(splitmix64(seed ^ 0x5eed) ^ call) ^
                     static_cast<std::uint64_t>(static_cast<std::int64_t>(stream)));
 }
-FC_HD std::uint64_t element_hash(std::uint64_t prefix, std::uint64_t element) { return splitmix64(prefix ^ element); }
+FC_HD std::uint64_t element_hash(std::uint64_t prefix, std::uint64_t element) {
+  return splitmix64(prefix ^ element);
+}
 FC_HD std::uint64_t purpose_draw(std::uint64_t element_hash, std::uint64_t purpose) {
   return splitmix64(element_hash ^ purpose);
 }
@@ -123,12 +126,14 @@ FC_HD float exact_value(std::int64_t m, int e) {
   return static_cast<float>(m) * bits_float(static_cast<std::uint32_t>(127 + e - 6) << 23);
 }
 // Rank inputs (stream >= 0) carry -0 on about 1/64 of their elements when asked.
-FC_HD bool exact_has_neg_zeros(bool with_neg_zero, int stream) { return with_neg_zero && stream >= 0; }
+FC_HD bool exact_has_neg_zeros(bool with_neg_zero, int stream) {
+  return with_neg_zero && stream >= 0;
+}
 
 // Element k of an exact stream, as a float whose conversion to T is exact (-0.0f for the
 // sentinel). stream_pre / common_pre: stream_prefix of the stream and of kCommonStream.
-FC_HD float exact_element(std::uint64_t stream_pre, std::uint64_t common_pre, std::uint64_t k, std::int64_t max_m,
-                          bool neg_zeros) {
+FC_HD float exact_element(std::uint64_t stream_pre, std::uint64_t common_pre, std::uint64_t k,
+                          std::int64_t max_m, bool neg_zeros) {
   const std::uint64_t h = element_hash(stream_pre, k);
   if (neg_zeros && purpose_draw(h, kNegZero) % 64 == 0) return -0.0f;
   const auto e = static_cast<int>(purpose_draw(element_hash(common_pre, k), kExponent) % 10);
@@ -169,7 +174,8 @@ FC_HD float special_value(DType t, std::uint64_t h, bool with_inf_nan) {
 // An element of T from its two draws (purposes kSpecial and kValue of its hash): a special
 // value with probability specials_per_256 / 256, else a moderate value in [-4, 4) with 24
 // random bits (most are not exact in T, so the rounding point shows in the result).
-FC_HD float random_value(const SpecialsSpec& s, DType t, std::uint64_t special, std::uint64_t value) {
+FC_HD float random_value(const SpecialsSpec& s, DType t, std::uint64_t special,
+                         std::uint64_t value) {
   if (static_cast<int>(special % 256) < s.specials_per_256) {
     const float v = special_value(t, special >> 8, s.with_inf_nan);
     return !s.with_neg_zero && v == 0.0f ? 0.0f : v;  // -0 == 0: maps it to +0
@@ -177,7 +183,8 @@ FC_HD float random_value(const SpecialsSpec& s, DType t, std::uint64_t special, 
   return (static_cast<float>(value & 0xffffff) / 0x1p24f - 0.5f) * 8.0f;
 }
 
-FC_HD float random_element(const SpecialsSpec& s, DType t, std::uint64_t stream_pre, std::uint64_t k) {
+FC_HD float random_element(const SpecialsSpec& s, DType t, std::uint64_t stream_pre,
+                           std::uint64_t k) {
   const std::uint64_t h = element_hash(stream_pre, k);
   return random_value(s, t, purpose_draw(h, kSpecial), purpose_draw(h, kValue));
 }

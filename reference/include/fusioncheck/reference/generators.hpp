@@ -47,13 +47,15 @@ struct PartialInputs {
     return complete_ranks.empty() || complete_ranks.at(static_cast<std::size_t>(rank));
   }
 };
-FusedInputs make_exact_inputs(const FusedConfig& config, std::uint64_t seed, std::uint64_t call_index,
-                              bool with_neg_zero, const PartialInputs& partial);
+FusedInputs make_exact_inputs(const FusedConfig& config, std::uint64_t seed,
+                              std::uint64_t call_index, bool with_neg_zero,
+                              const PartialInputs& partial);
 
 Tensor random_with_specials(const SpecialsSpec& spec, int stream, int tokens, int hidden,
                             DType dtype);
 FusedInputs make_random_inputs(const FusedConfig& config, const SpecialsSpec& spec);
-FusedInputs make_random_inputs(const FusedConfig& config, const SpecialsSpec& spec, const PartialInputs& partial);
+FusedInputs make_random_inputs(const FusedConfig& config, const SpecialsSpec& spec,
+                               const PartialInputs& partial);
 
 // The value the reference would compute for an exact-input element, by exact (double)
 // arithmetic: sum of canonicalised rank inputs, rounded once. Used by the self-check as

@@ -33,17 +33,17 @@ inline std::uint8_t float_to_e4m3(float x) {
   // Subnormal range (|x| < 2^-6, multiples of 2^-9; code 8 is the first normal): adding 2^14,
   // whose ulp is 2^-9, rounds |x| to nearest even at 2^-9, and the bits above 2^14's count
   // the steps: nearbyint(|x| * 2^9).
-  const std::uint32_t small =
-      std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) + 0x1p14f) - std::bit_cast<std::uint32_t>(0x1p14f);
+  const std::uint32_t small = std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) + 0x1p14f) -
+                              std::bit_cast<std::uint32_t>(0x1p14f);
   // Normal range: round the float's 23 fraction bits to 3, to nearest even, on the bits; a
   // carry moves into the exponent as it should. Float exponent field E holds e + 127, the
   // e4m3 field e + 7, so the code is the rounded (E, fraction) pair minus 120 << 3.
   const std::uint32_t normal = ((u + 0x7ffffu + ((u >> 20) & 1u)) >> 20) - (120u << 3);
   // NaN stays NaN; at or beyond the largest finite value (inf included): +-448 (satfinite).
-  const std::uint32_t mag = u > 0x7f800000u                                 ? kE4m3NaN
-                            : u >= std::bit_cast<std::uint32_t>(kE4m3Max)   ? 0x7eu
-                            : u < std::bit_cast<std::uint32_t>(0x1p-6f)     ? small
-                                                                            : normal;
+  const std::uint32_t mag = u > 0x7f800000u                               ? kE4m3NaN
+                            : u >= std::bit_cast<std::uint32_t>(kE4m3Max) ? 0x7eu
+                            : u < std::bit_cast<std::uint32_t>(0x1p-6f)   ? small
+                                                                          : normal;
   return static_cast<std::uint8_t>(((bits >> 24) & 0x80u) | mag);
 }
 float e4m3_to_float(std::uint8_t code);

@@ -6,8 +6,8 @@
 // 2^64/d - 1 <= m <= 2^64/d, so q = floor(x*m / 2^64) satisfies
 //   x/d - 1 < x/d - x/2^64 <= x*m / 2^64 <= x/d,
 // i.e. q is floor(x/d) or floor(x/d) - 1. Then x - q*d (<= x, no overflow) lies in [0, 2d)
-// and one conditional subtraction gives x mod d. (property_tests/reference/generators_test.cpp checks it
-// against % for every modulus the generators use and random divisors.)
+// and one conditional subtraction gives x mod d. (property_tests/reference/generators_test.cpp
+// checks it against % for every modulus the generators use and random divisors.)
 #include <cstdint>
 
 namespace fusioncheck::reference {

@@ -28,13 +28,11 @@ class Tensor {
   std::span<std::uint32_t> bits32();
   std::span<const std::uint32_t> bits32() const;
   // Element type T's storage; T must match dtype() (checked).
-  template <DType T>
-  std::span<const typename Element<T>::Bits> view() const {
+  template <DType T> std::span<const typename Element<T>::Bits> view() const {
     if constexpr (T == DType::f32) return bits32();
     else return bits16();
   }
-  template <DType T>
-  std::span<typename Element<T>::Bits> view() {
+  template <DType T> std::span<typename Element<T>::Bits> view() {
     if constexpr (T == DType::f32) return bits32();
     else return bits16();
   }

@@ -6,7 +6,8 @@
 // no floating-point operation whose result depends on the vector width (no reassociation,
 // no FMA contraction: the reference builds with -ffp-contract=off).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define FUSIONCHECK_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define FUSIONCHECK_VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define FUSIONCHECK_VECTOR_CLONES
 #endif

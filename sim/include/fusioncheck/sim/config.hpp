@@ -19,15 +19,15 @@ enum class LinkOrder : std::uint8_t {
 
 struct Profile {
   std::string_view name;
-  int compute_capability;      // 90, 100, 120
-  int sm_count;                // upper bound on co-resident blocks of one kernel
+  int compute_capability;  // 90, 100, 120
+  int sm_count;            // upper bound on co-resident blocks of one kernel
   int smem_per_block_kib;
-  bool clusters;               // thread-block clusters (not used by the modelled steps)
+  bool clusters;  // thread-block clusters (not used by the modelled steps)
   int max_cluster_size;
-  bool pdl;                    // programmatic dependent launch
+  bool pdl;  // programmatic dependent launch
   std::string_view interconnect;
-  LinkOrder link_order;        // between GPUs; inside one GPU stores are always unordered
-  int store_granularity_bytes; // smallest piece a vector store may arrive in
+  LinkOrder link_order;         // between GPUs; inside one GPU stores are always unordered
+  int store_granularity_bytes;  // smallest piece a vector store may arrive in
 };
 
 // Model parameters, chosen adversarially within what the hardware guarantees: an aligned

@@ -26,9 +26,8 @@ struct Counterexample {
 };
 
 // Builds the counterexample of a failing search result.
-Counterexample make_counterexample(const SimConfig& config, const Profile& profile,
-                                   Mutant mutant, SchedulerKind scheduler,
-                                   const SearchResult& result);
+Counterexample make_counterexample(const SimConfig& config, const Profile& profile, Mutant mutant,
+                                   SchedulerKind scheduler, const SearchResult& result);
 
 nlohmann::json to_json(const Counterexample& cx);
 // Throws std::invalid_argument with a one-line reason on a malformed file.

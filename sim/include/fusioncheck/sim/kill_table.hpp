@@ -14,16 +14,16 @@ struct KillRow {
   Mutant mutant = Mutant::none;
   std::string profile;
   bool killed = false;
-  double seconds_to_detect = 0;   // search time until the first violation
-  std::uint64_t schedules = 0;    // schedules run until then (or in all, when not killed)
+  double seconds_to_detect = 0;  // search time until the first violation
+  std::uint64_t schedules = 0;   // schedules run until then (or in all, when not killed)
   SchedulerKind scheduler = SchedulerKind::random;  // the one that found it
-  Counterexample minimal;         // when killed
+  Counterexample minimal;                           // when killed
 };
 
 struct KillTableOptions {
-  std::uint64_t random_budget = 20000;   // per (mutant, profile), then as many PCT schedules
-  std::uint64_t exhaustive_budget = 1000000;  // then the exhaustive tiny search (<= 2 deviations)
-  bool include_correct = true;           // a row per profile for the correct protocol
+  std::uint64_t random_budget = 20000;         // per (mutant, profile), then as many PCT schedules
+  std::uint64_t exhaustive_budget = 1000000;   // then the exhaustive tiny search (<= 2 deviations)
+  bool include_correct = true;                 // a row per profile for the correct protocol
   std::function<void(const KillRow&)> on_row;  // progress
 };
 

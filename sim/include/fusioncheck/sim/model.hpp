@@ -45,18 +45,18 @@ enum class Region : std::uint8_t { lamport, ts_data, ts_gather, ts_start, ts_end
 // One piece of a store on its way to a rank's memory. A piece covers `count` whole 32-bit
 // elements, or one 16-bit half of one element (torn stores).
 struct Piece {
-  std::int32_t thread;  // issuing thread
-  std::int32_t kernel;  // issuing kernel (rank * calls + call)
+  std::int32_t thread;      // issuing thread
+  std::int32_t kernel;      // issuing kernel (rank * calls + call)
   std::uint32_t fifo_key;   // thread * ranks + dst: the per-thread FIFO it travels in
   std::uint32_t block_key;  // kernel * blocks + block: what a release waits for
-  std::uint32_t offset; // first element
+  std::uint32_t offset;     // first element
   std::uint32_t values[kMaxElemsPerVector];
   std::uint8_t count;
-  std::uint8_t half;    // 0 whole elements, 1 low 16 bits, 2 high 16 bits
+  std::uint8_t half;  // 0 whole elements, 1 low 16 bits, 2 high 16 bits
   std::uint8_t src_rank, dst_rank, block;
   Region region;
-  bool release;         // st.release: may not overtake older stores of its block
-  std::uint8_t held;    // kHeldBy* bits: why it may not be delivered yet (0: it may)
+  bool release;       // st.release: may not overtake older stores of its block
+  std::uint8_t held;  // kHeldBy* bits: why it may not be delivered yet (0: it may)
 };
 // A release piece behind an older piece of its block; a piece behind an older piece of its
 // per-thread FIFO link.
@@ -70,9 +70,9 @@ struct Thread {
   std::int32_t idx;  // vector index within the rank's data
   std::uint8_t pc = 0;
   std::uint8_t data_buffer = 0, clear_buffer = 0;
-  std::uint32_t flag_seen = 0;   // f (one-shot) or the new two-shot flag
+  std::uint32_t flag_seen = 0;  // f (one-shot) or the new two-shot flag
   std::uint32_t clear_vectors = 0;
-  bool present = true;           // false: its block is not in this rank's grid
+  bool present = true;  // false: its block is not in this rank's grid
 };
 
 struct Kernel {
@@ -87,11 +87,11 @@ struct Kernel {
 };
 
 struct RankMemory {
-  std::vector<std::uint32_t> lamport;     // 3 buffers x (ranks * max_vectors * E)
-  std::vector<std::uint32_t> ts_data;     // ranks slots x max_vectors * E (+ the gather
-                                          // region, with twoshot-gather-overlap)
-  std::vector<std::uint32_t> ts_gather;   // max_vectors * E
-  std::vector<std::uint32_t> ts_start;    // blocks x ranks barrier flags
+  std::vector<std::uint32_t> lamport;    // 3 buffers x (ranks * max_vectors * E)
+  std::vector<std::uint32_t> ts_data;    // ranks slots x max_vectors * E (+ the gather
+                                         // region, with twoshot-gather-overlap)
+  std::vector<std::uint32_t> ts_gather;  // max_vectors * E
+  std::vector<std::uint32_t> ts_start;   // blocks x ranks barrier flags
   std::vector<std::uint32_t> ts_end;
   protocol::ControlBlock control;
   bool initialised = false;
@@ -144,11 +144,11 @@ class Model {
   int granularity_bytes_ = 4;
   std::uint32_t fill_value_ = 0;  // what init and clear store (the sentinel pattern)
   std::vector<RankMemory> memory_;
-  std::vector<Kernel> kernels_;  // rank * calls + call
-  std::vector<Thread> threads_;  // kernel * blocks * V + block * V + tid
-  std::vector<std::int32_t> block_pass_;  // (kernel * blocks + block) * kPhases + phase
+  std::vector<Kernel> kernels_;               // rank * calls + call
+  std::vector<Thread> threads_;               // kernel * blocks * V + block * V + tid
+  std::vector<std::int32_t> block_pass_;      // (kernel * blocks + block) * kPhases + phase
   std::vector<std::uint8_t> output_written_;  // kernel * max_vectors + idx (NaN canary)
-  std::vector<Piece> in_flight_;  // in issue order
+  std::vector<Piece> in_flight_;              // in issue order
   // in-flight pieces per Piece::block_key and per Piece::fifo_key, and how many are held
   std::vector<std::int32_t> block_flying_, fifo_flying_;
   int held_count_ = 0;
@@ -161,8 +161,8 @@ class Model {
   // step: [deliverable pieces by in-flight index][init by rank][ready threads by index].
   std::vector<Event> events_;
   int delivery_events_ = 0, init_events_ = 0;  // sizes of the first two sections
-  std::vector<std::uint8_t> ready_;       // per thread: it has an event in events_
-  std::vector<std::uint8_t> rank_dirty_;  // per rank: kClean, kDirtySome or kDirtyAll
+  std::vector<std::uint8_t> ready_;            // per thread: it has an event in events_
+  std::vector<std::uint8_t> rank_dirty_;       // per rank: kClean, kDirtySome or kDirtyAll
   // per rank, with kDirtySome: what changed (kChanged* bits), so that only the threads
   // whose readiness reads it are evaluated again
   std::vector<std::uint8_t> rank_changes_;
@@ -174,8 +174,8 @@ class Model {
 
   // Where two-shot data lives, in elements (steps.cpp). Correct: the scatter slots (slot r
   // at r * max_vectors) and the gather region are separate arrays. twoshot-gather-overlap:
-  // one array, as the kernel once had it: slot r at r * chunk (chunk = ceil(vectors / N) of
-  // this call) and the gather region right after this call's N slots.
+  // one array, the layout of the bug it models: slot r at r * chunk (chunk = ceil(vectors /
+  // N) of this call) and the gather region right after this call's N slots.
   struct TwoShotPlace {
     Region region;
     std::uint32_t offset;
@@ -205,6 +205,24 @@ class Model {
   void launch_ready_kernels(int rank);
   bool thread_enabled(const Thread& t) const;
   void step_thread(int thread_index);
+  // The steps of step_thread, one per pc (steps.cpp). Those returning bool return whether
+  // the thread triggered its dependents in the step.
+  bool run_step(Thread& t, Kernel& kernel, bool late, const std::string& who);
+  bool step_empty_body(const std::string& who);
+  bool step_wait(const Thread& t, bool late, const std::string& who);
+  void step_read_flag(Thread& t, const Kernel& kernel, const std::string& who);
+  void step_arrive(const Thread& t, const Kernel& kernel, const std::string& who);
+  void step_push(const Thread& t, const Kernel& kernel, const std::string& who);
+  void step_clear(const Thread& t, const Kernel& kernel, const std::string& who);
+  void step_poll(const Thread& t, const Kernel& kernel, const std::string& who);
+  void step_update(const Thread& t, const Kernel& kernel, const std::string& who);
+  bool step_trigger(const std::string& who);
+  void step_scatter(const Thread& t, const Kernel& kernel, const std::string& who);
+  void step_signal(const Thread& t, const std::string& who);
+  void step_wait_flags(const Thread& t, const std::string& who);
+  void step_reduce(const Thread& t, const Kernel& kernel, const std::string& who);
+  void step_read_gather(const Thread& t, const Kernel& kernel, const std::string& who);
+  void finish_step(Thread& t, Kernel& kernel, bool late, bool triggered_now);
   void update_one_shot_state(int rank, int size, const std::string& who);
   void init_rank(int rank);
   void fail(ViolationKind kind, std::string text);
@@ -215,9 +233,8 @@ class Model {
   static constexpr int kPhases = 4;
   static constexpr std::uint8_t kClean = 0, kDirtySome = 1, kDirtyAll = 2;
   // The rank state thread_enabled reads, one bit per kind (see depends_on_changes).
-  static constexpr std::uint8_t kChangedLamport = 1, kChangedStartFlags = 2,
-                                kChangedEndFlags = 4, kChangedBlockPass = 8,
-                                kChangedCounters = 16, kChangedTriggers = 32;
+  static constexpr std::uint8_t kChangedLamport = 1, kChangedStartFlags = 2, kChangedEndFlags = 4,
+                                kChangedBlockPass = 8, kChangedCounters = 16, kChangedTriggers = 32;
   static constexpr int kChangeKinds = 6;
   int grid_of(int rank) const;
   // A one-shot grid of one block updates the state when it arrives (step 7 at step 2, as
@@ -225,7 +242,8 @@ class Model {
   // mutant of the two-shot path alone, the GPU suite runs a correct one-shot, which takes
   // this path while the sim counts: the same end state.)
   bool updates_at_arrival(const Kernel& kernel) const {
-    return mutant_ == Mutant::none && kernel.spec.kind == CallKind::one_shot && kernel.grid_blocks == 1;
+    return mutant_ == Mutant::none && kernel.spec.kind == CallKind::one_shot &&
+           kernel.grid_blocks == 1;
   }
   int kernel_index(int rank, int call) const {
     return rank * static_cast<int>(calls_.size()) + call;

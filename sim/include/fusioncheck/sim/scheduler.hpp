@@ -1,8 +1,8 @@
 #pragma once
 // Schedulers. A schedule is a value: the list of steps where the choice differs from the
 // default (the actor of the previous step goes on; when it cannot, the first enabled event:
-// the oldest deliverable store, else the lowest thread). Seeded random and PCT record their choices as such deviations, so every
-// run replays exactly from its deviation list alone.
+// the oldest deliverable store, else the lowest thread). Seeded random and PCT record their choices
+// as such deviations, so every run replays exactly from its deviation list alone.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -54,9 +54,9 @@ struct SearchOptions {
   std::uint64_t budget = 10000;  // schedules (random, pct) or executions (exhaustive)
   std::uint64_t seed = 1;
   int pct_depth = 3;
-  int deviation_bound = 2;       // exhaustive: every schedule with at most this many deviations
-  double time_limit_s = 0;       // 0: none
-  std::optional<ViolationKind> want_kind;  // minimisation: other kinds do not count
+  int deviation_bound = 2;  // exhaustive: every schedule with at most this many deviations
+  double time_limit_s = 0;  // 0: none
+  std::optional<ViolationKind> want_kind;               // minimisation: other kinds do not count
   std::function<void(const SearchProgress&)> progress;  // about once a second
 };
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "fusioncheck/gpu/kernel_registry.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 
 namespace fusioncheck::adapters {
@@ -37,7 +38,8 @@ std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused();
 gpu::KernelChoice flashinfer_release_choice(const std::string& release);
 
 // Throws kernels::InvalidLaunch when the adapter is unavailable or the patch is not built.
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap, protocol::Mutant patch);
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap,
+                                                      protocol::Mutant patch);
 
 // The choice for gpu::CheckOptions / SmokeOptions ("flashinfer").
 gpu::KernelChoice flashinfer_choice();
@@ -46,7 +48,8 @@ gpu::KernelChoice flashinfer_choice();
 // lamport_style_one_shot_all_reduce_norm_kernel: residual + RMSNorm, at most 16 tokens) from
 // the same headers, as a second kernel under test ("flashinfer-legacy"; docs/flashinfer.md).
 // Throws kernels::InvalidLaunch when the adapter is unavailable or for a mutant (it has none).
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap, protocol::Mutant mutant);
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap,
+                                                             protocol::Mutant mutant);
 gpu::KernelChoice flashinfer_legacy_choice();
 
 // Its host-side rules, without a GPU (legacy_rules.cpp):
@@ -58,6 +61,12 @@ bool flashinfer_legacy_runs_hidden(int hidden);
 gpu::KernelTraits flashinfer_legacy_traits();
 // Why it cannot run this call (one line), or "" if it can; `cc_major` is the device's compute
 // capability (0: not checked).
-std::string flashinfer_legacy_refusal(const kernels::FusedParams& params, bool twoshot, int cc_major);
+std::string flashinfer_legacy_refusal(const kernels::FusedParams& params, bool twoshot,
+                                      int cc_major);
+
+// Registers FlashInfer's families: flashinfer, flashinfer-legacy and flashinfer@VERSION. They
+// are registered in every build; where this build lacks the adapter or a release, choosing
+// one throws gpu::BadInput with the reason.
+void add_flashinfer_kernels(gpu::KernelRegistry& registry);
 
 }  // namespace fusioncheck::adapters

@@ -1,0 +1,79 @@
+// FlashInfer's kernel families in the registry. They are registered in every build, so that
+// asking for one that this build lacks says why (and how to build it) instead of "unknown".
+#include <algorithm>
+#include <regex>
+#include <string>
+
+#include "fusioncheck/adapters/flashinfer.hpp"
+#include "fusioncheck/gpu/errors.hpp"
+
+namespace fusioncheck::adapters {
+namespace {
+
+constexpr const char* kReleasePrefix = "flashinfer@";
+
+void require_adapter() {
+  if (!flashinfer_available())
+    throw gpu::BadInput("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
+}
+
+// The patched copies are made of the main tree alone.
+void check_patch(protocol::Mutant mutant) {
+  const auto patches = flashinfer_patches();
+  if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
+  std::string have;
+  for (auto m : patches) have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+  throw gpu::BadInput("FlashInfer has no patched copy for this mutant (patched copies: " +
+                      (have.empty() ? std::string("none") : have) + ")");
+}
+
+gpu::KernelChoice choose_release(const std::string& value) {
+  static const std::regex version(R"([0-9]+(\.[0-9]+)+(\.post[0-9]+)?)");
+  const std::string release = value.substr(std::string(kReleasePrefix).size());
+  if (!std::regex_match(release, version))
+    throw gpu::BadInput("'" + release +
+                        "' is not a flashinfer-python release (such as 0.6.11 or 0.2.8.post1)");
+  require_adapter();
+  try {
+    return flashinfer_release_choice(release);
+  } catch (const kernels::InvalidLaunch& e) {
+    throw gpu::BadInput(e.what());
+  }
+}
+
+std::string releases_built() {
+  std::string built;
+  for (const auto& r : flashinfer_releases()) built += (built.empty() ? "" : ", ") + r;
+  return built.empty() ? "none in this build" : "this build: " + built;
+}
+
+}  // namespace
+
+void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
+  const std::string missing = flashinfer_available() ? "" : "; not in this build";
+  registry.add({.name = "flashinfer",
+                .description = "FlashInfer's allreduce fusion, adapters/flashinfer" + missing,
+                .choose = [](const std::string&) { return require_adapter(), flashinfer_choice(); },
+                .check_mutant = check_patch,
+                .comparable = true});
+  registry.add(
+      {.name = "flashinfer-legacy",
+       .description = "FlashInfer's older Lamport kernel, trtllm_allreduce.cuh" + missing,
+       .choose = [](const std::string&) { return require_adapter(), flashinfer_legacy_choice(); },
+       .check_mutant =
+           [](protocol::Mutant) {
+             throw gpu::BadInput("FlashInfer's older Lamport kernel has no patched copies");
+           }});
+  registry.add({.name = kReleasePrefix,
+                .description = "another flashinfer-python release built beside the main tree, "
+                               "-DFUSIONCHECK_FLASHINFER_RELEASES; " +
+                               (flashinfer_available() ? releases_built() : "not in this build"),
+                .choose = choose_release,
+                .check_mutant = [](protocol::Mutant) {
+                  throw gpu::BadInput(
+                      "a release built beside the main tree has no patched copies (they are made "
+                      "of the main tree: --kernel flashinfer)");
+                }});
+}
+
+}  // namespace fusioncheck::adapters
