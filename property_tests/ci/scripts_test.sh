@@ -81,6 +81,15 @@ expect "results: the new figures are in" 0 "smoke-ours-2" cat "$tmp/results.md"
 printf '# no markers\n' >"$tmp/plain.md"
 expect "results: --into a file without markers" 2 "no '<!-- gpu_suite:begin -->'" \
   python3 "$R" "$reports" --device x --into "$tmp/plain.md"
+# The GPU suite refuses bad settings before it looks for a GPU, and a machine without one.
+G="$root/ci/gpu_suite.sh"
+fake="$here/fixtures/fake_build"
+expect "gpu suite: no binary" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" env BUILD="$tmp/nobuild" bash "$G"
+expect "gpu suite: CASES not a number" 2 "CASES=1e4: not a positive integer" env BUILD="$fake" CASES=1e4 bash "$G"
+expect "gpu suite: KILL_SEEDS not seeds" 2 "KILL_SEEDS='9,3': not seeds" env BUILD="$fake" KILL_SEEDS=9,3 bash "$G"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  expect "gpu suite: no GPU" 2 "no GPU found" env BUILD="$fake" REPORTS="$tmp/reports" bash "$G"
+fi
 # The format check: a misformatted file fails it, a formatted one passes.
 if command -v clang-format >/dev/null 2>&1; then
   expect "format: a misformatted file" 1 "unformatted.cpp is not formatted" \
