@@ -13,6 +13,7 @@
 
 #include "fusioncheck/audit/audit.hpp"
 #include "fusioncheck/audit/cuobjdump.hpp"
+#include "fusioncheck/audit/inputs.hpp"
 #include "fusioncheck/audit/user_regex.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
@@ -32,6 +33,7 @@ struct AuditArguments {
   std::string empty_kernels;
   std::string baseline;
   bool as_json = false;
+  bool recursive = false;
   double timeout_s = 300.0;
 };
 
@@ -75,10 +77,54 @@ audit::FileReport audit_file(const std::string& cuobjdump, const std::string& fi
   return report;
 }
 
+// The files to audit: each file argument, and with --recursive the files of each folder
+// argument that may hold device code. Every input is checked before any work.
+std::vector<std::string> input_files(const AuditArguments& args) {
+  std::vector<std::string> files;
+  for (const auto& arg : args.files) {
+    std::error_code error;
+    if (args.recursive && std::filesystem::is_directory(arg, error)) {
+      try {
+        const auto found = audit::files_in_folder(arg);
+        files.insert(files.end(), found.begin(), found.end());
+      } catch (const audit::AuditInputError& e) {
+        throw UsageError(e.what());
+      }
+      continue;
+    }
+    require_readable_file("", arg);
+    files.push_back(arg);
+  }
+  return files;
+}
+
+// Audits every file; with several, one without device code is skipped (one line each,
+// printed once something was audited) instead of ending the run.
+std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
+                                           const std::vector<std::string>& files,
+                                           std::chrono::milliseconds time_limit,
+                                           const audit::AuditOptions& options) {
+  std::vector<audit::FileReport> reports;
+  std::vector<std::string> skipped;
+  for (const auto& file : files) {
+    try {
+      reports.push_back(audit_file(cuobjdump, file, time_limit, options));
+    } catch (const audit::NoDeviceCodeError& e) {
+      if (files.size() == 1) throw;
+      skipped.push_back(e.what());
+    }
+  }
+  if (reports.empty())
+    throw audit::AuditInputError("none of the " + std::to_string(files.size()) +
+                                 " inputs holds device code (first: " + skipped.front() + ")");
+  for (const auto& why : skipped) fmt::print(stderr, "audit: skipped {}\n", why);
+  return reports;
+}
+
 int run_audit(const AuditArguments& args) {
   const audit::AuditOptions options = make_options(args);
   // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
-  for (const auto& file : args.files) require_readable_file("", file);
+  const std::vector<std::string> files = input_files(args);
   if (!args.baseline.empty()) require_readable_file("--baseline", args.baseline);
   const auto cuobjdump = audit::find_cuobjdump();
   if (!cuobjdump)
@@ -89,8 +135,7 @@ int run_audit(const AuditArguments& args) {
   const auto time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
   std::vector<audit::FileReport> reports;
   try {
-    for (const auto& file : args.files)
-      reports.push_back(audit_file(*cuobjdump, file, time_limit, options));
+    reports = audit_files(*cuobjdump, files, time_limit, options);
     if (!args.baseline.empty()) {
       const audit::FileReport baseline = audit_file(*cuobjdump, args.baseline, time_limit, options);
       for (auto& report : reports)
@@ -116,7 +161,8 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       "binaries (via cuobjdump) and flag differences, missing PDL waits and empty bodies");
   sub->add_option(
          "files", args->files,
-         "Objects, executables or shared libraries with device code (readable regular files)")
+         "Objects, executables, shared libraries, fatbins or cubins with device code (readable "
+         "regular files; folders with --recursive)")
       ->required()
       ->type_name("FILE")
       ->default_str("");
@@ -128,7 +174,8 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   sub->add_flag("--pdl-all", args->pdl_all, "Every kernel is launched with PDL");
   sub->add_flag(
       "--no-pdl-heuristic", args->no_pdl_heuristic,
-      "Do not treat a kernel with a grid-dependency wait or trigger on some arch as PDL-launched");
+      "Do not treat a kernel with a grid-dependency wait on some arch as PDL-launched (nor note "
+      "kernels that only trigger)");
   sub->add_flag(
       "--no-known-pdl", args->no_known_pdl,
       "Do not treat the built-in list of PDL-launched kernels (FlashInfer's, TRT-LLM's, ours; "
@@ -143,9 +190,14 @@ void add_audit_command(CLI::App& app, int& exit_code) {
          "classes each kernel lacks against it, per source")
       ->type_name("FILE");
   sub->add_flag("--json", args->as_json, "Print as JSON instead of a table");
+  sub->add_flag("-r,--recursive", args->recursive,
+                "Read folder arguments recursively: every ELF, fatbin or archive in them (an "
+                "unpacked wheel); files without device code are skipped");
   sub->add_option("--timeout", args->timeout_s, "Seconds cuobjdump may run per file")
       ->check(seconds_up_to(kMaxTimeout_s));
-  sub->footer("cuobjdump is looked for in $CUOBJDUMP, then PATH, then /usr/local/cuda/bin.");
+  sub->footer(
+      "cuobjdump is looked for in $CUOBJDUMP, then PATH, then /usr/local/cuda/bin. Notes (e.g. "
+      "pdl-trigger-only) are shown but do not set exit code 1.");
   sub->callback([args, sub, &exit_code] {
     refuse_empty_values(*sub);
     exit_code = run_audit(*args);

@@ -57,13 +57,22 @@ std::string pdl_reason(const KernelReport& kernel, const AuditOptions& options) 
     if (const KnownPdlKernel* known = find_known_pdl_kernel(kernel.name))
       return "known PDL kernel: " + std::string(known->what);
   if (!options.pdl_heuristic) return {};
+  // Only a wait shows that the kernel itself is launched with PDL: a trigger alone is what
+  // a PDL primary, launched with <<<>>>, does for the kernel after it.
   for (const auto& code : kernel.code)
-    for (std::string_view marker : {kGridDependencyWait, kGridDependencyTrigger})
-      if (code.sync_counts.contains(std::string(marker)))
-        return "has " + std::string(marker) + " on " + code.arch + " (" +
-               std::string(source_name(code.source)) + ")";
+    if (code.sync_counts.contains(std::string(kGridDependencyWait)))
+      return "has " + std::string(kGridDependencyWait) + " on " + code.arch + " (" +
+             std::string(source_name(code.source)) + ")";
   return {};
 }
+
+std::size_t count_severity(const FileReport& report, Severity severity) {
+  return static_cast<std::size_t>(
+      std::count_if(report.findings.begin(), report.findings.end(),
+                    [&](const Finding& f) { return f.severity == severity; }));
+}
+
+bool is_griddep_class(const std::string& name) { return name.starts_with("griddep."); }
 
 void find_sync_differences(const KernelReport& kernel,
                            const std::vector<const FunctionCode*>& codes,
@@ -74,7 +83,8 @@ void find_sync_differences(const KernelReport& kernel,
   for (const auto* code : codes) {
     std::vector<std::string> missing;
     for (const auto& [name, archs] : archs_with_class)
-      if (!code->sync_counts.contains(name))
+      if (!code->sync_counts.contains(name) &&
+          (arch_has_pdl(code->arch) || !is_griddep_class(name)))
         missing.push_back(name + " (present on " + join(archs, ", ") + ")");
     if (missing.empty()) continue;
     findings.push_back({FindingKind::kSyncDiffersBetweenArchs, kernel.name, kernel.mangled,
@@ -110,6 +120,7 @@ void find_empty_bodies(const KernelReport& kernel, const std::vector<const Funct
 void find_missing_waits(const KernelReport& kernel, std::vector<Finding>& findings) {
   for (const auto& code : kernel.code) {
     if (code.sync_counts.contains(std::string(kGridDependencyWait))) continue;
+    if (!arch_has_pdl(code.arch)) continue;
     const std::string instruction =
         code.source == CodeSource::kSass ? "ACQBULK" : "griddepcontrol.wait";
     findings.push_back({FindingKind::kPdlWaitMissing, kernel.name, kernel.mangled, code.arch,
@@ -119,7 +130,30 @@ void find_missing_waits(const KernelReport& kernel, std::vector<Finding>& findin
   }
 }
 
+// A kernel that triggers but is not known to be launched with PDL: a note, so that a
+// secondary the heuristic cannot see can still be named (--pdl-kernels).
+void note_trigger_only(const KernelReport& kernel, std::vector<Finding>& findings) {
+  for (const auto& code : kernel.code)
+    if (code.sync_counts.contains(std::string(kGridDependencyTrigger))) {
+      findings.push_back({FindingKind::kPdlTriggerOnly, kernel.name, kernel.mangled, code.arch,
+                          code.source,
+                          "triggers dependents but waits on no architecture: a PDL primary; "
+                          "if it is launched with PDL itself, name it in --pdl-kernels",
+                          Severity::kNote});
+      return;
+    }
+}
+
 }  // namespace
+
+bool arch_has_pdl(std::string_view arch) {
+  const int number = arch_number(arch);
+  return number == 0 || number >= 90;
+}
+
+std::string_view severity_name(Severity severity) {
+  return severity == Severity::kNote ? "note" : "finding";
+}
 
 std::string_view finding_kind_name(FindingKind kind) {
   switch (kind) {
@@ -127,6 +161,7 @@ std::string_view finding_kind_name(FindingKind kind) {
     case FindingKind::kPdlWaitMissing: return "pdl-wait-missing";
     case FindingKind::kEmptyBody: return "empty-body";
     case FindingKind::kMissingVsBaseline: return "missing-vs-baseline";
+    case FindingKind::kPdlTriggerOnly: return "pdl-trigger-only";
   }
   return "unknown";
 }
@@ -164,6 +199,7 @@ FileReport audit_listing(const std::string& path, const Listing& listing,
       if (kernel.is_entry) find_empty_bodies(kernel, codes, options, report.findings);
     }
     if (kernel.pdl) find_missing_waits(kernel, report.findings);
+    else if (kernel.is_entry && options.pdl_heuristic) note_trigger_only(kernel, report.findings);
     report.kernels.push_back(std::move(kernel));
   }
   std::sort(report.kernels.begin(), report.kernels.end(),
@@ -208,7 +244,13 @@ std::size_t compare_with_baseline(FileReport& report, const FileReport& baseline
 
 std::size_t count_findings(const std::vector<FileReport>& reports) {
   std::size_t total = 0;
-  for (const auto& report : reports) total += report.findings.size();
+  for (const auto& report : reports) total += count_severity(report, Severity::kFinding);
+  return total;
+}
+
+std::size_t count_notes(const std::vector<FileReport>& reports) {
+  std::size_t total = 0;
+  for (const auto& report : reports) total += count_severity(report, Severity::kNote);
   return total;
 }
 
@@ -238,10 +280,13 @@ nlohmann::json to_json(const std::vector<FileReport>& reports) {
                           {"mangled", f.mangled},
                           {"arch", f.arch},
                           {"source", source_name(f.source)},
-                          {"detail", f.detail}});
+                          {"detail", f.detail},
+                          {"severity", severity_name(f.severity)}});
     files.push_back({{"path", report.path}, {"kernels", kernels}, {"findings", findings}});
   }
-  return {{"files", files}, {"findings_total", count_findings(reports)}};
+  return {{"files", files},
+          {"findings_total", count_findings(reports)},
+          {"notes_total", count_notes(reports)}};
 }
 
 std::string format_table(const std::vector<FileReport>& reports) {
@@ -263,12 +308,19 @@ std::string format_table(const std::vector<FileReport>& reports) {
         out << row << (counts.empty() ? "-" : join(counts, ", ")) << "\n";
       }
     }
-    out << "findings: " << report.findings.size() << "\n";
-    for (const auto& f : report.findings)
-      out << "  " << finding_kind_name(f.kind) << "  " << f.arch << " " << source_name(f.source)
-          << "  " << f.kernel << ": " << f.detail << "\n";
+    for (Severity severity : {Severity::kFinding, Severity::kNote}) {
+      const std::size_t count = count_severity(report, severity);
+      if (severity == Severity::kNote && count == 0) continue;
+      out << severity_name(severity) << "s: " << count << "\n";
+      for (const auto& f : report.findings)
+        if (f.severity == severity)
+          out << "  " << finding_kind_name(f.kind) << "  " << f.arch << " " << source_name(f.source)
+              << "  " << f.kernel << ": " << f.detail << "\n";
+    }
   }
   out << "total findings: " << count_findings(reports) << "\n";
+  if (const std::size_t notes = count_notes(reports); notes > 0)
+    out << "total notes: " << notes << " (they do not fail the run)\n";
   return out.str();
 }
 

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -52,6 +53,58 @@ struct Pipe {
   }
 };
 
+// The process group of the running cuobjdump, for the handler below; 0 when none runs.
+volatile std::sig_atomic_t g_child_group = 0;
+
+// SIGTERM / SIGINT while cuobjdump runs: end its process group (its own, so neither Ctrl-C
+// nor a signal to us reaches it), then die of the signal as without a handler.
+extern "C" void end_child_and_reraise(int signal_number) {
+  const pid_t group = g_child_group;
+  if (group > 0) ::kill(-group, SIGKILL);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(signal_number, &default_action, nullptr);
+  ::raise(signal_number);
+}
+
+// Holds SIGTERM and SIGINT from before the spawn until the child's group is known, so that
+// no signal can come between the two; restores the previous handlers and mask at the end.
+// A signal the caller ignores (a background job's SIGINT) stays ignored.
+class ChildSignalGuard {
+ public:
+  static constexpr std::array<int, 2> kSignals{SIGTERM, SIGINT};
+  ChildSignalGuard() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (int s : kSignals) sigaddset(&held, s);
+    ::pthread_sigmask(SIG_BLOCK, &held, &old_mask_);
+    struct sigaction action {};
+    action.sa_handler = end_child_and_reraise;
+    sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      ::sigaction(kSignals[i], nullptr, &old_actions_[i]);
+      if (old_actions_[i].sa_handler != SIG_IGN) ::sigaction(kSignals[i], &action, nullptr);
+    }
+  }
+  ~ChildSignalGuard() {
+    g_child_group = 0;
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      ::sigaction(kSignals[i], &old_actions_[i], nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  ChildSignalGuard(const ChildSignalGuard&) = delete;
+  ChildSignalGuard& operator=(const ChildSignalGuard&) = delete;
+  const sigset_t& old_mask() const { return old_mask_; }
+  void started(pid_t child) {
+    g_child_group = child;
+    ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);  // a held signal is delivered here
+  }
+
+ private:
+  sigset_t old_mask_{};
+  std::array<struct sigaction, 2> old_actions_{};
+};
+
 struct ChildResult {
   int exit_status = -1;  // exit code, or -1 when killed by a signal
   bool timed_out = false;
@@ -82,10 +135,9 @@ class LineSplitter {
   std::string pending_;
 };
 
-ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& parser,
-                          std::chrono::milliseconds time_limit, const DumpProgress& progress) {
-  Pipe out;
-  Pipe err;
+// Starts argv with stdout and stderr into the pipes, leading its own process group.
+pid_t spawn_child(const std::vector<std::string>& argv, const Pipe& out, const Pipe& err,
+                  const sigset_t& signal_mask) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out.fds[1], STDOUT_FILENO);
@@ -94,10 +146,17 @@ ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& p
   for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
   c_argv.push_back(nullptr);
   // The child leads its own process group so that a timeout also ends the nvdisasm it runs.
+  // It gets the caller's signal mask and default SIGTERM / SIGINT handling.
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setsigmask(&attributes, &signal_mask);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int s : ChildSignalGuard::kSignals) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
   // cuobjdump runs nvdisasm from PATH; where cuobjdump was found outside PATH (a wheel's
   // folder), nvdisasm is beside it.
   std::vector<std::string> env_strings;
@@ -117,6 +176,16 @@ ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& p
   posix_spawnattr_destroy(&attributes);
   if (spawn_error != 0)
     throw AuditInputError("cannot run " + argv[0] + ": " + std::strerror(spawn_error));
+  return child;
+}
+
+ChildResult run_and_parse(const std::vector<std::string>& argv, ListingParser& parser,
+                          std::chrono::milliseconds time_limit, const DumpProgress& progress) {
+  Pipe out;
+  Pipe err;
+  ChildSignalGuard signal_guard;
+  const pid_t child = spawn_child(argv, out, err, signal_guard.old_mask());
+  signal_guard.started(child);
   out.close_end(1);
   err.close_end(1);
 
@@ -211,7 +280,7 @@ Listing dump_listing(const std::string& cuobjdump, const std::string& file,
                           std::to_string(time_limit.count() / 1000) + " s (see --timeout)");
   if (run.exit_status != 0) {
     if (run.stderr_text.find("does not contain device code") != std::string::npos)
-      throw AuditInputError(file + ": not a CUDA binary (it holds no device code)");
+      throw NoDeviceCodeError(file + ": not a CUDA binary (it holds no device code)");
     if (run.stderr_text.find("nvdisasm") != std::string::npos)
       throw AuditInputError(
           "cuobjdump needs nvdisasm to show SASS and cannot find it; install it with: " +
@@ -220,7 +289,8 @@ Listing dump_listing(const std::string& cuobjdump, const std::string& file,
   }
   Listing listing = parser.finish();
   if (listing.functions.empty())
-    throw AuditInputError(file + ": not a CUDA binary (cuobjdump found no device functions in it)");
+    throw NoDeviceCodeError(file +
+                            ": not a CUDA binary (cuobjdump found no device functions in it)");
   return listing;
 }
 

@@ -101,6 +101,12 @@ void ListingParser::feed_line(std::string_view raw_line) {
     ptx_brace_depth_ = 0;
     return;
   }
+  // A standalone cubin has no fatbin header: its SASS starts at "code for sm_XX".
+  if (section_ == Section::kNone && line.starts_with("code for ")) {
+    section_ = Section::kSass;
+    arch_ = std::string(trim(line.substr(9)));
+    return;
+  }
   if (line.starts_with("arch = ") && !in_function_) {
     arch_ = std::string(trim(line.substr(7)));
     return;

@@ -151,6 +151,74 @@ TEST(AuditFindings, JsonAndTableCarryTheFindings) {
   EXPECT_TRUE(std::regex_search(table, std::regex("sm_120 +SASS +[0-9]+ +atomic.gpu")));
 }
 
+// A SASS section for `arch` holding kernel `name` with the given instructions.
+std::string sass_section(const std::string& arch, const std::string& name,
+                         const std::vector<std::string>& instructions) {
+  std::string text = "Fatbin elf code:\n================\narch = " + arch + "\n\n\tcode for " +
+                     arch + "\n\t\tFunction : " + name + "\n";
+  int address = 0;
+  for (const auto& instruction : instructions)
+    text +=
+        "        /*" + std::to_string(1000 + address++) + "*/  " + instruction + " ;  /* 0x0 */\n";
+  return text;
+}
+
+FileReport audit_text(const std::string& text, const AuditOptions& options = {}) {
+  return audit_listing("synthetic", parse_listing(text), options);
+}
+
+const std::vector<std::string> kWork = {"S2R R0, SR_TID.X", "IADD3 R1, R0, 1, RZ",
+                                        "STG.E [R2], R1"};
+
+std::vector<std::string> with(std::vector<std::string> body, const std::string& extra) {
+  body.insert(body.begin(), extra);
+  return body;
+}
+
+// sm_80 has no griddepcontrol: a wait compiled only for sm_90+ is not missing there.
+TEST(AuditFindings, PdlRulesSkipArchitecturesBeforeSm90) {
+  const std::string text = sass_section("sm_80", "k", kWork) +
+                           sass_section("sm_90", "k", with(kWork, "ACQBULK")) +
+                           sass_section("sm_100", "k", with(kWork, "ACQBULK"));
+  EXPECT_TRUE(audit_text(text).findings.empty())
+      << ::testing::PrintToString(finding_keys(audit_text(text)));
+  // Negative control: the same wait missing on sm_100 is reported there.
+  const std::string mutant = sass_section("sm_80", "k", kWork) +
+                             sass_section("sm_90", "k", with(kWork, "ACQBULK")) +
+                             sass_section("sm_100", "k", kWork);
+  const auto keys = finding_keys(audit_text(mutant));
+  EXPECT_EQ(keys, (std::vector<std::string>{"sync-differs-between-archs sm_100 SASS k",
+                                            "pdl-wait-missing sm_100 SASS k"}));
+}
+
+// A trigger alone is a PDL primary: a note, never pdl-wait-missing, and the exit code stays 0.
+TEST(AuditFindings, TriggerOnlyKernelIsANote) {
+  const std::string text = sass_section("sm_90", "primary", with(kWork, "PREEXIT")) +
+                           sass_section("sm_120", "primary", with(kWork, "PREEXIT"));
+  const FileReport report = audit_text(text);
+  EXPECT_EQ(finding_keys(report),
+            (std::vector<std::string>{"pdl-trigger-only sm_90 SASS primary"}));
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].severity, Severity::kNote);
+  EXPECT_FALSE(report.kernels.at(0).pdl);
+  EXPECT_EQ(count_findings({report}), 0u);
+  EXPECT_EQ(count_notes({report}), 1u);
+  const auto json = to_json({report});
+  EXPECT_EQ(json.at("findings_total"), 0);
+  EXPECT_EQ(json.at("notes_total"), 1);
+  EXPECT_EQ(json.at("files").at(0).at("findings").at(0).at("severity"), "note");
+  EXPECT_NE(format_table({report}).find("notes: 1"), std::string::npos);
+  // Negative control: named as PDL-launched, the missing wait is a finding on every arch.
+  AuditOptions named;
+  named.pdl_kernels.emplace("primary");
+  const FileReport flagged = audit_text(text, named);
+  EXPECT_EQ(finding_keys(flagged),
+            (std::vector<std::string>{"pdl-wait-missing sm_90 SASS primary",
+                                      "pdl-wait-missing sm_120 SASS primary"}));
+  EXPECT_EQ(count_findings({flagged}), 2u);
+  EXPECT_EQ(to_json({flagged}).at("files").at(0).at("findings").at(0).at("severity"), "finding");
+}
+
 TEST(AuditFindings, DemangledNamesForDisplay) {
   EXPECT_EQ(demangle("_Z10k_wait_ptxPfPKf"), "k_wait_ptx(float*, float const*)");
   EXPECT_EQ(demangle("fc_audit_fixture_pdl_oneshot"), "fc_audit_fixture_pdl_oneshot");

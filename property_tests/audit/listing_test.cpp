@@ -202,6 +202,29 @@ ret;
   EXPECT_EQ(helper.sync_counts, (std::map<std::string, int>{{"st.release.gpu", 1}}));
 }
 
+// cuobjdump on a standalone .cubin: SASS from "code for sm_XX" on, no "Fatbin elf code:".
+TEST(AuditListing, StandaloneCubinHasNoSectionHeader) {
+  const Listing listing = parse_listing(R"L(
+	code for sm_90
+	.target	sm_90
+
+		Function : _Z1kv
+	.headerflags	@"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   ACQBULK ;                           /* 0x000000000000782e */
+                                                                       /* 0x000fe20000000000 */
+        /*0010*/                   EXIT ;                              /* 0x000000000000794d */
+                                                                       /* 0x000fea0003800000 */
+)L");
+  ASSERT_EQ(listing.functions.size(), 1u);
+  EXPECT_EQ(listing.functions[0].arch, "sm_90");
+  EXPECT_EQ(listing.functions[0].source, CodeSource::kSass);
+  EXPECT_EQ(listing.functions[0].sync_counts, (std::map<std::string, int>{{"griddep.wait", 1}}));
+  // Negative control: without the "code for" line nothing says SASS follows.
+  EXPECT_TRUE(
+      parse_listing("\t.target\tsm_90\n\t\tFunction : _Z1kv\n/*0000*/ ACQBULK ; /* 0x0 */\n")
+          .functions.empty());
+}
+
 TEST(AuditListing, TextWithoutSectionsHasNoFunctions) {
   EXPECT_TRUE(parse_listing("").functions.empty());
   EXPECT_TRUE(parse_listing("Function : _Z1kv\n/*0000*/ ACQBULK ; /* 0x0 */\n").functions.empty());

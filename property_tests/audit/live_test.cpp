@@ -2,11 +2,15 @@
 // the bounded, fail-clean behaviour of the cuobjdump runner. Skips (visibly) when cuobjdump
 // or the fixture binaries (no nvcc at build time) are missing.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +18,7 @@
 
 #include "fusioncheck/audit/audit.hpp"
 #include "fusioncheck/audit/cuobjdump.hpp"
+#include "fusioncheck/audit/inputs.hpp"
 
 // Without nvcc at build time there are no fixture binaries: their tests skip.
 #ifndef FC_AUDIT_HAVE_FIXTURE_BINARIES
@@ -188,6 +193,94 @@ TEST(AuditRunner, HangingToolIsKilledAtTheTimeLimit) {
     EXPECT_NE(std::string(e.what()).find("did not finish"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  std::filesystem::remove_all(dir);
+}
+
+// A folder's files are picked by their first bytes: ELF, fatbin and archives, in subfolders
+// too; text is never handed to cuobjdump, and a folder with nothing else is bad input.
+TEST(AuditInputs, FolderFilesArePickedByTheirFirstBytes) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("fc_audit_inputs_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "sub");
+  const auto write = [](const fs::path& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary) << bytes;
+  };
+  write(dir / "notes.txt", "not a binary\n");
+  try {
+    files_in_folder(dir.string());
+    ADD_FAILURE() << "expected AuditInputError";
+  } catch (const AuditInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("may hold device code"), std::string::npos) << e.what();
+  }
+  write(dir / "sub" / "kernels.fatbin", std::string("\x50\xed\x55\xba\x01\x00\x10\x00", 8));
+  write(dir / "lib.a", "!<arch>\nmember");
+  fs::copy_file("/bin/true", dir / "tool");
+  fs::create_symlink(dir / "tool", dir / "link_to_tool");
+  EXPECT_EQ(
+      files_in_folder(dir.string()),
+      (std::vector<std::string>{(dir / "lib.a").string(), (dir / "sub/kernels.fatbin").string(),
+                                (dir / "tool").string()}));
+  EXPECT_FALSE(may_hold_device_code((dir / "notes.txt").string()));
+  EXPECT_FALSE(may_hold_device_code((dir / "missing").string()));
+  fs::remove_all(dir);
+}
+
+// Whether process `pid` ends (or is a zombie) within 5 s.
+bool ends_soon(pid_t pid) {
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    if (text.empty() || text.find(") Z") != std::string::npos) return true;
+    ::usleep(50 * 1000);
+  }
+  return false;
+}
+
+// Audits with a stand-in cuobjdump that sleeps, in a child process that gets `signal_number`
+// once the stand-in runs; returns the stand-in's pid.
+pid_t stand_in_after_signal(const std::filesystem::path& dir, int signal_number) {
+  const auto pid_file = dir / "child.pid";
+  std::filesystem::remove(pid_file);
+  const pid_t auditor = ::fork();
+  if (auditor == 0) {
+    try {
+      dump_listing((dir / "cuobjdump").string(), "/bin/true", std::chrono::seconds(60));
+    } catch (...) {}
+    ::_exit(0);
+  }
+  std::string text;
+  for (int i = 0; i < 200 && text.empty(); ++i) {
+    ::usleep(50 * 1000);
+    std::ifstream in(pid_file);
+    std::getline(in, text);
+  }
+  ::kill(auditor, signal_number);
+  int status = 0;
+  ::waitpid(auditor, &status, 0);
+  return text.empty() ? -1 : static_cast<pid_t>(std::stol(text));
+}
+
+// SIGTERM and SIGINT end the running cuobjdump; SIGKILL, which no handler sees, leaves it
+// running (the negative control: the check does see a process left behind).
+TEST(AuditRunner, TermAndIntEndTheRunningCuobjdump) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fc_audit_signal_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "cuobjdump");
+    out << "#!/bin/sh\necho $$ > " << (dir / "child.pid").string() << "\nexec sleep 60\n";
+  }
+  std::filesystem::permissions(dir / "cuobjdump", std::filesystem::perms::owner_all);
+  for (int signal_number : {SIGTERM, SIGINT}) {
+    const pid_t stand_in = stand_in_after_signal(dir, signal_number);
+    ASSERT_GT(stand_in, 0) << "the stand-in cuobjdump did not start";
+    EXPECT_TRUE(ends_soon(stand_in)) << "signal " << signal_number << " left cuobjdump running";
+    ::kill(stand_in, SIGKILL);
+  }
+  const pid_t left = stand_in_after_signal(dir, SIGKILL);
+  ASSERT_GT(left, 0);
+  EXPECT_FALSE(ends_soon(left));
+  ::kill(left, SIGKILL);
   std::filesystem::remove_all(dir);
 }
 

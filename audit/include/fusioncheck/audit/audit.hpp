@@ -7,6 +7,9 @@
 //                               or on none of the binary's (a single-architecture build)
 //   missing-vs-baseline         a kernel lacks a sync class that the same kernel has in the
 //                               baseline binary (--baseline), same source
+//   pdl-trigger-only            (note) a kernel triggers dependents but waits on no
+//                               architecture: a PDL primary, not known to be launched with PDL
+// PDL and griddepcontrol exist from sm_90 on: code of sm_75..89 is never held to them.
 // Architectures are only compared within one source (SASS with SASS, PTX with PTX).
 #include <optional>
 #include <regex>
@@ -27,7 +30,7 @@ inline constexpr int kRealBodyMinInstructions = 8;
 struct AuditOptions {
   std::optional<std::regex> pdl_kernels;  // searched in the demangled (and mangled) name
   bool pdl_all = false;                   // every kernel is launched with PDL
-  bool pdl_heuristic = true;              // a kernel with wait or trigger on some arch is PDL
+  bool pdl_heuristic = true;              // a kernel with a wait on some arch is PDL
   bool known_pdl = true;  // the built-in list of PDL-launched kernels (known_pdl.hpp)
   std::optional<std::regex> empty_kernels;  // kernels meant to be empty: never empty-body
 };
@@ -36,9 +39,17 @@ enum class FindingKind {
   kSyncDiffersBetweenArchs,
   kPdlWaitMissing,
   kEmptyBody,
-  kMissingVsBaseline
+  kMissingVsBaseline,
+  kPdlTriggerOnly
 };
 std::string_view finding_kind_name(FindingKind kind);
+
+// A note is shown but does not make the run fail (exit code 1 counts findings only).
+enum class Severity { kFinding, kNote };
+std::string_view severity_name(Severity severity);  // "finding" / "note"
+
+// Whether code of `arch` can use PDL (sm_90 and later; an unknown arch is held to it).
+bool arch_has_pdl(std::string_view arch);
 
 struct Finding {
   FindingKind kind;
@@ -47,6 +58,7 @@ struct Finding {
   std::string arch;
   CodeSource source;
   std::string detail;  // what is missing or different, in words
+  Severity severity = Severity::kFinding;
 };
 
 struct KernelReport {
@@ -61,7 +73,7 @@ struct KernelReport {
 struct FileReport {
   std::string path;
   std::vector<KernelReport> kernels;  // by demangled name
-  std::vector<Finding> findings;
+  std::vector<Finding> findings;      // notes included (Finding::severity)
 };
 
 std::string demangle(const std::string& mangled);
@@ -77,6 +89,8 @@ std::size_t compare_with_baseline(FileReport& report, const FileReport& baseline
 nlohmann::json to_json(const std::vector<FileReport>& reports);
 std::string format_table(const std::vector<FileReport>& reports);
 
+// Findings of severity kFinding (what sets the exit code), and notes.
 std::size_t count_findings(const std::vector<FileReport>& reports);
+std::size_t count_notes(const std::vector<FileReport>& reports);
 
 }  // namespace fusioncheck::audit

@@ -18,6 +18,11 @@ struct AuditInputError : std::runtime_error {
   explicit AuditInputError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// The file is readable but holds no device code: a run over several inputs skips it.
+struct NoDeviceCodeError : AuditInputError {
+  explicit NoDeviceCodeError(const std::string& what) : AuditInputError(what) {}
+};
+
 inline constexpr const char* kCuobjdumpInstallHint =
     "python3 -m pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm";
 
@@ -26,10 +31,9 @@ inline constexpr const char* kCuobjdumpInstallHint =
 std::optional<std::string> find_cuobjdump();
 
 // Runs `<cuobjdump> -sass -ptx <file>` and parses its output. Throws AuditInputError when the
-// file is missing or unreadable, holds no device code, or cuobjdump fails or runs past
-// `time_limit` (it is then killed).
-// While cuobjdump runs, `report` (if set) is called every `every` with the seconds so far:
-// a large binary can take half a minute.
+// file is missing or unreadable, holds no device code (NoDeviceCodeError), or cuobjdump fails or
+// runs past `time_limit` (it is then killed). While cuobjdump runs, `report` (if set) is called
+// every `every` with the seconds so far: a large binary can take half a minute.
 struct DumpProgress {
   std::chrono::milliseconds every{5000};
   std::function<void(double seconds)> report;

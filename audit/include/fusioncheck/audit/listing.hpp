@@ -2,6 +2,7 @@
 // Parser for the text that `cuobjdump -sass -ptx FILE` prints: a sequence of sections
 // ("Fatbin elf code:" = SASS, "Fatbin ptx code:" = PTX), each with an "arch = sm_XX"
 // header, holding functions ("Function : <mangled>" in SASS, ".entry" / ".func" in PTX).
+// A standalone .cubin prints SASS only, from "code for sm_XX" on, with no section header.
 // The parser is fed line by line so that a large binary never has to sit in memory whole.
 #include <map>
 #include <string>

@@ -1,0 +1,19 @@
+#pragma once
+// What the audit reads: files named on the command line, and the files of folders (as a
+// wheel or a CUDA toolkit unpacks them), picked by their first bytes so that Python
+// sources, headers and data files never reach cuobjdump.
+#include <string>
+#include <vector>
+
+namespace fusioncheck::audit {
+
+// Whether the file starts as a container of device code can: ELF (executable, shared
+// library, object, standalone cubin), a fatbin, or an ar archive (static library).
+bool may_hold_device_code(const std::string& path);
+
+// The regular files under `folder`, recursively, that may hold device code, sorted; symbolic
+// links are not followed (a wheel's links point at files it holds anyway). Throws
+// AuditInputError (cuobjdump.hpp) when the folder cannot be read or holds no such file.
+std::vector<std::string> files_in_folder(const std::string& folder);
+
+}  // namespace fusioncheck::audit
