@@ -12,26 +12,12 @@
 
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/cli/error_line.hpp"
 #include "gpu_cli.hpp"
 
 namespace fusioncheck::cli {
 namespace {
-
-// Help without CLI11's "{false}" after a flag declared as "!--no-x": every flag is a switch.
-class SwitchFormatter : public CLI::Formatter {
- public:
-  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
-    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
-    if (opt->get_type_size() != 0) return name;
-    for (auto open = name.find('{'); open != std::string::npos; open = name.find('{')) {
-      const auto close = name.find('}', open);
-      if (close == std::string::npos) break;
-      name.erase(open, close - open + 1);
-    }
-    return name;
-  }
-};
 
 std::string program_name(int argc, char** argv) {
   if (argc < 1 || argv[0] == nullptr || argv[0][0] == '\0') return "gpu";

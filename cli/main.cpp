@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/cli/error_line.hpp"
 #include "fusioncheck/cli/registry.hpp"
 
@@ -24,21 +25,6 @@
 #endif
 
 namespace {
-
-// Help without CLI11's "{false}" after a flag declared as "!--no-x": every flag is a switch.
-class Formatter : public CLI::Formatter {
- public:
-  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
-    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
-    if (opt->get_type_size() != 0) return name;
-    for (auto open = name.find('{'); open != std::string::npos; open = name.find('{')) {
-      const auto close = name.find('}', open);
-      if (close == std::string::npos) break;
-      name.erase(open, close - open + 1);
-    }
-    return name;
-  }
-};
 
 int bad_input(const std::string& message) {
   return fusioncheck::cli::report_bad_input("fusioncheck", message);
@@ -113,7 +99,7 @@ int run(int argc, char** argv) {
   CLI::App app{
       "fusioncheck: proves fused allreduce + residual + RMSNorm kernels correct, "
       "or shows how they break"};
-  app.formatter(std::make_shared<Formatter>());
+  app.formatter(std::make_shared<fusioncheck::cli::SwitchFormatter>());
   // Every option of every subcommand shows its default in --help.
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", std::string("fusioncheck ") + FUSIONCHECK_VERSION,

@@ -17,6 +17,21 @@
 
 namespace fusioncheck::cli {
 
+// Help without CLI11's "{false}" after a flag declared as "!--no-x": every flag is a switch.
+class SwitchFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    if (opt->get_type_size() != 0) return name;
+    for (auto open = name.find('{'); open != std::string::npos; open = name.find('{')) {
+      const auto close = name.find('}', open);
+      if (close == std::string::npos) break;
+      name.erase(open, close - open + 1);
+    }
+    return name;
+  }
+};
+
 // A plain decimal integer in [lo, hi]: no sign on unsigned types, no overflow, no trailing
 // text. The accepted value is rewritten in canonical decimal, so that CLI11's own conversion
 // (base 0: "010" would be octal) sees exactly what was checked. Help shows `shown`, by
