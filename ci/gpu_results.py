@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the GPU suite's figures as Markdown: one row per step of ci/gpu_suite.sh (its
 command, exit code, time and the line of its log that says what it found), then every kill
-table. Reads REPORTS (steps.txt, NAME.cmd, NAME.log, kill-table-*.md). With --into FILE the
+table. Reads REPORTS (steps.txt, NAME.cmd, NAME.log, kill-table-*.md, build.txt: the build as
+the suite saw it). Commands are shown as a user types them: mpirun -np N fusioncheck ...,
+without the report paths. With --into FILE the
 block replaces what lies between FILE's gpu_suite markers; else it goes to stdout.
 Exit 2 on bad input (no steps, markers missing), 3 when the output cannot be written."""
 import argparse
@@ -19,6 +21,26 @@ RESULT_LINES = [
     re.compile(r"^\d+ ranks, mutant none, .*checked cases/s: .*"),
     re.compile(r"^(\d+ tests passed|\d+% tests passed).*"),
 ]
+
+
+# Options that only name where a step's reports went: left out of the command shown.
+REPORT_OPTIONS = {"--json", "--junit", "--out", "--replay-out", "--output-junit"}
+
+
+def display_command(cmd):
+    words = cmd.split()
+    if len(words) >= 2 and words[0] == "fc_mpirun":  # ci/lib.sh's mpirun with its flags
+        words = ["mpirun", "-np"] + words[1:]
+    shown = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+        elif w in REPORT_OPTIONS:
+            skip = True
+        else:
+            shown.append(os.path.basename(w) if re.search(r"/bin/[^/]+$", w) else w)
+    return " ".join(shown)
 
 
 def fail(code, message):
@@ -66,7 +88,10 @@ def result_line(name, log):
     return lines[-1] if lines else "(no output)"
 
 
-def build_description(build):
+def build_description(build, reports):
+    recorded = read(os.path.join(reports, "build.txt")).strip()
+    if recorded:
+        return recorded
     cache = read(os.path.join(build, "CMakeCache.txt"))
     archs = re.search(r"^CMAKE_CUDA_ARCHITECTURES:\w+=(.*)$", cache, re.M)
     try:
@@ -91,10 +116,11 @@ def block(reports, build, date, gpu):
     out = [BEGIN, "", f"Measured {date} by `ci/gpu_suite.sh` on {gpu}; build {build}.", "",
            "| step | command | exit | time | result |", "| --- | --- | --- | --- | --- |"]
     for s in steps(reports):
-        cmd = read(os.path.join(reports, s["name"] + ".cmd")).strip().replace("|", "\\|")
+        cmd = display_command(read(os.path.join(reports, s["name"] + ".cmd"))).replace("|", "\\|")
         res = result_line(s["name"], read(os.path.join(reports, s["name"] + ".log"))).replace("|", "\\|")
         exit_text = s["rc"] if s["verdict"] == "passed" else f"**{s['rc']}**"
-        out.append(f"| {s['name']} | `{cmd}` | {exit_text} | {s['seconds']} | {res} |")
+        shown = f"`{cmd}`" if cmd else "-"
+        out.append(f"| {s['name']} | {shown} | {exit_text} | {s['seconds']} | {res} |")
     for name in sorted(os.listdir(reports)):
         if name.startswith("kill-table-") and name.endswith(".md"):
             out += ["", f"### {name[:-3]}", "", read(os.path.join(reports, name)).strip()]
@@ -126,7 +152,7 @@ def main():
     a = p.parse_args()
     if not os.path.isdir(a.reports):
         fail(2, f"{a.reports}: not a folder")
-    text = block(a.reports, build_description(a.build), a.date, a.device or device())
+    text = block(a.reports, build_description(a.build, a.reports), a.date, a.device or device())
     if a.into:
         write_into(a.into, text)
     else:

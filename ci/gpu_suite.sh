@@ -10,7 +10,8 @@
 # Then our latency bench (beside FlashInfer where built) and a wait profile, with PNG plots.
 # Reports land in REPORTS (default $BUILD/gpu-reports): JSON, JUnit XML, Markdown, PNG, one
 # log per step, and results.md (the figures for docs/results.md; RESULTS_MD=docs/results.md
-# writes them between its gpu_suite markers). Exits non-zero if any step failed.
+# writes them between its gpu_suite markers). GPU_TESTS=0 leaves out the in-process tests.
+# Exits non-zero if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source ci/lib.sh
@@ -20,6 +21,7 @@ CASES=${CASES:-10000}
 KILL_CASES=${KILL_CASES:-300}
 KILL_SEEDS=${KILL_SEEDS:-1}
 ALLOW_MPS=${ALLOW_MPS:-1}
+GPU_TESTS=${GPU_TESTS:-1}
 FAMILIES=${FAMILIES:-}  # default: every family the build has
 FC=$(fc_bin "$BUILD")
 [ -x "$FC" ] || { echo "gpu_suite: no fusioncheck binary at $FC (build first)"; exit 2; }
@@ -54,6 +56,11 @@ if [ -z "$FAMILIES" ]; then
   [ -n "$FAMILIES" ] || FAMILIES=ours
 fi
 echo "gpu_suite: families: $FAMILIES; rank counts: ${rank_counts[*]}"
+# The build as results.md names it, recorded now (the tree may change before the figures are
+# written elsewhere).
+printf '`%s` (CUDA architectures %s), commit %s\n' "$BUILD" \
+  "$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)" \
+  "$(git describe --always --dirty 2>/dev/null || echo unknown)" >"$REPORTS_ABS/build.txt"
 
 # A step, its log in REPORTS/NAME.log as well as on the terminal, its command in
 # REPORTS/NAME.cmd (results.md shows both).
@@ -66,7 +73,7 @@ suite_step() {
   fc_record "$name" "$rc" 0 $((SECONDS - t0))
 }
 
-suite_step ctest-gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+[ "$GPU_TESTS" = 0 ] || suite_step ctest-gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure \
   --output-junit "$REPORTS_ABS/ctest-gpu.xml"
 for n in "${rank_counts[@]}"; do
   for fam in $FAMILIES; do

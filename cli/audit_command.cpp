@@ -14,7 +14,9 @@
 #include "fusioncheck/audit/audit.hpp"
 #include "fusioncheck/audit/cuobjdump.hpp"
 #include "fusioncheck/audit/inputs.hpp"
+#include "fusioncheck/audit/installed.hpp"
 #include "fusioncheck/audit/user_regex.hpp"
+#include "fusioncheck/audit/wheel.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/cli/paths.hpp"
@@ -34,6 +36,9 @@ struct AuditArguments {
   std::string baseline;
   bool as_json = false;
   bool recursive = false;
+  std::string arch_list;           // --arch: only these architectures' code (comma-separated)
+  std::vector<std::string> archs;  // arch_list, split
+  std::string python;              // --python: what this Python has installed
   double timeout_s = 300.0;
 };
 
@@ -57,74 +62,143 @@ audit::AuditOptions make_options(const AuditArguments& args) {
   return options;
 }
 
+// One thing to audit: a file, or a member of a wheel (extracted only while it is audited).
+struct AuditInput {
+  std::string path;  // the file, or the wheel
+  std::optional<audit::WheelMember> member;
+  std::string shown() const { return member ? path + ":" + member->name : path; }
+};
+
+// `file` audited under the name `shown` (a wheel's member is audited from a temporary copy).
 audit::FileReport audit_file(const std::string& cuobjdump, const std::string& file,
-                             std::chrono::milliseconds time_limit,
-                             const audit::AuditOptions& options) {
+                             const std::string& shown, std::chrono::milliseconds time_limit,
+                             const audit::AuditOptions& options,
+                             const std::vector<std::string>& archs) {
   // A progress line only when cuobjdump takes long (a large binary: ~0.5 s per MB), so that
   // quick runs and their errors stay one line.
   bool reported = false;
   audit::DumpProgress progress;
   progress.report = [&](double seconds) {
-    fmt::print(stderr, "audit: cuobjdump is still disassembling {} ({:.0f} s)\n", file, seconds);
+    fmt::print(stderr, "audit: cuobjdump is still disassembling {} ({:.0f} s)\n", shown, seconds);
     reported = true;
   };
   const auto start = std::chrono::steady_clock::now();
-  audit::FileReport report = audit::audit_listing(
-      file, audit::dump_listing(cuobjdump, file, time_limit, progress), options);
+  audit::Listing listing;
+  try {
+    listing = audit::dump_listing(cuobjdump, file, time_limit, progress, archs);
+  } catch (const audit::NoDeviceCodeError& e) {
+    if (file == shown) throw;
+    std::string message = e.what();
+    message.replace(0, file.size(), shown);  // the messages start with the path
+    throw audit::NoDeviceCodeError(message);
+  }
+  audit::FileReport report = audit::audit_listing(shown, std::move(listing), options);
   if (reported)
-    fmt::print(stderr, "audit: {} disassembled in {:.1f} s\n", file,
+    fmt::print(stderr, "audit: {} disassembled in {:.1f} s\n", shown,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return report;
 }
 
-// The files to audit: each file argument, and with --recursive the files of each folder
-// argument that may hold device code. Every input is checked before any work.
-std::vector<std::string> input_files(const AuditArguments& args) {
-  std::vector<std::string> files;
-  for (const auto& arg : args.files) {
-    std::error_code error;
-    if (args.recursive && std::filesystem::is_directory(arg, error)) {
-      try {
-        const auto found = audit::files_in_folder(arg);
-        files.insert(files.end(), found.begin(), found.end());
-      } catch (const audit::AuditInputError& e) {
-        throw UsageError(e.what());
-      }
-      continue;
-    }
-    require_readable_file("", arg);
-    files.push_back(arg);
-  }
-  return files;
+audit::FileReport audit_input(const std::string& cuobjdump, const AuditInput& input,
+                              std::chrono::milliseconds time_limit,
+                              const audit::AuditOptions& options,
+                              const std::vector<std::string>& archs) {
+  if (!input.member)
+    return audit_file(cuobjdump, input.path, input.path, time_limit, options, archs);
+  audit::FileReport report;
+  audit::with_extracted_member(input.path, *input.member, [&](const std::string& copy) {
+    report = audit_file(cuobjdump, copy, input.shown(), time_limit, options, archs);
+  });
+  return report;
 }
 
-// Audits every file; with several, one without device code is skipped (one line each,
+constexpr std::chrono::seconds kPythonTimeLimit{60};
+
+// --python: the files with device code in each folder of installed_places(), named on stderr.
+std::vector<AuditInput> installed_inputs(const std::string& python) {
+  std::vector<AuditInput> inputs;
+  std::vector<audit::InstalledPlace> places;
+  try {
+    places = audit::installed_places(python, kPythonTimeLimit);
+  } catch (const audit::AuditInputError& e) {
+    throw UsageError(e.what());
+  }
+  std::string looked_for;
+  for (const auto& name : audit::comm_kernel_packages())
+    looked_for += (looked_for.empty() ? "" : ", ") + name;
+  for (const auto& place : places) {
+    std::vector<std::string> files;
+    try {
+      files = audit::files_in_folder(place.folder);
+    } catch (const audit::AuditInputError&) {
+      continue;  // a package without device code (flashinfer's Python, an empty cache)
+    }
+    fmt::print(stderr, "audit: {} ({}): {} file(s) that may hold device code\n", place.what,
+               place.folder, files.size());
+    for (auto& file : files) inputs.push_back({std::move(file), {}});
+  }
+  if (inputs.empty())
+    throw UsageError("--python " + python + ": it has none of " + looked_for +
+                     " with device code installed, and no FlashInfer JIT cache with any");
+  return inputs;
+}
+
+// The inputs: each file argument; a wheel's members that may hold device code; with
+// --recursive the files of each folder argument that may hold it. All checked before any work.
+std::vector<AuditInput> audit_inputs(const AuditArguments& args) {
+  std::vector<AuditInput> inputs;
+  if (!args.python.empty()) inputs = installed_inputs(args.python);
+  for (const auto& arg : args.files) {
+    std::error_code error;
+    try {
+      if (args.recursive && std::filesystem::is_directory(arg, error)) {
+        for (auto& file : audit::files_in_folder(arg)) inputs.push_back({std::move(file), {}});
+        continue;
+      }
+      require_readable_file("", arg);
+      if (audit::is_zip_archive(arg)) {
+        for (auto& member : audit::device_code_members(arg)) inputs.push_back({arg, member});
+        continue;
+      }
+    } catch (const audit::AuditInputError& e) {
+      throw UsageError(e.what());
+    }
+    inputs.push_back({arg, {}});
+  }
+  return inputs;
+}
+
+// Audits every input; with several, one without device code is skipped (one line each,
 // printed once something was audited) instead of ending the run.
 std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
-                                           const std::vector<std::string>& files,
+                                           const std::vector<AuditInput>& inputs,
                                            std::chrono::milliseconds time_limit,
-                                           const audit::AuditOptions& options) {
+                                           const audit::AuditOptions& options,
+                                           const std::vector<std::string>& archs) {
   std::vector<audit::FileReport> reports;
   std::vector<std::string> skipped;
-  for (const auto& file : files) {
+  for (const auto& input : inputs) {
     try {
-      reports.push_back(audit_file(cuobjdump, file, time_limit, options));
+      reports.push_back(audit_input(cuobjdump, input, time_limit, options, archs));
     } catch (const audit::NoDeviceCodeError& e) {
-      if (files.size() == 1) throw;
+      if (inputs.size() == 1) throw;
       skipped.push_back(e.what());
     }
   }
   if (reports.empty())
-    throw audit::AuditInputError("none of the " + std::to_string(files.size()) +
+    throw audit::AuditInputError("none of the " + std::to_string(inputs.size()) +
                                  " inputs holds device code (first: " + skipped.front() + ")");
   for (const auto& why : skipped) fmt::print(stderr, "audit: skipped {}\n", why);
   return reports;
 }
 
 int run_audit(const AuditArguments& args) {
+  for (const auto& arch : args.archs)
+    if (!audit::is_sass_arch_name(arch))
+      throw UsageError("--arch " + arch + ": not an architecture (e.g. sm_90, sm_100a, sm_120a)");
   const audit::AuditOptions options = make_options(args);
   // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
-  const std::vector<std::string> files = input_files(args);
+  const std::vector<AuditInput> inputs = audit_inputs(args);
   if (!args.baseline.empty()) require_readable_file("--baseline", args.baseline);
   const auto cuobjdump = audit::find_cuobjdump();
   if (!cuobjdump)
@@ -135,9 +209,10 @@ int run_audit(const AuditArguments& args) {
   const auto time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
   std::vector<audit::FileReport> reports;
   try {
-    reports = audit_files(*cuobjdump, files, time_limit, options);
+    reports = audit_files(*cuobjdump, inputs, time_limit, options, args.archs);
     if (!args.baseline.empty()) {
-      const audit::FileReport baseline = audit_file(*cuobjdump, args.baseline, time_limit, options);
+      const audit::FileReport baseline =
+          audit_file(*cuobjdump, args.baseline, args.baseline, time_limit, options, args.archs);
       for (auto& report : reports)
         if (audit::compare_with_baseline(report, baseline) == 0)
           fmt::print(stderr, "audit: no kernel of {} is in the baseline {}\n", report.path,
@@ -161,9 +236,8 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       "binaries (via cuobjdump) and flag differences, missing PDL waits and empty bodies");
   sub->add_option(
          "files", args->files,
-         "Objects, executables, shared libraries, fatbins or cubins with device code (readable "
-         "regular files; folders with --recursive)")
-      ->required()
+         "Objects, executables, shared libraries, fatbins or cubins with device code, or Python "
+         "wheels (.whl: their members with device code); folders with --recursive")
       ->type_name("FILE")
       ->default_str("");
   sub->add_option(
@@ -193,6 +267,17 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   sub->add_flag("-r,--recursive", args->recursive,
                 "Read folder arguments recursively: every ELF, fatbin or archive in them (an "
                 "unpacked wheel); files without device code are skipped");
+  sub->add_option("--arch", args->arch_list,
+                  "Only this architecture's code, as cuobjdump's -arch selects it (sm_120 also "
+                  "selects sm_120a); several separated by commas. Faster on libraries built "
+                  "for many architectures; a file without such code is skipped")
+      ->type_name("ARCH[,ARCH...]");
+  sub->add_option("--python", args->python,
+                  "Audit what this Python has installed: the device code of the packages it can "
+                  "import (sgl_kernel, vllm, flashinfer, flashinfer_jit_cache, flashinfer_cubin, "
+                  "nvidia.nccl) and FlashInfer's JIT cache ($FLASHINFER_WORKSPACE_BASE or ~, "
+                  ".cache/flashinfer)")
+      ->type_name("PYTHON");
   sub->add_option("--timeout", args->timeout_s, "Seconds cuobjdump may run per file")
       ->check(seconds_up_to(kMaxTimeout_s));
   sub->footer(
@@ -200,6 +285,14 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       "pdl-trigger-only) are shown but do not set exit code 1.");
   sub->callback([args, sub, &exit_code] {
     refuse_empty_values(*sub);
+    args->archs.clear();
+    for (std::size_t start = 0; !args->arch_list.empty() && start <= args->arch_list.size();) {
+      const auto comma = std::min(args->arch_list.find(',', start), args->arch_list.size());
+      args->archs.push_back(args->arch_list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (args->files.empty() && args->python.empty())
+      throw UsageError("nothing to audit: give FILE... or --python PYTHON");
     exit_code = run_audit(*args);
   });
 }

@@ -312,6 +312,12 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
                         "Run the case in this file (written by a failing run); --max-* size the "
                         "buffers for it");
   check
+      ->add_option("--replay-runs", o->check.replay_runs,
+                   "Runs of the replayed case, stopping at the first that fails (a race may "
+                   "need several)")
+      ->check(integer_in<int>(1, 100000))
+      ->needs(replay);
+  check
       ->add_option("--replay-out", o->check.replay_out,
                    "Where a failing run writes its minimal case")
       ->excludes(replay);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -72,7 +73,44 @@ std::size_t count_severity(const FileReport& report, Severity severity) {
                     [&](const Finding& f) { return f.severity == severity; }));
 }
 
-bool is_griddep_class(const std::string& name) { return name.starts_with("griddep."); }
+// Classes that exist from sm_90 on only (PDL, clusters, bulk copies, multimem): their absence
+// from sm_75..89 code is no difference to report.
+bool is_sm90_class(const std::string& name) {
+  for (std::string_view prefix : {"griddep.", "barrier.cluster", "st.async", "red.async",
+                                  "bulk_copy", "multimem.", "mbarrier.arrive.cluster"})
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
+// The architectures a kernel's name says it is written for ("Sm90", "sm100_", "SM120": CUTLASS
+// and hand-written arch-specialised kernels), as arch numbers; empty when it names none.
+std::set<int> targeted_archs(const std::string& name) {
+  static const std::regex tag("[Ss][Mm]_?([0-9]{2,3})(?![0-9])");
+  std::set<int> archs;
+  for (auto it = std::sregex_iterator(name.begin(), name.end(), tag); it != std::sregex_iterator();
+       ++it)
+    archs.insert(std::stoi((*it)[1].str()));
+  return archs;
+}
+
+bool same_family(int arch, const std::set<int>& targets) {  // sm_103 runs Sm100 code
+  for (int t : targets)
+    if (arch / 10 == t / 10) return true;
+  return false;
+}
+
+// Code that is empty only because the kernel is specialised for other architectures: its name
+// targets some, the body is real on one of those and empty here, which it does not target.
+bool is_arch_stub(const KernelReport& kernel, const FunctionCode& code,
+                  const std::vector<const FunctionCode*>& codes) {
+  if (code.body_instructions > kEmptyBodyMaxInstructions) return false;
+  const std::set<int> targets = targeted_archs(kernel.name);
+  if (targets.empty() || same_family(arch_number(code.arch), targets)) return false;
+  return std::any_of(codes.begin(), codes.end(), [&](const FunctionCode* other) {
+    return other->body_instructions >= kRealBodyMinInstructions &&
+           same_family(arch_number(other->arch), targets);
+  });
+}
 
 void find_sync_differences(const KernelReport& kernel,
                            const std::vector<const FunctionCode*>& codes,
@@ -81,10 +119,10 @@ void find_sync_differences(const KernelReport& kernel,
   for (const auto* code : codes)
     for (const auto& name : sync_classes(*code)) archs_with_class[name].push_back(code->arch);
   for (const auto* code : codes) {
+    if (is_arch_stub(kernel, *code, codes)) continue;  // a note of find_empty_bodies
     std::vector<std::string> missing;
     for (const auto& [name, archs] : archs_with_class)
-      if (!code->sync_counts.contains(name) &&
-          (arch_has_pdl(code->arch) || !is_griddep_class(name)))
+      if (!code->sync_counts.contains(name) && (arch_has_pdl(code->arch) || !is_sm90_class(name)))
         missing.push_back(name + " (present on " + join(archs, ", ") + ")");
     if (missing.empty()) continue;
     findings.push_back({FindingKind::kSyncDiffersBetweenArchs, kernel.name, kernel.mangled,
@@ -104,8 +142,28 @@ void find_empty_bodies(const KernelReport& kernel, const std::vector<const Funct
       codes.begin(), codes.end(),
       [](const auto* a, const auto* b) { return a->body_instructions < b->body_instructions; });
   const bool real_elsewhere = largest->body_instructions >= kRealBodyMinInstructions;
+  std::set<std::string> archs;
+  for (const auto* code : codes) archs.insert(code->arch);
   for (const auto* code : codes) {
     if (code->body_instructions > kEmptyBodyMaxInstructions) continue;
+    if (is_arch_stub(kernel, *code, codes)) {
+      findings.push_back({FindingKind::kArchStub, kernel.name, kernel.mangled, code->arch,
+                          code->source,
+                          "empty here; its name targets other architectures, where it has its "
+                          "body (" +
+                              std::to_string(largest->body_instructions) + " on " + largest->arch +
+                              "): a stub of an arch-specialised kernel",
+                          Severity::kNote});
+      continue;
+    }
+    if (!real_elsewhere && archs.size() >= 2) {
+      findings.push_back({FindingKind::kEmptyEverywhere, kernel.name, kernel.mangled, code->arch,
+                          code->source,
+                          "empty on every architecture of this binary: an empty kernel in the "
+                          "source (a body compiled out everywhere would look the same)",
+                          Severity::kNote});
+      continue;
+    }
     findings.push_back(
         {FindingKind::kEmptyBody, kernel.name, kernel.mangled, code->arch, code->source,
          "body has " + std::to_string(code->body_instructions) + " instruction(s) here" +
@@ -162,6 +220,8 @@ std::string_view finding_kind_name(FindingKind kind) {
     case FindingKind::kEmptyBody: return "empty-body";
     case FindingKind::kMissingVsBaseline: return "missing-vs-baseline";
     case FindingKind::kPdlTriggerOnly: return "pdl-trigger-only";
+    case FindingKind::kArchStub: return "arch-stub";
+    case FindingKind::kEmptyEverywhere: return "empty-everywhere";
   }
   return "unknown";
 }

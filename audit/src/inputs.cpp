@@ -16,7 +16,11 @@ bool may_hold_device_code(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::array<char, 8> head{};
   if (!in.read(head.data(), head.size()) && in.gcount() < 4) return false;
-  const std::string_view bytes(head.data(), static_cast<std::size_t>(in.gcount()));
+  return starts_like_device_code(
+      std::string_view(head.data(), static_cast<std::size_t>(in.gcount())));
+}
+
+bool starts_like_device_code(std::string_view bytes) {
   constexpr std::string_view kElf(
       "\x7f"
       "ELF",

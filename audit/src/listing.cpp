@@ -73,6 +73,7 @@ void ListingParser::start_function(std::string mangled, bool is_entry) {
   current_.arch = arch_;
   current_.source = section_ == Section::kPtx ? CodeSource::kPtx : CodeSource::kSass;
   current_.is_entry = is_entry;
+  cta_fence_last_ = false;
   in_function_ = true;
 }
 
@@ -88,7 +89,15 @@ void ListingParser::count_instruction(std::string_view instruction) {
     ++current_.body_instructions;
   const auto sync =
       sass ? classify_sass_instruction(instruction) : classify_ptx_instruction(instruction);
-  if (sync) ++current_.sync_counts[*sync];
+  if (!sync) return;
+  if (sass && cta_fence_last_ && is_async_release_reduction_sass(instruction) &&
+      *sync != "atomic.cta") {
+    // MEMBAR.ALL.CTA; REDGR.<scope>: a release at <scope> (see is_async_release_reduction_sass)
+    if (--current_.sync_counts["fence.cta"] == 0) current_.sync_counts.erase("fence.cta");
+    ++current_.sync_counts["fence." + sync->substr(sync->find('.') + 1)];
+  }
+  cta_fence_last_ = sass && *sync == "fence.cta";
+  ++current_.sync_counts[*sync];
 }
 
 void ListingParser::feed_line(std::string_view raw_line) {
@@ -153,12 +162,30 @@ void ListingParser::feed_ptx_line(std::string_view line) {
   } else if (ptx_brace_depth_ == 0 && line.ends_with(";")) {
     pending_ptx_name_.clear();  // a prototype or a variable, no body follows
   } else if (ptx_brace_depth_ > 0 && in_function_) {
-    const bool directive_or_label = line.starts_with(".") || line.starts_with("{") ||
-                                    line.starts_with("}") || line.ends_with(":");
-    if (!directive_or_label) count_instruction(line);
+    count_ptx_statements(line);
   }
   ptx_brace_depth_ = std::max<int>(0, ptx_brace_depth_ + static_cast<int>(opens - closes));
   if (ptx_brace_depth_ == 0 && in_function_ && closes > 0) end_function();
+}
+
+// A line may hold several statements ("{ .reg .pred p; mbarrier.try_wait...; selp...; }", as
+// inline asm is often written): each is counted; braces, directives and labels are not.
+void ListingParser::count_ptx_statements(std::string_view line) {
+  while (!line.empty()) {
+    const auto semicolon = line.find(';');
+    std::string_view statement = trim(line.substr(0, semicolon));
+    line = semicolon == std::string_view::npos ? std::string_view() : line.substr(semicolon + 1);
+    while (!statement.empty() && (statement.front() == '{' || statement.front() == '}'))
+      statement = trim(statement.substr(1));
+    const auto first_space = statement.find_first_of(" \t");
+    const std::string_view first_token = statement.substr(0, first_space);
+    if (first_token.ends_with(":") && first_space != std::string_view::npos)
+      statement = trim(statement.substr(first_space));  // "LABEL: instruction"
+    if (statement.empty() || statement.starts_with(".") || statement.ends_with(":") ||
+        statement.starts_with("//"))
+      continue;
+    count_instruction(statement);
+  }
 }
 
 Listing ListingParser::finish() {

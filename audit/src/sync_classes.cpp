@@ -80,9 +80,40 @@ std::string_view source_name(CodeSource source) {
   return source == CodeSource::kSass ? "SASS" : "PTX";
 }
 
+namespace {
+
+// The asynchronous and cluster forms of sm_90+ (mnemonics of nvcc 13's probes, audit/README.md):
+// mbarrier (SYNCS), remote shared-memory stores (STAS, REDAS), bulk and tensor copies, the
+// cluster barrier, and the multimem load-reduce.
+std::optional<std::string> classify_sass_async(const std::vector<std::string_view>& parts) {
+  const std::string_view base = parts.front();
+  if (base == "SYNCS") {
+    if (parts.size() > 1 && parts[1] == "ARRIVE")
+      return has_part(parts, "RED") ? "mbarrier.arrive.cluster" : "mbarrier.arrive";
+    if (parts.size() > 1 && parts[1] == "PHASECHK") return "mbarrier.wait";
+    return std::nullopt;  // EXCH: the barrier's initialisation
+  }
+  if (base == "STAS") return "st.async.cluster";
+  if (base == "REDAS") return "red.async.cluster";
+  if (base == "UBLKCP" || base == "UBLKRED" || base == "UTMALDG" || base == "UTMASTG" ||
+      base == "UTMAREDG")
+    return "bulk_copy";
+  if (base == "UCGABAR_ARV" || base == "UCGABAR_WAIT") return "barrier.cluster";
+  if (base == "LDGMC") return "multimem.ld_reduce." + sass_scope(parts).value_or("sys");
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_async_release_reduction_sass(std::string_view instruction) {
+  const auto base = split_dots(opcode_of(instruction)).front();
+  return base == "REDGR" || base == "UREDGR";
+}
+
 std::optional<std::string> classify_sass_instruction(std::string_view instruction) {
   const auto parts = split_dots(opcode_of(instruction));
   const std::string_view base = parts.front();
+  if (auto async = classify_sass_async(parts)) return async;
   if (base == "ACQBULK") return std::string(kGridDependencyWait);
   if (base == "PREEXIT") return std::string(kGridDependencyTrigger);
   if (base == "MEMBAR") return "fence." + sass_scope(parts).value_or("other");
@@ -92,7 +123,8 @@ std::optional<std::string> classify_sass_instruction(std::string_view instructio
     return std::nullopt;
   }
   if (base == "ATOMS") return "atomic.shared";
-  if (base == "ATOM" || base == "ATOMG" || base == "RED" || base == "REDG")
+  if (base == "ATOM" || base == "ATOMG" || base == "RED" || base == "REDG" ||
+      is_async_release_reduction_sass(base))
     return "atomic." + sass_scope(parts).value_or("gpu");
   const bool is_load = base == "LD" || base == "LDG";
   const bool is_store = base == "ST" || base == "STG";
@@ -105,9 +137,41 @@ std::optional<std::string> classify_sass_instruction(std::string_view instructio
   return std::nullopt;
 }
 
+namespace {
+
+// PTX's asynchronous and cluster forms (PTX ISA 8.x/9.0, sm_90+): mbarrier, st.async and
+// red.async, bulk copies, the cluster barrier, multimem.
+std::optional<std::string> classify_ptx_async(const std::vector<std::string_view>& parts) {
+  const std::string_view base = parts.front();
+  const std::string_view second = parts.size() > 1 ? parts[1] : std::string_view();
+  if (base == "mbarrier") {
+    if (second.starts_with("arrive"))
+      return has_part(parts, "shared::cluster") ? "mbarrier.arrive.cluster" : "mbarrier.arrive";
+    if (second == "try_wait" || second == "test_wait") return "mbarrier.wait";
+    return std::nullopt;
+  }
+  if ((base == "st" || base == "red") && second == "async") {
+    const std::string op(base);
+    if (has_part(parts, "global")) return op + ".async." + ptx_scope(parts).value_or("gpu");
+    return op + ".async.cluster";
+  }
+  if ((base == "cp" && second == "async" && has_part(parts, "bulk")) ||
+      (base == "cp" && second == "reduce" && has_part(parts, "bulk")))
+    return "bulk_copy";
+  if (base == "barrier" && second == "cluster") return "barrier.cluster";
+  if (base == "multimem" && !second.empty()) {
+    const auto scope = ptx_scope(parts);
+    return "multimem." + std::string(second) + (scope ? "." + *scope : std::string());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> classify_ptx_instruction(std::string_view instruction) {
   const auto parts = split_dots(opcode_of(instruction));
   const std::string_view base = parts.front();
+  if (auto async = classify_ptx_async(parts)) return async;
   if (base == "griddepcontrol") {
     if (has_part(parts, "wait")) return std::string(kGridDependencyWait);
     if (has_part(parts, "launch_dependents")) return std::string(kGridDependencyTrigger);

@@ -285,7 +285,8 @@ void follow_rank_0(mpi::MpiComm& comm, CaseCounter& cases) {
   while (auto c = receive_case(comm)) cases.run(*c);
 }
 
-// Rank 0 with --replay: the case of the replay file, once on every rank.
+// Rank 0 with --replay: the case of the replay file on every rank, up to replay_runs times,
+// stopping at the first run that fails.
 void replay_case(mpi::MpiComm& comm, const CheckOptions& o, const CaseRunner& runner,
                  CaseCounter& cases, CheckResult& result) {
   GpuCase c;
@@ -295,12 +296,19 @@ void replay_case(mpi::MpiComm& comm, const CheckOptions& o, const CaseRunner& ru
     send_bad_input(comm, e.what());  // the other ranks exit 2 with the same line
     throw;
   }
-  send_case(comm, &c);
-  const CaseVerdict v = cases.run(c);
-  send_case(comm, nullptr);
-  result.failed = v.failed();
-  result.findings = v.findings;
+  result.replay_runs = o.replay_runs;
   result.minimal = c;
+  for (int run = 1; run <= o.replay_runs; ++run) {
+    send_case(comm, &c);
+    const CaseVerdict v = cases.run(c);
+    if (v.refused) break;  // the same case is refused every time
+    if (!v.failed()) continue;
+    result.failed = true;
+    result.findings = v.findings;
+    result.replay_failed_run = run;
+    break;
+  }
+  send_case(comm, nullptr);
 }
 
 // Rank 0: the smallest failing case RapidCheck shrank to, and its replay file where

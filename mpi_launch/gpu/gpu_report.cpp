@@ -121,6 +121,9 @@ std::string failure_report(const CheckResult& r, const GpuPlacement& placement, 
   if (r.cases_to_first_failure)
     out += fmt::format("  {:<18}case {} after {:.2f} s; shrunk to {} calls\n", "first failure",
                        r.cases_to_first_failure, r.seconds_to_first_failure, r.minimal_calls);
+  if (r.replay_failed_run)
+    out += fmt::format("  {:<18}run {} of {}\n", "replay failed on", r.replay_failed_run,
+                       r.replay_runs);
   if (!r.replay_file.empty()) out += fmt::format("  {:<18}{}\n", "replay file", r.replay_file);
   if (!r.replay_command.empty())
     out += fmt::format("  {:<18}{}\n", "replay with", r.replay_command);
@@ -245,7 +248,8 @@ std::string kill_table_markdown(
     out += fmt::format(
         "| {} | {} %{} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
         r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
-        control    ? (r.failed ? "FALSE POSITIVE" : "clean (control)")
+        control    ? (r.failed ? "CONTROL FAILED (the kernel as built fails: see gpu check)"
+                               : "clean (control)")
         : r.failed ? "yes"
         : expected_survival(r.mutant, placement).empty()
             ? "NO"

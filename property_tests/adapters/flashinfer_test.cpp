@@ -222,4 +222,16 @@ TEST(FlashInferLegacy, NegZeroCaseFeedsNegZeroAndNothingElseOutside) {
   }
 }
 
+// The replay file of the PDL finding: it loads through the strict reader, lies inside the
+// kernel's traits (the suite may draw it), and its last call is launched with PDL behind the
+// producer that writes its inputs, the only thing the kernel gets wrong.
+TEST(FlashInferLegacy, ResidualCaseIsInsideTheTraitsWithAPdlProducer) {
+  const fg::GpuCase c = fg::read_replay_case(FUSIONCHECK_LEGACY_RESIDUAL_CASE);
+  EXPECT_EQ(fg::outside_traits(c, fa::flashinfer_legacy_traits()), "");
+  ASSERT_FALSE(c.calls.empty());
+  EXPECT_TRUE(c.calls.back().use_pdl);
+  EXPECT_TRUE(c.calls.back().pdl_producer);
+  EXPECT_EQ(c.calls.back().pattern, fusioncheck::kernels::Pattern::residual_rmsnorm);
+}
+
 }  // namespace

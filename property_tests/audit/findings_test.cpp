@@ -191,6 +191,68 @@ TEST(AuditFindings, PdlRulesSkipArchitecturesBeforeSm90) {
                                             "pdl-wait-missing sm_100 SASS k"}));
 }
 
+// Clusters, bulk copies and multimem exist from sm_90 on: sm_80 code without them differs
+// from nothing; the same class missing on sm_100 is a difference.
+TEST(AuditFindings, ClusterClassesAreNotComparedBeforeSm90) {
+  const auto cluster = with(kWork, "UCGABAR_ARV");
+  const std::string text = sass_section("sm_80", "k", kWork) + sass_section("sm_90", "k", cluster) +
+                           sass_section("sm_100", "k", cluster);
+  EXPECT_TRUE(audit_text(text).findings.empty())
+      << ::testing::PrintToString(finding_keys(audit_text(text)));
+  const std::string mutant = sass_section("sm_80", "k", kWork) +
+                             sass_section("sm_90", "k", cluster) +
+                             sass_section("sm_100", "k", kWork);
+  EXPECT_EQ(finding_keys(audit_text(mutant)),
+            (std::vector<std::string>{"sync-differs-between-archs sm_100 SASS k"}));
+}
+
+std::vector<std::string> real_body() {
+  std::vector<std::string> body;
+  for (int i = 0; i < 10; ++i) body.push_back("IADD3 R" + std::to_string(i) + ", R0, 1, RZ");
+  body.push_back("MEMBAR.SC.GPU");
+  return body;
+}
+
+std::vector<std::string> kinds_and_severities(const FileReport& report) {
+  std::vector<std::string> keys;
+  for (const auto& f : report.findings)
+    keys.push_back(std::string(finding_kind_name(f.kind)) + " " +
+                   std::string(severity_name(f.severity)) + " " + f.arch);
+  return keys;
+}
+
+// A kernel named for sm_90 with its body on sm_90a only is a stub elsewhere: a note, and its
+// missing fence there is no sync difference. Without the name it is an empty body.
+TEST(AuditFindings, ArchSpecialisedStubIsANote) {
+  const auto text = [](const std::string& name) {
+    return sass_section("sm_90a", name, real_body()) + sass_section("sm_100a", name, {"EXIT"}) +
+           sass_section("sm_120a", name, {"EXIT"});
+  };
+  const FileReport stub = audit_text(text("gemm_Sm90_tma_kernel"));
+  EXPECT_EQ(kinds_and_severities(stub),
+            (std::vector<std::string>{"arch-stub note sm_100a", "arch-stub note sm_120a"}));
+  EXPECT_EQ(count_findings({stub}), 0u);
+  // Negative controls: the same bodies without an architecture in the name, and a name that
+  // targets the architecture where the body is missing.
+  const FileReport plain = audit_text(text("gemm_tma_kernel"));
+  EXPECT_EQ(count_findings({plain}), 4u) << ::testing::PrintToString(kinds_and_severities(plain));
+  const FileReport wrong = audit_text(sass_section("sm_90a", "k_sm120", real_body()) +
+                                      sass_section("sm_120a", "k_sm120", {"EXIT"}));
+  EXPECT_EQ(count_findings({wrong}), 2u) << ::testing::PrintToString(kinds_and_severities(wrong));
+}
+
+// Empty on every architecture of a multi-architecture binary: an empty kernel upstream (a
+// note); alone, on one architecture, it stays a finding (a JIT build of a compiled-out body).
+TEST(AuditFindings, EmptyOnEveryArchitectureIsANote) {
+  const FileReport everywhere = audit_text(sass_section("sm_90", "noop", {"EXIT"}) +
+                                           sass_section("sm_120", "noop", {"EXIT"}));
+  EXPECT_EQ(
+      kinds_and_severities(everywhere),
+      (std::vector<std::string>{"empty-everywhere note sm_90", "empty-everywhere note sm_120"}));
+  const FileReport alone = audit_text(sass_section("sm_120", "noop", {"EXIT"}));
+  EXPECT_EQ(kinds_and_severities(alone), (std::vector<std::string>{"empty-body finding sm_120"}));
+}
+
 // A trigger alone is a PDL primary: a note, never pdl-wait-missing, and the exit code stays 0.
 TEST(AuditFindings, TriggerOnlyKernelIsANote) {
   const std::string text = sass_section("sm_90", "primary", with(kWork, "PREEXIT")) +

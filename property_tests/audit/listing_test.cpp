@@ -67,7 +67,8 @@ const std::map<std::string, ExpectedClasses>& expected_sync_classes() {
       {"_Z11k_membar_glPi", {{"fence.gpu", "cache.invalidate"}, {"fence.gpu"}}},
       {"_Z10k_ld_st_cgPi", {{"ld.strong.gpu", "st.strong.gpu"}, {}}},
       {"_Z9k_ld_mmioPiS_", {{"ld.strong.sys"}, {"ld.mmio.sys"}}},
-      {"_Z9k_clusterPf", {{"fence.gpu", "cache.invalidate"}, {}}},
+      {"_Z9k_clusterPf",
+       {{"fence.gpu", "barrier.cluster", "cache.invalidate"}, {"barrier.cluster"}}},
       {"_Z15k_noinline_callPi",
        {{"st.strong.sys"}, {}}},  // the callee's store is in the kernel's SASS
   };
@@ -223,6 +224,47 @@ TEST(AuditListing, StandaloneCubinHasNoSectionHeader) {
   EXPECT_TRUE(
       parse_listing("\t.target\tsm_90\n\t\tFunction : _Z1kv\n/*0000*/ ACQBULK ; /* 0x0 */\n")
           .functions.empty());
+}
+
+// red.async.release.gpu as sm_100 compiles it (MEMBAR.ALL.CTA, then UREDGR...GPU) is a
+// release at gpu scope, as sm_120's MEMBAR.ALL.GPU + REDG is: the same classes on both.
+TEST(AuditListing, AsyncReleaseReductionCountsItsFenceAtItsScope) {
+  auto classes = [](const std::string& body) {
+    const Listing listing =
+        parse_listing("\tcode for sm_100a\n\t\tFunction : _Z1kv\n" + body + "/*0090*/ EXIT ;\n");
+    return listing.functions.at(0).sync_counts;
+  };
+  const std::map<std::string, int> released{{"fence.gpu", 1}, {"atomic.gpu", 1}};
+  EXPECT_EQ(
+      classes("/*0070*/ MEMBAR.ALL.CTA ;\n/*0080*/ UREDGR.E.ADD.NA.STRONG.GPU [UR4], UR6 ;\n"),
+      released);
+  EXPECT_EQ(
+      classes("/*0070*/ MEMBAR.ALL.GPU ;\n/*0080*/ REDG.E.ADD.STRONG.GPU desc[UR4][R2.64], R5 ;\n"),
+      released);
+  // Negative controls: a CTA fence before a plain reduction, or with another sync instruction
+  // between it and the async one, stays a CTA fence.
+  EXPECT_EQ(
+      classes("/*0070*/ MEMBAR.ALL.CTA ;\n/*0080*/ REDG.E.ADD.STRONG.GPU desc[UR4][R2.64], R5 ;\n"),
+      (std::map<std::string, int>{{"fence.cta", 1}, {"atomic.gpu", 1}}));
+  EXPECT_EQ(
+      classes("/*0070*/ MEMBAR.ALL.CTA ;\n/*0075*/ CCTL.IVALL ;\n"
+              "/*0080*/ UREDGR.E.ADD.NA.STRONG.GPU [UR4], UR6 ;\n"),
+      (std::map<std::string, int>{{"fence.cta", 1}, {"cache.invalidate", 1}, {"atomic.gpu", 1}}));
+}
+
+// Inline asm written on one line: every statement of it counts, the braces and .reg do not.
+TEST(AuditListing, PtxStatementsSharingALineAreEachCounted) {
+  const Listing listing = parse_listing(
+      "Fatbin ptx code:\n================\narch = sm_90\n.version 8.8\n.target sm_90\n"
+      ".visible .entry k(\n)\n{\n"
+      "\t{ .reg .pred p; mbarrier.try_wait.acquire.cta.shared::cta.b64 p, [%r1], %rd1; "
+      "selp.u32 %r2, 1, 0, p; }\n"
+      "\tWAIT: mbarrier.arrive.shared::cta.b64 %rd2, [%r1];\n"
+      "\tret;\n}\n");
+  ASSERT_EQ(listing.functions.size(), 1u);
+  EXPECT_EQ(listing.functions[0].sync_counts,
+            (std::map<std::string, int>{{"mbarrier.arrive", 1}, {"mbarrier.wait", 1}}));
+  EXPECT_EQ(listing.functions[0].instructions, 4);  // try_wait, selp, arrive, ret
 }
 
 TEST(AuditListing, TextWithoutSectionsHasNoFunctions) {

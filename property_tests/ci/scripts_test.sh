@@ -70,6 +70,10 @@ expect "results: a step's command and result line" 0 \
   python3 "$R" "$reports" --date 2026-01-01 --device "1 x GPU"
 expect "results: a failed step's exit code stands out" 0 "\| kill-table-flashinfer-2-s9 \| .* \| \*\*1\*\* \|.*1 of 1 mutant runs killed; control passed" \
   python3 "$R" "$reports" --device "1 x GPU"
+expect "results: the build as the suite recorded it" 0 "build \`build/h200\` \(CUDA architectures 90\), commit 0123abc" \
+  python3 "$R" "$reports" --device x
+expect "results: commands without the report paths" 0 "\`mpirun -np 2 fusioncheck gpu kill-table --kernel flashinfer --seed 9\`" \
+  python3 "$R" "$reports" --device x
 expect "results: the kill tables follow" 0 "^\| float-sentinel \| yes \|$" python3 "$R" "$reports" --device x
 expect "results: no steps" 2 "steps.txt: no steps recorded" python3 "$R" "$tmp" --device x
 expect "results: not a folder" 2 "not a folder" python3 "$R" "$tmp/none"
@@ -81,6 +85,13 @@ expect "results: the new figures are in" 0 "smoke-ours-2" cat "$tmp/results.md"
 printf '# no markers\n' >"$tmp/plain.md"
 expect "results: --into a file without markers" 2 "no '<!-- gpu_suite:begin -->'" \
   python3 "$R" "$reports" --device x --into "$tmp/plain.md"
+# The shipped-wheels audit refuses bad settings before any download.
+W="$root/ci/audit_wheels.sh"
+fake="$here/fixtures/fake_build"
+expect "wheels: no binary" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" env BUILD="$tmp/nobuild" bash "$W"
+expect "wheels: TIMEOUT not a number" 2 "TIMEOUT=soon: not a number of seconds" env BUILD="$fake" TIMEOUT=soon bash "$W"
+expect "wheels: ARCH not an architecture" 2 "ARCH=compute_90: not an architecture list" env BUILD="$fake" ARCH=compute_90 bash "$W"
+expect "wheels: not a requirement" 2 "'vllm;rm': not a requirement" env BUILD="$fake" bash "$W" "vllm;rm"
 # The GPU suite refuses bad settings before it looks for a GPU, and a machine without one.
 G="$root/ci/gpu_suite.sh"
 fake="$here/fixtures/fake_build"

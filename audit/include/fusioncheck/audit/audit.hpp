@@ -40,7 +40,9 @@ enum class FindingKind {
   kPdlWaitMissing,
   kEmptyBody,
   kMissingVsBaseline,
-  kPdlTriggerOnly
+  kPdlTriggerOnly,
+  kArchStub,        // note: empty where the kernel's name targets other architectures
+  kEmptyEverywhere  // note: empty on every architecture of a multi-architecture binary
 };
 std::string_view finding_kind_name(FindingKind kind);
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fusioncheck/audit/listing.hpp"
 
@@ -38,7 +39,16 @@ struct DumpProgress {
   std::chrono::milliseconds every{5000};
   std::function<void(double seconds)> report;
 };
+// With `archs` (e.g. {"sm_120a"}), one run per architecture with `-arch ARCH`, as cuobjdump
+// selects it (sm_120 also selects sm_120a), and only that code is read: much faster on a
+// library built for many architectures. A file with no code for any of them throws
+// NoDeviceCodeError; `time_limit` bounds each run.
 Listing dump_listing(const std::string& cuobjdump, const std::string& file,
-                     std::chrono::milliseconds time_limit, const DumpProgress& progress = {});
+                     std::chrono::milliseconds time_limit, const DumpProgress& progress = {},
+                     const std::vector<std::string>& archs = {});
+
+// Whether `arch` is an architecture cuobjdump's -arch takes: sm_<number> with an optional
+// a or f suffix.
+bool is_sass_arch_name(const std::string& arch);
 
 }  // namespace fusioncheck::audit

@@ -41,6 +41,7 @@ class ListingParser {
   void feed_sass_line(std::string_view line);
   void feed_ptx_line(std::string_view line);
   void count_instruction(std::string_view instruction);
+  void count_ptx_statements(std::string_view line);
 
   Section section_ = Section::kNone;
   std::string arch_;
@@ -51,6 +52,7 @@ class ListingParser {
   std::string pending_ptx_name_;
   bool pending_ptx_is_entry_ = false;
   int ptx_brace_depth_ = 0;
+  bool cta_fence_last_ = false;  // SASS: the last sync instruction was MEMBAR.ALL.CTA
   Listing listing_;
 };
 

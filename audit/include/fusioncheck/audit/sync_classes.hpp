@@ -4,7 +4,7 @@
 // (a release store is `MEMBAR.ALL.SYS` + `STG.E.STRONG.SYS`), PTX shows what the author
 // wrote (`st.release.sys`). Both share the names `griddep.wait`, `griddep.trigger` and
 // `fence.<scope>`. The mapping, measured with nvcc 13 on sm_90/100/120, is in
-// kernels/audit/README.md.
+// audit/README.md.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +25,12 @@ inline constexpr std::string_view kGridDependencyTrigger = "griddep.trigger";
 // e.g. "@P0 REDG.E.ADD.STRONG.SYS desc[UR4][R2.64], R5". Returns the class, or nothing for
 // an instruction that does not synchronise.
 std::optional<std::string> classify_sass_instruction(std::string_view instruction);
+
+// The reduction of `red.async.release.<scope>` on a global address (sm_100: REDGR / UREDGR).
+// ptxas puts a CTA-scope MEMBAR before it and the instruction carries the release at its own
+// scope, where other architectures emit MEMBAR at that scope + REDG: the parser counts the
+// pair as the fence of the instruction's scope (ListingParser::count_instruction).
+bool is_async_release_reduction_sass(std::string_view instruction);
 
 // `instruction` is one PTX statement, e.g. "@%p1 st.release.sys.global.u32 [%rd1], %r1;".
 std::optional<std::string> classify_ptx_instruction(std::string_view instruction);

@@ -38,6 +38,9 @@ struct CheckOptions {
   // in a graph.
   bool focus_late_blocks = false;
   std::string replay_file;  // run this case only
+  // Runs of the replayed case, stopping at the first that fails: a finding that depends on
+  // timing (a race under PDL or delays) may need several runs in one process to show again.
+  int replay_runs = 20;
   std::string replay_out = "fusioncheck-gpu-counterexample.json";
 };
 
@@ -54,6 +57,8 @@ struct CheckResult {
   double seconds_to_first_failure = 0;
   int cases_to_first_failure = 0;
   int minimal_calls = 0;
+  int replay_runs = 0;             // with --replay: the runs asked for
+  int replay_failed_run = 0;       // with --replay: the run (from 1) that failed; 0: none did
   std::optional<GpuCase> minimal;  // the smallest failing case (rank 0)
   std::string replay_file;         // where it was written ("" if not)
   std::vector<Finding> findings;   // of the minimal failing case (rank 0)
