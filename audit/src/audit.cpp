@@ -82,14 +82,16 @@ bool is_sm90_class(const std::string& name) {
   return false;
 }
 
-// The architectures a kernel's name says it is written for ("Sm90", "sm100_", "SM120": CUTLASS
-// and hand-written arch-specialised kernels), as arch numbers; empty when it names none.
+// The architectures a kernel's name says it is specialised for ("Sm90", "sm100_", "SM120":
+// CUTLASS's and hand-written kernels for sm_90 and newer, whose arch-specific instructions
+// compile only for the a/f targets), as arch numbers; empty when it names none. Older tags
+// (Sm80) name a minimum, not a specialisation.
 std::set<int> targeted_archs(const std::string& name) {
   static const std::regex tag("[Ss][Mm]_?([0-9]{2,3})(?![0-9])");
   std::set<int> archs;
   for (auto it = std::sregex_iterator(name.begin(), name.end(), tag); it != std::sregex_iterator();
        ++it)
-    archs.insert(std::stoi((*it)[1].str()));
+    if (const int arch = std::stoi((*it)[1].str()); arch >= 90) archs.insert(arch);
   return archs;
 }
 
@@ -99,27 +101,36 @@ bool same_family(int arch, const std::set<int>& targets) {  // sm_103 runs Sm100
   return false;
 }
 
-// Code that is empty only because the kernel is specialised for other architectures: its name
-// targets some, the body is real on one of those and empty here, which it does not target.
+// Arch-specific code (sm_90a, sm_100f, ...) of an architecture the name targets.
+bool is_targeted_code(const FunctionCode& code, const std::set<int>& targets) {
+  const bool specific = code.arch.ends_with('a') || code.arch.ends_with('f');
+  return specific && same_family(arch_number(code.arch), targets);
+}
+
+// Code that exists only because the binary is built for every architecture while the kernel
+// is specialised for some: its name targets architectures, the body is real in targeted code,
+// and this code is not targeted (another family, or no a/f suffix). Such code holds a stub
+// (often a trap or an "unsupported" message), so it is neither compared nor an empty body.
 bool is_arch_stub(const KernelReport& kernel, const FunctionCode& code,
                   const std::vector<const FunctionCode*>& codes) {
-  if (code.body_instructions > kEmptyBodyMaxInstructions) return false;
   const std::set<int> targets = targeted_archs(kernel.name);
-  if (targets.empty() || same_family(arch_number(code.arch), targets)) return false;
+  if (targets.empty() || is_targeted_code(code, targets)) return false;
   return std::any_of(codes.begin(), codes.end(), [&](const FunctionCode* other) {
     return other->body_instructions >= kRealBodyMinInstructions &&
-           same_family(arch_number(other->arch), targets);
+           is_targeted_code(*other, targets);
   });
 }
 
 void find_sync_differences(const KernelReport& kernel,
                            const std::vector<const FunctionCode*>& codes,
                            std::vector<Finding>& findings) {
-  std::map<std::string, std::vector<std::string>> archs_with_class;
+  std::vector<const FunctionCode*> compared;  // stubs of arch-specialised kernels left out
   for (const auto* code : codes)
+    if (!is_arch_stub(kernel, *code, codes)) compared.push_back(code);
+  std::map<std::string, std::vector<std::string>> archs_with_class;
+  for (const auto* code : compared)
     for (const auto& name : sync_classes(*code)) archs_with_class[name].push_back(code->arch);
-  for (const auto* code : codes) {
-    if (is_arch_stub(kernel, *code, codes)) continue;  // a note of find_empty_bodies
+  for (const auto* code : compared) {
     std::vector<std::string> missing;
     for (const auto& [name, archs] : archs_with_class)
       if (!code->sync_counts.contains(name) && (arch_has_pdl(code->arch) || !is_sm90_class(name)))

@@ -241,6 +241,22 @@ TEST(AuditFindings, ArchSpecialisedStubIsANote) {
   EXPECT_EQ(count_findings({wrong}), 2u) << ::testing::PrintToString(kinds_and_severities(wrong));
 }
 
+// The stub need not be empty (CUTLASS's prints and traps): code of an arch-specialised kernel
+// outside its targets (another family, or without the a/f suffix) is not compared. An Sm80
+// tag names a minimum architecture, not a specialisation: compared as any kernel.
+TEST(AuditFindings, StubsOfArchSpecialisedKernelsAreNotCompared) {
+  const std::vector<std::string> stub = {"S2R R0, SR_TID.X", "ATOMS.POPC.INC.32 RZ, [UR4]",
+                                         "IADD3 R1, R0, 1, RZ", "BPT.TRAP 0x1"};
+  const auto text = [&](const std::string& name) {
+    return sass_section("sm_90a", name, stub) + sass_section("sm_100", name, stub) +
+           sass_section("sm_100a", name, real_body());
+  };
+  EXPECT_TRUE(audit_text(text("gemm_Sm100_umma")).findings.empty())
+      << ::testing::PrintToString(kinds_and_severities(audit_text(text("gemm_Sm100_umma"))));
+  EXPECT_EQ(count_findings({audit_text(text("gemm_umma"))}), 3u);
+  EXPECT_EQ(count_findings({audit_text(text("gemm_Sm80_mma"))}), 3u);
+}
+
 // Empty on every architecture of a multi-architecture binary: an empty kernel upstream (a
 // note); alone, on one architecture, it stays a finding (a JIT build of a compiled-out body).
 TEST(AuditFindings, EmptyOnEveryArchitectureIsANote) {
