@@ -82,39 +82,40 @@ bool is_sm90_class(const std::string& name) {
   return false;
 }
 
-// The architectures a kernel's name says it is specialised for ("Sm90", "sm100_", "SM120":
-// CUTLASS's and hand-written kernels for sm_90 and newer, whose arch-specific instructions
-// compile only for the a/f targets), as arch numbers; empty when it names none. Older tags
-// (Sm80) name a minimum, not a specialisation.
+// The architectures a kernel's name says it is written for ("Sm80", "Sm90", "sm100_", "SM120":
+// CUTLASS's and hand-written kernels), as arch numbers; empty when it names none.
 std::set<int> targeted_archs(const std::string& name) {
   static const std::regex tag("[Ss][Mm]_?([0-9]{2,3})(?![0-9])");
   std::set<int> archs;
   for (auto it = std::sregex_iterator(name.begin(), name.end(), tag); it != std::sregex_iterator();
        ++it)
-    if (const int arch = std::stoi((*it)[1].str()); arch >= 90) archs.insert(arch);
+    archs.insert(std::stoi((*it)[1].str()));
   return archs;
 }
 
-bool same_family(int arch, const std::set<int>& targets) {  // sm_103 runs Sm100 code
+// Code of an architecture the name targets: of the same family (sm_103 runs Sm100 code) and,
+// for a tag from sm_90 on, arch-specific (a/f suffix), the only code where arch-conditional
+// instructions compile.
+bool is_targeted_code(const FunctionCode& code, const std::set<int>& targets) {
+  const int arch = arch_number(code.arch);
+  const bool specific = code.arch.ends_with('a') || code.arch.ends_with('f');
   for (int t : targets)
-    if (arch / 10 == t / 10) return true;
+    if (arch / 10 == t / 10 && (t < 90 || specific)) return true;
   return false;
 }
 
-// Arch-specific code (sm_90a, sm_100f, ...) of an architecture the name targets.
-bool is_targeted_code(const FunctionCode& code, const std::set<int>& targets) {
-  const bool specific = code.arch.ends_with('a') || code.arch.ends_with('f');
-  return specific && same_family(arch_number(code.arch), targets);
-}
-
 // Code that exists only because the binary is built for every architecture while the kernel
-// is specialised for some: its name targets architectures, the body is real in targeted code,
-// and this code is not targeted (another family, or no a/f suffix). Such code holds a stub
-// (often a trap or an "unsupported" message), so it is neither compared nor an empty body.
+// is written for some: its name targets architectures, the body is real in targeted code, and
+// this code is not targeted. For a kernel specialised for sm_90 or newer such code holds a
+// stub, empty or not (often a trap or an "unsupported" message); under older tags (Sm80 names
+// a minimum, and its code for newer architectures may be real) only empty code is.
+// Stubs are neither compared nor empty bodies.
 bool is_arch_stub(const KernelReport& kernel, const FunctionCode& code,
                   const std::vector<const FunctionCode*>& codes) {
   const std::set<int> targets = targeted_archs(kernel.name);
   if (targets.empty() || is_targeted_code(code, targets)) return false;
+  const bool specialised = *targets.rbegin() >= 90;
+  if (!specialised && code.body_instructions > kEmptyBodyMaxInstructions) return false;
   return std::any_of(codes.begin(), codes.end(), [&](const FunctionCode* other) {
     return other->body_instructions >= kRealBodyMinInstructions &&
            is_targeted_code(*other, targets);

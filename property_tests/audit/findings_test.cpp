@@ -255,6 +255,10 @@ TEST(AuditFindings, StubsOfArchSpecialisedKernelsAreNotCompared) {
       << ::testing::PrintToString(kinds_and_severities(audit_text(text("gemm_Sm100_umma"))));
   EXPECT_EQ(count_findings({audit_text(text("gemm_umma"))}), 3u);
   EXPECT_EQ(count_findings({audit_text(text("gemm_Sm80_mma"))}), 3u);
+  // An Sm80 kernel compiled out on sm_90a (flash-attention's enable_sm80_to_sm89) is a stub.
+  const FileReport sm80 = audit_text(sass_section("sm_80", "FlashAttnFwdSm80", real_body()) +
+                                     sass_section("sm_90a", "FlashAttnFwdSm80", {"EXIT"}));
+  EXPECT_EQ(kinds_and_severities(sm80), (std::vector<std::string>{"arch-stub note sm_90a"}));
 }
 
 // Empty on every architecture of a multi-architecture binary: an empty kernel upstream (a
