@@ -32,16 +32,7 @@ std::optional<std::string> find_cuobjdump() {
     if (is_executable_file(from_env)) return std::string(from_env);
     return std::nullopt;  // an explicit choice that does not work must not be silently replaced
   }
-  if (const char* path = std::getenv("PATH"); path != nullptr) {
-    std::string_view dirs(path);
-    while (true) {
-      const auto colon = dirs.find(':');
-      const std::string dir(dirs.substr(0, colon));
-      if (!dir.empty() && is_executable_file(dir + "/cuobjdump")) return dir + "/cuobjdump";
-      if (colon == std::string_view::npos) break;
-      dirs.remove_prefix(colon + 1);
-    }
-  }
+  if (auto on_path = find_on_path("cuobjdump")) return on_path;
 #if defined(FUSIONCHECK_CUOBJDUMP_PATH)
   if (is_executable_file(FUSIONCHECK_CUOBJDUMP_PATH))
     return std::string(FUSIONCHECK_CUOBJDUMP_PATH);

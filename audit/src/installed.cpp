@@ -30,24 +30,12 @@ print("flashinfer JIT cache\t" + str(pathlib.Path(base) / ".cache" / "flashinfer
 
 // `python` as given when it names a path, else the first executable of that name on PATH.
 std::string resolve_program(const std::string& python) {
-  std::error_code error;
   if (python.find('/') != std::string::npos) {
     if (::access(python.c_str(), X_OK) != 0)
       throw AuditInputError("--python " + python + ": not an executable file");
     return python;
   }
-  const char* path = std::getenv("PATH");
-  std::string_view dirs(path != nullptr ? path : "/usr/bin:/bin");
-  while (true) {
-    const auto colon = dirs.find(':');
-    const std::string dir(dirs.substr(0, colon));
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + python;
-    if (std::filesystem::is_regular_file(candidate, error) &&
-        ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    if (colon == std::string_view::npos) break;
-    dirs.remove_prefix(colon + 1);
-  }
+  if (auto found = find_on_path(python)) return *found;
   throw AuditInputError("--python " + python + ": not found on PATH");
 }
 

@@ -166,6 +166,23 @@ pid_t spawn_child(const std::vector<std::string>& argv, const Pipe& out, const P
 
 }  // namespace
 
+std::optional<std::string> find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return std::nullopt;
+  std::string_view dirs(path);
+  while (true) {
+    const auto colon = dirs.find(':');
+    const std::string dir(dirs.substr(0, colon));
+    const std::string candidate = dir + "/" + name;
+    std::error_code error;
+    if (!dir.empty() && std::filesystem::is_regular_file(candidate, error) &&
+        ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (colon == std::string_view::npos) return std::nullopt;
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
 ChildResult run_bounded(const std::vector<std::string>& argv,
                         const std::function<void(std::string_view line)>& on_line,
                         std::chrono::milliseconds time_limit, const DumpProgress& progress) {

@@ -4,6 +4,7 @@
 // a timeout, SIGTERM or SIGINT ends whole.
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,10 @@ struct ChildResult {
   bool timed_out = false;
   std::string stderr_text;
 };
+
+// The first executable regular file called `name` in a folder of $PATH (empty entries
+// skipped); nothing when there is none.
+std::optional<std::string> find_on_path(const std::string& name);
 
 // Throws AuditInputError when the child cannot be started.
 ChildResult run_bounded(const std::vector<std::string>& argv,
