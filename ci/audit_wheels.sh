@@ -6,7 +6,8 @@
 #
 #   ci/audit_wheels.sh                                  the default set below
 #   ci/audit_wheels.sh sglang-kernel==0.4.10 vllm       these requirements (pip syntax)
-#   ARCH=sm_120a ci/audit_wheels.sh                     only that architecture's code (--arch)
+#   ARCH=sm_120a ci/audit_wheels.sh                     only that architecture's code (--arch;
+#                                                       default: the audit's, sm_90+; ARCH=all)
 #   BUILD=build/default  OUT=out/wheels  CACHE=~/.cache/fusioncheck/wheels  TIMEOUT=3000
 #
 # Exit 2 on bad settings or a failed download (one line); else 0, whatever the audits found
@@ -20,14 +21,15 @@ CACHE=${CACHE:-${FUSIONCHECK_CACHE:-$HOME/.cache/fusioncheck}/wheels}
 TIMEOUT=${TIMEOUT:-3000}
 ARCH=${ARCH:-}
 FC=$(fc_bin "$BUILD")
-defaults=(sglang-kernel vllm nvidia-nccl-cu13 flashinfer-cubin flashinfer-python)
+# The wheels of docs/shipped_wheels.md, pinned.
+defaults=(sglang-kernel==0.4.10 vllm==0.34.0 nvidia-nccl-cu13==2.32.3 flashinfer-cubin==0.6.13 flashinfer-python==0.7.4)
 requirements=("$@")
 [ "${#requirements[@]}" -gt 0 ] || requirements=("${defaults[@]}")
 
 die2() { echo "audit_wheels.sh: $*" >&2; exit 2; }
 [ -x "$FC" ] || die2 "no fusioncheck binary at $FC (build first, or set BUILD)"
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die2 "TIMEOUT=$TIMEOUT: not a number of seconds"
-[ -z "$ARCH" ] || [[ $ARCH =~ ^sm_[0-9]{2,4}[af]?(,sm_[0-9]{2,4}[af]?)*$ ]] || die2 "ARCH=$ARCH: not an architecture list (e.g. sm_120a)"
+[ -z "$ARCH" ] || [[ $ARCH =~ ^(all|sm_[0-9]{2,4}[af+]?(,sm_[0-9]{2,4}[af+]?)*)$ ]] || die2 "ARCH=$ARCH: not an architecture list (e.g. sm_120a, sm_90+, all)"
 for r in "${requirements[@]}"; do
   [[ $r =~ ^[A-Za-z0-9][A-Za-z0-9._-]*(==[0-9][0-9A-Za-z.+-]*)?$ ]] || die2 "'$r': not a requirement (NAME or NAME==VERSION)"
 done

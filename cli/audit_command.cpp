@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fusioncheck/audit/audit.hpp"
@@ -36,11 +38,19 @@ struct AuditArguments {
   std::string baseline;
   bool as_json = false;
   bool recursive = false;
-  std::string arch_list;           // --arch: only these architectures' code (comma-separated)
-  std::vector<std::string> archs;  // arch_list, split
-  std::string python;              // --python: what this Python has installed
+  std::string arch_list = "sm_90+";  // --arch: comma-separated, or all
+  std::vector<std::string> archs;    // arch_list, split (empty: all)
+  std::string python;                // --python: what this Python has installed
   double timeout_s = 300.0;
+  int jobs = 0;  // --jobs; 0: default_jobs()
+  bool whole_files = false;
 };
+
+// The cores, at most 4: each cuobjdump run may hold ~300 MB (audit/README.md).
+int default_jobs() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores, 1u, 4u));
+}
 
 // An unset option is no pattern; a set one must be a pattern that matches in bounded time.
 std::optional<std::regex> regex_option(const char* option, const std::string& text) {
@@ -71,21 +81,21 @@ struct AuditInput {
 
 // `file` audited under the name `shown` (a wheel's member is audited from a temporary copy).
 audit::FileReport audit_file(const std::string& cuobjdump, const std::string& file,
-                             const std::string& shown, std::chrono::milliseconds time_limit,
-                             const audit::AuditOptions& options,
-                             const std::vector<std::string>& archs) {
-  // A progress line only when cuobjdump takes long (a large binary: ~0.5 s per MB), so that
-  // quick runs and their errors stay one line.
+                             const std::string& shown, const audit::DumpOptions& dump,
+                             const audit::AuditOptions& options) {
+  // A progress line only when cuobjdump takes long (a large library: ~1 s per MB of code per
+  // core), so that quick runs and their errors stay one line.
   bool reported = false;
   audit::DumpProgress progress;
-  progress.report = [&](double seconds) {
-    fmt::print(stderr, "audit: cuobjdump is still disassembling {} ({:.0f} s)\n", shown, seconds);
+  progress.report = [&](double seconds, std::size_t ended, std::size_t known) {
+    fmt::print(stderr, "audit: disassembling {}: {} of {} cuobjdump runs done ({:.0f} s)\n", shown,
+               ended, known, seconds);
     reported = true;
   };
   const auto start = std::chrono::steady_clock::now();
   audit::Listing listing;
   try {
-    listing = audit::dump_listing(cuobjdump, file, time_limit, progress, archs);
+    listing = audit::dump_listing(cuobjdump, file, dump, progress);
   } catch (const audit::NoDeviceCodeError& e) {
     if (file == shown) throw;
     std::string message = e.what();
@@ -100,14 +110,11 @@ audit::FileReport audit_file(const std::string& cuobjdump, const std::string& fi
 }
 
 audit::FileReport audit_input(const std::string& cuobjdump, const AuditInput& input,
-                              std::chrono::milliseconds time_limit,
-                              const audit::AuditOptions& options,
-                              const std::vector<std::string>& archs) {
-  if (!input.member)
-    return audit_file(cuobjdump, input.path, input.path, time_limit, options, archs);
+                              const audit::DumpOptions& dump, const audit::AuditOptions& options) {
+  if (!input.member) return audit_file(cuobjdump, input.path, input.path, dump, options);
   audit::FileReport report;
   audit::with_extracted_member(input.path, *input.member, [&](const std::string& copy) {
-    report = audit_file(cuobjdump, copy, input.shown(), time_limit, options, archs);
+    report = audit_file(cuobjdump, copy, input.shown(), dump, options);
   });
   return report;
 }
@@ -172,14 +179,13 @@ std::vector<AuditInput> audit_inputs(const AuditArguments& args) {
 // printed once something was audited) instead of ending the run.
 std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
                                            const std::vector<AuditInput>& inputs,
-                                           std::chrono::milliseconds time_limit,
-                                           const audit::AuditOptions& options,
-                                           const std::vector<std::string>& archs) {
+                                           const audit::DumpOptions& dump,
+                                           const audit::AuditOptions& options) {
   std::vector<audit::FileReport> reports;
   std::vector<std::string> skipped;
   for (const auto& input : inputs) {
     try {
-      reports.push_back(audit_input(cuobjdump, input, time_limit, options, archs));
+      reports.push_back(audit_input(cuobjdump, input, dump, options));
     } catch (const audit::NoDeviceCodeError& e) {
       if (inputs.size() == 1) throw;
       skipped.push_back(e.what());
@@ -194,8 +200,9 @@ std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
 
 int run_audit(const AuditArguments& args) {
   for (const auto& arch : args.archs)
-    if (!audit::is_sass_arch_name(arch))
-      throw UsageError("--arch " + arch + ": not an architecture (e.g. sm_90, sm_100a, sm_120a)");
+    if (!audit::is_arch_selector(arch))
+      throw UsageError("--arch " + arch +
+                       ": not an architecture (e.g. sm_90, sm_100a, sm_120a, sm_90+, or all)");
   const audit::AuditOptions options = make_options(args);
   // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
   const std::vector<AuditInput> inputs = audit_inputs(args);
@@ -206,13 +213,17 @@ int run_audit(const AuditArguments& args) {
         std::string(
             "cuobjdump not found ($CUOBJDUMP, PATH, /usr/local/cuda/bin); install it with: ") +
         audit::kCuobjdumpInstallHint);
-  const auto time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
+  audit::DumpOptions dump;
+  dump.time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
+  dump.archs = args.archs;
+  dump.parallel = static_cast<std::size_t>(args.jobs > 0 ? args.jobs : default_jobs());
+  dump.in_pieces = !args.whole_files;
   std::vector<audit::FileReport> reports;
   try {
-    reports = audit_files(*cuobjdump, inputs, time_limit, options, args.archs);
+    reports = audit_files(*cuobjdump, inputs, dump, options);
     if (!args.baseline.empty()) {
       const audit::FileReport baseline =
-          audit_file(*cuobjdump, args.baseline, args.baseline, time_limit, options, args.archs);
+          audit_file(*cuobjdump, args.baseline, args.baseline, dump, options);
       for (auto& report : reports)
         if (audit::compare_with_baseline(report, baseline) == 0)
           fmt::print(stderr, "audit: no kernel of {} is in the baseline {}\n", report.path,
@@ -268,17 +279,29 @@ void add_audit_command(CLI::App& app, int& exit_code) {
                 "Read folder arguments recursively: every ELF, fatbin or archive in them (an "
                 "unpacked wheel); files without device code are skipped");
   sub->add_option("--arch", args->arch_list,
-                  "Only this architecture's code, as cuobjdump's -arch selects it (sm_120 also "
-                  "selects sm_120a); several separated by commas. Faster on libraries built "
-                  "for many architectures; a file without such code is skipped")
-      ->type_name("ARCH[,ARCH...]");
+                  "Only this code: sm_N (with sm_Na and sm_Nf), sm_Na, sm_Nf, or sm_N+ (N and "
+                  "newer), several separated by commas, or all. The default reads the "
+                  "architectures with PDL, where the comm kernels' synchronisation forms "
+                  "exist; a file without such code is skipped")
+      ->type_name("ARCH[,ARCH...]|all")
+      ->capture_default_str();
+  sub->add_option("--jobs", args->jobs,
+                  "cuobjdump runs at once (each holds one piece of the disassembly: about "
+                  "300 MB at most); default: the cores, at most 4")
+      ->check(CLI::Range(1, 64))
+      ->default_str(std::to_string(default_jobs()));
+  sub->add_flag("--whole-files", args->whole_files,
+                "One cuobjdump run per file instead of one per fatbin entry and batch of "
+                "functions: its memory then grows with the file's code (GBs for NCCL)");
   sub->add_option("--python", args->python,
                   "Audit what this Python has installed: the device code of the packages it can "
                   "import (sgl_kernel, vllm, flashinfer, flashinfer_jit_cache, flashinfer_cubin, "
                   "nvidia.nccl) and FlashInfer's JIT cache ($FLASHINFER_WORKSPACE_BASE or ~, "
                   ".cache/flashinfer)")
       ->type_name("PYTHON");
-  sub->add_option("--timeout", args->timeout_s, "Seconds cuobjdump may run per file")
+  sub->add_option("--timeout", args->timeout_s,
+                  "Seconds each cuobjdump run may take (one piece of a file: a fatbin entry or "
+                  "a batch of its functions; a file cuobjdump reads whole, an ar archive)")
       ->check(seconds_up_to(kMaxTimeout_s));
   sub->footer(
       "cuobjdump is looked for in $CUOBJDUMP, then PATH, then /usr/local/cuda/bin. Notes (e.g. "
@@ -286,7 +309,7 @@ void add_audit_command(CLI::App& app, int& exit_code) {
   sub->callback([args, sub, &exit_code] {
     refuse_empty_values(*sub);
     args->archs.clear();
-    for (std::size_t start = 0; !args->arch_list.empty() && start <= args->arch_list.size();) {
+    for (std::size_t start = 0; args->arch_list != "all" && start <= args->arch_list.size();) {
       const auto comma = std::min(args->arch_list.find(',', start), args->arch_list.size());
       args->archs.push_back(args->arch_list.substr(start, comma - start));
       start = comma + 1;

@@ -14,9 +14,13 @@ namespace fusioncheck::audit {
 namespace {
 
 // Prints "NAME<TAB>FOLDER" per package found and the JIT cache's folder. find_spec of a
-// dotted name imports its parent package only (nvidia, a namespace package).
+// dotted name imports its parent package only (nvidia, a namespace package). `python -c`
+// puts the working folder first on sys.path; it is dropped, so that a folder named
+// flashinfer (a source checkout, a build tree) is never taken for the installed package.
 constexpr const char* kFindScript = R"PY(
 import importlib.util, os, pathlib, sys
+here = os.getcwd()
+sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != here]
 for name in sys.argv[1:]:
     try:
         spec = importlib.util.find_spec(name)

@@ -1,16 +1,11 @@
 #include "fusioncheck/gpu/gpu_report.hpp"
 
 #include "fusioncheck/gpu/errors.hpp"
+#include "fusioncheck/files/whole_file.hpp"
 
 #include <fmt/core.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <vector>
 
 namespace fusioncheck::gpu {
@@ -37,50 +32,9 @@ std::string first_finding(const CheckResult& r) {
 
 }  // namespace
 
-// Written to a temporary file beside the target, then renamed into place: a failed write
-// (a full disk) leaves the old file, or none, never half a file. A symbolic link is followed
-// (its target is replaced); /dev/null is written directly; another special file (a FIFO, a
-// device) cannot be renamed over and is refused.
 void write_file(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const auto fail = [&](int error) {
-    throw RunFailure("cannot write " + path + ": " + std::strerror(error));
-  };
-  struct stat st {};
-  fs::path target = path;
-  if (::stat(path.c_str(), &st) == 0) {
-    struct stat null_st {};
-    if (::stat("/dev/null", &null_st) == 0 && st.st_dev == null_st.st_dev &&
-        st.st_ino == null_st.st_ino)
-      return;
-    if (!S_ISREG(st.st_mode)) throw RunFailure("cannot write " + path + ": not a regular file");
-    std::error_code error;
-    if (fs::is_symlink(path, error)) target = fs::canonical(path, error);
-    if (error) fail(error.value());
-  }
-  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  std::string name = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  std::vector<char> temp(name.begin(), name.end());
-  temp.push_back('\0');
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) fail(errno);
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  const mode_t mode = ::stat(target.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~mask);
-  int error = ::fchmod(fd, mode) == 0 ? 0 : errno;
-  for (std::size_t done = 0; error == 0 && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) error = errno;
-    else done += static_cast<std::size_t>(n);
-  }
-  if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error == 0 && ::rename(temp.data(), target.c_str()) != 0) error = errno;
-  if (error != 0) {
-    ::unlink(temp.data());
-    fail(error);
-  }
+  if (const std::string why = files::write_whole_file(path, text); !why.empty())
+    throw RunFailure("cannot write " + path + ": " + why);
 }
 
 std::string summary_line(const CheckResult& r, int ranks) {

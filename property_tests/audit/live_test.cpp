@@ -20,22 +20,33 @@
 #include "fusioncheck/audit/cuobjdump.hpp"
 #include "fusioncheck/audit/inputs.hpp"
 
-// Without nvcc at build time there are no fixture binaries: their tests skip.
-#ifndef FC_AUDIT_HAVE_FIXTURE_BINARIES
-#define FC_AUDIT_HAVE_FIXTURE_BINARIES 0
-#define FC_AUDIT_BIN_CORRECT ""
-#define FC_AUDIT_BIN_WAIT_MISSING ""
-#define FC_AUDIT_BIN_EMPTY_BODY ""
-#define FC_AUDIT_BIN_WAIT_MISSING_SASS_ONLY ""
-#define FC_AUDIT_BIN_WAIT_MISSING_PTX_ONLY ""
-#define FC_AUDIT_BIN_WAIT_MISSING_OBJECT ""
-#define FC_AUDIT_BIN_EMPTY_BODY_EXECUTABLE ""
-#endif
+#include "fixture_binaries.hpp"
 
 namespace fusioncheck::audit {
 namespace {
 
 constexpr auto kTimeLimit = std::chrono::seconds(120);
+
+// Every architecture's code, in pieces (the default reader) or whole, `parallel` runs at once.
+DumpOptions dump_options(std::chrono::milliseconds limit = kTimeLimit, bool in_pieces = true,
+                         std::size_t parallel = 2) {
+  DumpOptions options;
+  options.time_limit = limit;
+  options.in_pieces = in_pieces;
+  options.parallel = parallel;
+  return options;
+}
+
+// A fatbin of two empty PTX entries for sm_90: the piece reader hands cuobjdump two runs.
+void write_two_entry_fatbin(const std::filesystem::path& path) {
+  std::string entry(64, '\0');
+  entry[0] = 1;    // kind: PTX
+  entry[4] = 64;   // header size
+  entry[28] = 90;  // arch
+  std::string header("\x50\xed\x55\xba\x01\x00\x10\x00", 8);
+  header += std::string("\x80\0\0\0\0\0\0\0", 8);  // two entries of 64 bytes follow
+  std::ofstream(path, std::ios::binary) << header << entry << entry;
+}
 constexpr const char* kPdlKernel = "fc_audit_fixture_pdl_oneshot";
 
 // cuobjdump's path, or a skip reason.
@@ -60,7 +71,7 @@ std::optional<std::string> usable_cuobjdump(std::string& why_not) {
 std::optional<FileReport> audit_binary(const std::string& tool, const std::string& file,
                                        const AuditOptions& options = {}) {
   try {
-    return audit_listing(file, dump_listing(tool, file, kTimeLimit), options);
+    return audit_listing(file, dump_listing(tool, file, dump_options()), options);
   } catch (const AuditInputError& e) {
     if (std::string(e.what()).find("nvdisasm") != std::string::npos) return std::nullopt;
     throw;
@@ -158,7 +169,7 @@ TEST(AuditLive, Executable) {
 TEST(AuditLive, HostOnlyBinaryIsNotACudaBinary) {
   REQUIRE_CUOBJDUMP(tool);
   try {
-    dump_listing(*tool, "/bin/true", kTimeLimit);
+    dump_listing(*tool, "/bin/true", dump_options());
     FAIL() << "expected AuditInputError";
   } catch (const AuditInputError& e) {
     EXPECT_NE(std::string(e.what()).find("not a CUDA binary"), std::string::npos) << e.what();
@@ -167,14 +178,15 @@ TEST(AuditLive, HostOnlyBinaryIsNotACudaBinary) {
 
 TEST(AuditRunner, MissingFileIsReportedBeforeRunningAnything) {
   try {
-    dump_listing("/nonexistent/cuobjdump", "/nonexistent/lib.so", kTimeLimit);
+    dump_listing("/nonexistent/cuobjdump", "/nonexistent/lib.so", dump_options());
     FAIL() << "expected AuditInputError";
   } catch (const AuditInputError& e) {
     EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
   }
 }
 
-// A stand-in cuobjdump that never finishes: the runner must kill it at the time limit.
+// A stand-in cuobjdump that never finishes: the runner must kill it at the time limit, one
+// run over a whole file as well as two pieces run at once.
 TEST(AuditRunner, HangingToolIsKilledAtTheTimeLimit) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("fc_audit_hang_" + std::to_string(::getpid()));
@@ -185,14 +197,18 @@ TEST(AuditRunner, HangingToolIsKilledAtTheTimeLimit) {
     out << "#!/bin/sh\nsleep 30\n";
   }
   std::filesystem::permissions(script, std::filesystem::perms::owner_all);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    dump_listing(script.string(), "/bin/true", std::chrono::milliseconds(300));
-    ADD_FAILURE() << "expected a timeout";
-  } catch (const AuditInputError& e) {
-    EXPECT_NE(std::string(e.what()).find("did not finish"), std::string::npos) << e.what();
+  write_two_entry_fatbin(dir / "two.fatbin");
+  for (const bool in_pieces : {false, true}) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      dump_listing(script.string(), (dir / "two.fatbin").string(),
+                   dump_options(std::chrono::milliseconds(300), in_pieces));
+      ADD_FAILURE() << "expected a timeout";
+    } catch (const AuditInputError& e) {
+      EXPECT_NE(std::string(e.what()).find("did not finish"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << in_pieces;
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   std::filesystem::remove_all(dir);
 }
 
@@ -244,7 +260,8 @@ pid_t stand_in_after_signal(const std::filesystem::path& dir, int signal_number)
   const pid_t auditor = ::fork();
   if (auditor == 0) {
     try {
-      dump_listing((dir / "cuobjdump").string(), "/bin/true", std::chrono::seconds(60));
+      dump_listing((dir / "cuobjdump").string(), (dir / "one.fatbin").string(),
+                   dump_options(std::chrono::seconds(60), /*in_pieces=*/false));
     } catch (...) {}
     ::_exit(0);
   }
@@ -271,6 +288,7 @@ TEST(AuditRunner, TermAndIntEndTheRunningCuobjdump) {
     out << "#!/bin/sh\necho $$ > " << (dir / "child.pid").string() << "\nexec sleep 60\n";
   }
   std::filesystem::permissions(dir / "cuobjdump", std::filesystem::perms::owner_all);
+  write_two_entry_fatbin(dir / "one.fatbin");
   for (int signal_number : {SIGTERM, SIGINT}) {
     const pid_t stand_in = stand_in_after_signal(dir, signal_number);
     ASSERT_GT(stand_in, 0) << "the stand-in cuobjdump did not start";

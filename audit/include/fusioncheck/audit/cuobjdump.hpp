@@ -2,13 +2,15 @@
 // Finding and running NVIDIA's cuobjdump, with a time limit, feeding its output to the
 // listing parser as it arrives.
 #include <chrono>
-#include <functional>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fusioncheck/audit/listing.hpp"
+#include "fusioncheck/audit/process.hpp"
 
 namespace fusioncheck::audit {
 
@@ -31,24 +33,30 @@ inline constexpr const char* kCuobjdumpInstallHint =
 // /usr/local/cuda/bin/cuobjdump. Nothing when none is found.
 std::optional<std::string> find_cuobjdump();
 
-// Runs `<cuobjdump> -sass -ptx <file>` and parses its output. Throws AuditInputError when the
-// file is missing or unreadable, holds no device code (NoDeviceCodeError), or cuobjdump fails or
-// runs past `time_limit` (it is then killed). While cuobjdump runs, `report` (if set) is called
-// every `every` with the seconds so far: a large binary can take half a minute.
-struct DumpProgress {
-  std::chrono::milliseconds every{5000};
-  std::function<void(double seconds)> report;
-};
-// With `archs` (e.g. {"sm_120a"}), one run per architecture with `-arch ARCH`, as cuobjdump
-// selects it (sm_120 also selects sm_120a), and only that code is read: much faster on a
-// library built for many architectures. A file with no code for any of them throws
-// NoDeviceCodeError; `time_limit` bounds each run.
-Listing dump_listing(const std::string& cuobjdump, const std::string& file,
-                     std::chrono::milliseconds time_limit, const DumpProgress& progress = {},
-                     const std::vector<std::string>& archs = {});
+// The code cuobjdump disassembles, by architecture: each item an sm_N (also selecting sm_Na
+// and sm_Nf, as cuobjdump's -arch does), an sm_Na / sm_Nf alone, or sm_N+ (N and newer).
+// Empty: all code.
+using ArchSelection = std::vector<std::string>;
+bool arch_selected(const ArchSelection& selection, std::string_view arch);  // "sm_90a"
+bool arch_number_selected(const ArchSelection& selection, int number);      // 90
 
-// Whether `arch` is an architecture cuobjdump's -arch takes: sm_<number> with an optional
-// a or f suffix.
-bool is_sass_arch_name(const std::string& arch);
+struct DumpOptions {
+  std::chrono::milliseconds time_limit{300000};  // per cuobjdump run
+  ArchSelection archs;
+  std::size_t parallel = 1;  // cuobjdump runs at once
+  // Disassemble the file in pieces (one fatbin entry, then one batch of functions, per run:
+  // device_code.hpp), bounding cuobjdump's memory; false: one run over the whole file.
+  bool in_pieces = true;
+  std::uint64_t batch_text_bytes = 4u << 20;  // code per -fun batch
+};
+
+// Parses the SASS and PTX of `file` as cuobjdump prints them. Throws AuditInputError when the
+// file is missing or unreadable, holds no device code, or none of the selection
+// (NoDeviceCodeError), or a cuobjdump run fails or runs past the time limit (it is killed).
+Listing dump_listing(const std::string& cuobjdump, const std::string& file,
+                     const DumpOptions& options, const DumpProgress& progress = {});
+
+// Whether `arch` is an item of an ArchSelection: sm_<number> with an optional a, f or +.
+bool is_arch_selector(const std::string& arch);
 
 }  // namespace fusioncheck::audit

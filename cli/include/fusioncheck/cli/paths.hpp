@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fusioncheck/cli/command.hpp"
+#include "fusioncheck/files/whole_file.hpp"
 
 namespace fusioncheck::cli {
 namespace paths_detail {
@@ -54,12 +55,6 @@ inline std::filesystem::path nearest_existing(const std::filesystem::path& path)
   return p.empty() ? std::filesystem::path(".") : p;
 }
 
-inline bool is_dev_null(const struct stat& st) {
-  struct stat null_st {};
-  return S_ISCHR(st.st_mode) && ::stat("/dev/null", &null_st) == 0 && st.st_dev == null_st.st_dev &&
-         st.st_ino == null_st.st_ino && st.st_rdev == null_st.st_rdev;
-}
-
 // The folder a new file `path` goes in exists and takes new files.
 inline void require_creatable_in_parent(const std::string& name,
                                         const std::filesystem::path& path) {
@@ -77,17 +72,6 @@ inline void require_creatable_in_parent(const std::string& name,
   std::string why;
   if (!can_create_in(parent, why))
     throw UsageError(name + ": cannot create files in " + parent.string() + ": " + why);
-}
-
-// Where an output named `path` is written: the target of a symbolic link, else `path`.
-inline std::filesystem::path write_target(const std::string& path) {
-  std::error_code error;
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    const std::filesystem::path target = std::filesystem::canonical(path, error);
-    if (!error) return target;
-  }
-  return path;
 }
 
 }  // namespace paths_detail
@@ -152,7 +136,7 @@ inline void require_output_file(const std::string& what, const std::string& path
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw UsageError(name + ": a symbolic link to nothing");
   if (S_ISDIR(st.st_mode)) throw UsageError(name + ": is a folder, expected a file");
-  if (paths_detail::is_dev_null(st)) return;
+  if (files::is_dev_null(st)) return;
   if (!S_ISREG(st.st_mode))
     throw UsageError(name +
                      ": not a regular file (outputs are written to a temporary file and renamed "
@@ -160,43 +144,14 @@ inline void require_output_file(const std::string& what, const std::string& path
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw UsageError(name + ": cannot be written: " + std::strerror(errno));
   ::close(fd);
-  paths_detail::require_creatable_in_parent(name, paths_detail::write_target(path));
+  paths_detail::require_creatable_in_parent(name, files::write_target(path));
 }
 
-// Writes `text` to `path` as a whole (see the top of this file); WriteError naming the path
-// when it cannot (a full disk, a folder gone). /dev/null is written directly.
+// Writes `text` to `path` as a whole (fusioncheck/files/whole_file.hpp); WriteError naming
+// the path when it cannot (a full disk, a folder gone).
 inline void write_output_file(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const auto fail = [&](int error) {
-    throw WriteError("writing " + path + ": " + std::strerror(error));
-  };
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && paths_detail::is_dev_null(st)) return;
-  const fs::path target = paths_detail::write_target(path);
-  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  std::string name = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  std::vector<char> temp(name.begin(), name.end());
-  temp.push_back('\0');
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) fail(errno);
-  // The mode a new file would get (mkstemp makes 0600), or the replaced file's.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  const mode_t mode = ::stat(target.c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~mask);
-  int error = ::fchmod(fd, mode) == 0 ? 0 : errno;
-  for (std::size_t done = 0; error == 0 && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) error = errno;
-    else done += static_cast<std::size_t>(n);
-  }
-  if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error == 0 && ::rename(temp.data(), target.c_str()) != 0) error = errno;
-  if (error != 0) {
-    ::unlink(temp.data());
-    fail(error);
-  }
+  if (const std::string why = files::write_whole_file(path, text); !why.empty())
+    throw WriteError("writing " + path + ": " + why);
 }
 
 }  // namespace fusioncheck::cli
