@@ -2,7 +2,9 @@
 # The audit on what users install: downloads wheels from PyPI (no dependencies) into a cache
 # outside the repository and runs `fusioncheck audit` on each, as a user would, timing it
 # (wall time and peak memory, /usr/bin/time). Writes OUT/wheels.md (one row per wheel: the
-# time, the memory, the files audited, findings and notes) and one JSON report per wheel.
+# time, the memory, the files audited, findings and notes), one JSON report per wheel and
+# OUT/kernels.md (ci/wheels_report.py: findings by file and kind, the comm kernels' sync
+# classes per architecture).
 #
 #   ci/audit_wheels.sh                                  the default set below
 #   ci/audit_wheels.sh sglang-kernel==0.4.10 vllm       these requirements (pip syntax)
@@ -77,9 +79,11 @@ except Exception:
 print(f"{len(d.get('files', []))} | {d.get('findings_total', '-')} | {d.get('notes_total', '-')}")
 PY
 )
-  size=$(du -h "$wheel" | cut -f1)
+  size=$(du -hL "$wheel" | cut -f1)
   echo "| $name | $size | ${seconds} s | $((kib / 1024)) MB | $summary | $rc |" >>"$OUT/wheels.md"
   tail -1 "$OUT/$name.stderr"
 done
-echo "audit_wheels.sh: $OUT/wheels.md"
+python3 ci/wheels_report.py "$OUT" >"$OUT/kernels.md" ||
+  echo "audit_wheels.sh: no kernels.md (ci/wheels_report.py failed)" >&2
+echo "audit_wheels.sh: $OUT/wheels.md, $OUT/kernels.md"
 cat "$OUT/wheels.md"

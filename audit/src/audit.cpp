@@ -86,11 +86,13 @@ bool is_sm90_class(const std::string& name) {
 // CUTLASS's and hand-written kernels), as arch numbers; empty when it names none.
 std::set<int> targeted_archs(const std::string& name) {
   static const std::regex tag("[Ss][Mm]_?([0-9]{2,3})(?![0-9])");
-  std::set<int> archs;
+  int newest = 0;
   for (auto it = std::sregex_iterator(name.begin(), name.end(), tag); it != std::sregex_iterator();
        ++it)
-    archs.insert(std::stoi((*it)[1].str()));
-  return archs;
+    newest = std::max(newest, std::stoi((*it)[1].str()));
+  // The newest tag only: a kernel names the parts of older architectures it reuses (CUTLASS's
+  // Sm100 GEMMs and FlashMLA's sm100 kernels carry Sm90 epilogues and copy atoms).
+  return newest == 0 ? std::set<int>{} : std::set<int>{newest};
 }
 
 // Code of an architecture the name targets: of the same family (sm_103 runs Sm100 code) and,
@@ -146,10 +148,14 @@ void find_sync_differences(const KernelReport& kernel,
 // no architecture of the binary has one (a single-architecture build, as a JIT makes), on its
 // own; kernels meant to be empty are excused by AuditOptions::empty_kernels.
 void find_empty_bodies(const KernelReport& kernel, const std::vector<const FunctionCode*>& codes,
-                       const AuditOptions& options, std::vector<Finding>& findings) {
+                       const AuditOptions& options, const std::vector<std::string>& unread_archs,
+                       std::vector<Finding>& findings) {
   if (options.empty_kernels && (std::regex_search(kernel.name, *options.empty_kernels) ||
                                 std::regex_search(kernel.mangled, *options.empty_kernels)))
     return;
+  // CUB's EmptyKernel is empty by design (CUB launches it to learn the PTX version).
+  static const std::regex cub_empty(R"(\bcub::(\w+::)*EmptyKernel<)");
+  if (std::regex_search(kernel.name, cub_empty)) return;
   const auto largest = *std::max_element(
       codes.begin(), codes.end(),
       [](const auto* a, const auto* b) { return a->body_instructions < b->body_instructions; });
@@ -165,6 +171,15 @@ void find_empty_bodies(const KernelReport& kernel, const std::vector<const Funct
                           "body (" +
                               std::to_string(largest->body_instructions) + " on " + largest->arch +
                               "): a stub of an arch-specialised kernel",
+                          Severity::kNote});
+      continue;
+    }
+    if (!real_elsewhere && !unread_archs.empty()) {
+      // Its body may be on an architecture left out (an sm_80 kernel with an sm_90a stub).
+      findings.push_back({FindingKind::kEmptyWhereRead, kernel.name, kernel.mangled, code->arch,
+                          code->source,
+                          "empty on every architecture read; the file also has code for " +
+                              join(unread_archs, ", ") + ", not read (--arch all compares them)",
                           Severity::kNote});
       continue;
     }
@@ -187,10 +202,16 @@ void find_empty_bodies(const KernelReport& kernel, const std::vector<const Funct
   }
 }
 
+// The stub of an arch-specialised kernel (is_arch_stub) never does the kernel's work, so it
+// needs no wait.
 void find_missing_waits(const KernelReport& kernel, std::vector<Finding>& findings) {
   for (const auto& code : kernel.code) {
     if (code.sync_counts.contains(std::string(kGridDependencyWait))) continue;
     if (!arch_has_pdl(code.arch)) continue;
+    std::vector<const FunctionCode*> same_source;
+    for (const auto& other : kernel.code)
+      if (other.source == code.source) same_source.push_back(&other);
+    if (is_arch_stub(kernel, code, same_source)) continue;
     const std::string instruction =
         code.source == CodeSource::kSass ? "ACQBULK" : "griddepcontrol.wait";
     findings.push_back({FindingKind::kPdlWaitMissing, kernel.name, kernel.mangled, code.arch,
@@ -234,6 +255,7 @@ std::string_view finding_kind_name(FindingKind kind) {
     case FindingKind::kPdlTriggerOnly: return "pdl-trigger-only";
     case FindingKind::kArchStub: return "arch-stub";
     case FindingKind::kEmptyEverywhere: return "empty-everywhere";
+    case FindingKind::kEmptyWhereRead: return "empty-where-read";
   }
   return "unknown";
 }
@@ -257,7 +279,7 @@ FileReport audit_listing(const std::string& path, const Listing& listing,
     if (!code.is_entry) kernel.is_entry = false;  // only PTX can tell a device function
     add_code(kernel, code);
   }
-  FileReport report{path, {}, {}};
+  FileReport report{path, listing.unread_archs, {}, {}};
   for (auto& [mangled, kernel] : by_mangled) {
     std::sort(kernel.code.begin(), kernel.code.end(), code_order);
     if (kernel.is_entry) kernel.pdl_reason = pdl_reason(kernel, options);
@@ -268,7 +290,8 @@ FileReport audit_listing(const std::string& path, const Listing& listing,
         if (code.source == source) codes.push_back(&code);
       if (codes.empty()) continue;
       if (codes.size() >= 2) find_sync_differences(kernel, codes, report.findings);
-      if (kernel.is_entry) find_empty_bodies(kernel, codes, options, report.findings);
+      if (kernel.is_entry)
+        find_empty_bodies(kernel, codes, options, listing.unread_archs, report.findings);
     }
     if (kernel.pdl) find_missing_waits(kernel, report.findings);
     else if (kernel.is_entry && options.pdl_heuristic) note_trigger_only(kernel, report.findings);
@@ -354,7 +377,10 @@ nlohmann::json to_json(const std::vector<FileReport>& reports) {
                           {"source", source_name(f.source)},
                           {"detail", f.detail},
                           {"severity", severity_name(f.severity)}});
-    files.push_back({{"path", report.path}, {"kernels", kernels}, {"findings", findings}});
+    files.push_back({{"path", report.path},
+                     {"archs_not_read", report.unread_archs},
+                     {"kernels", kernels},
+                     {"findings", findings}});
   }
   return {{"files", files},
           {"findings_total", count_findings(reports)},

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <memory>
 #include <regex>
 #include <string_view>
@@ -153,7 +155,10 @@ class PieceDump {
   Listing run(const DeviceCodeLayout& layout, const DumpProgress& progress) {
     for (std::size_t i = 0; i < layout.entries.size(); ++i) {
       const FatbinEntry& entry = layout.entries[i];
-      if (!arch_number_selected(options_.archs, entry.arch)) continue;
+      if (!arch_number_selected(options_.archs, entry.arch)) {
+        unread_.insert("sm_" + std::to_string(entry.arch) + entry.arch_suffix);
+        continue;
+      }
       if (entry.is_ptx) add_ptx(i + 1, entry);
       else add_cubin_entry(i + 1, entry);
     }
@@ -161,6 +166,7 @@ class PieceDump {
     Listing listing;
     for (auto& [key, part] : parts_)
       for (auto& function : part.functions) listing.functions.push_back(std::move(function));
+    listing.unread_archs.assign(unread_.begin(), unread_.end());
     return listing;
   }
 
@@ -247,6 +253,7 @@ class PieceDump {
   TempFolder folder_;
   ChildPool pool_;
   std::map<Key, Listing> parts_;
+  std::set<std::string> unread_;  // architectures of the entries the selection leaves out
   std::size_t next_batch_ = 0;
 };
 
@@ -284,9 +291,17 @@ Listing dump_listing(const std::string& cuobjdump, const std::string& file,
   else all = dump_whole(cuobjdump, file, options, progress);
   const bool had_code = !all.functions.empty();
   Listing listing;
-  for (auto& function : all.functions)
+  std::set<std::string> unread(all.unread_archs.begin(), all.unread_archs.end());
+  for (auto& function : all.functions) {
     if (arch_selected(options.archs, function.arch))
       listing.functions.push_back(std::move(function));
+    else unread.insert(function.arch);
+  }
+  listing.unread_archs.assign(unread.begin(), unread.end());
+  std::sort(listing.unread_archs.begin(), listing.unread_archs.end(),
+            [](const std::string& a, const std::string& b) {
+              return std::pair(arch_number(a), a) < std::pair(arch_number(b), b);
+            });
   if (listing.functions.empty() && !options.archs.empty() && (had_code || layout)) {
     std::string names;
     for (const auto& arch : options.archs) names += (names.empty() ? "" : ", ") + arch;

@@ -255,10 +255,41 @@ TEST(AuditFindings, StubsOfArchSpecialisedKernelsAreNotCompared) {
       << ::testing::PrintToString(kinds_and_severities(audit_text(text("gemm_Sm100_umma"))));
   EXPECT_EQ(count_findings({audit_text(text("gemm_umma"))}), 3u);
   EXPECT_EQ(count_findings({audit_text(text("gemm_Sm80_mma"))}), 3u);
+  // A name that also names older parts (an Sm100 mainloop with an Sm90 epilogue) targets the
+  // newest: its sm_90a code is the stub.
+  EXPECT_TRUE(audit_text(text("gemm_MainloopSm100_EpilogueSm90")).findings.empty())
+      << ::testing::PrintToString(
+             kinds_and_severities(audit_text(text("gemm_MainloopSm100_EpilogueSm90"))));
   // An Sm80 kernel compiled out on sm_90a (flash-attention's enable_sm80_to_sm89) is a stub.
   const FileReport sm80 = audit_text(sass_section("sm_80", "FlashAttnFwdSm80", real_body()) +
                                      sass_section("sm_90a", "FlashAttnFwdSm80", {"EXIT"}));
   EXPECT_EQ(kinds_and_severities(sm80), (std::vector<std::string>{"arch-stub note sm_90a"}));
+}
+
+// A PDL kernel specialised for sm_90 (a wait there) with a stub on sm_100f: the stub needs no
+// wait. Without the tag in its name the missing wait is a finding (the negative control).
+TEST(AuditFindings, StubOfAPdlKernelNeedsNoWait) {
+  const std::vector<std::string> stub = {"S2R R0, SR_TID.X", "IADD3 R1, R0, 1, RZ", "BPT.TRAP 0x1"};
+  const auto text = [&](const std::string& name) {
+    return sass_section("sm_90a", name, with(real_body(), "ACQBULK")) +
+           sass_section("sm_100f", name, stub);
+  };
+  const FileReport specialised = audit_text(text("mla_sm90_decode_kernel"));
+  EXPECT_EQ(count_findings({specialised}), 0u)
+      << ::testing::PrintToString(kinds_and_severities(specialised));
+  const std::vector<std::string> plain = finding_keys(audit_text(text("mla_decode_kernel")));
+  EXPECT_NE(
+      std::find(plain.begin(), plain.end(), "pdl-wait-missing sm_100f SASS mla_decode_kernel"),
+      plain.end())
+      << ::testing::PrintToString(plain);
+}
+
+// CUB's EmptyKernel is meant to be empty; another kernel alone and empty is still a finding.
+TEST(AuditFindings, CubEmptyKernelIsExpected) {
+  const std::string cub = "void cub::CUB_300001_SM_900::detail::EmptyKernel<void>()";
+  EXPECT_EQ(count_findings({audit_text(sass_section("sm_90a", cub, {"EXIT"}))}), 0u);
+  EXPECT_EQ(count_findings({audit_text(sass_section("sm_90a", "void EmptyKernel()", {"EXIT"}))}),
+            1u);
 }
 
 // Empty on every architecture of a multi-architecture binary: an empty kernel upstream (a

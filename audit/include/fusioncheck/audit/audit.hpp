@@ -9,6 +9,8 @@
 //                               baseline binary (--baseline), same source
 //   pdl-trigger-only            (note) a kernel triggers dependents but waits on no
 //                               architecture: a PDL primary, not known to be launched with PDL
+//   empty-where-read            (note) empty on every architecture read, while the file has
+//                               code for others that the selection (--arch) left out
 // PDL and griddepcontrol exist from sm_90 on: code of sm_75..89 is never held to them.
 // Architectures are only compared within one source (SASS with SASS, PTX with PTX).
 #include <optional>
@@ -41,8 +43,9 @@ enum class FindingKind {
   kEmptyBody,
   kMissingVsBaseline,
   kPdlTriggerOnly,
-  kArchStub,        // note: empty where the kernel's name targets other architectures
-  kEmptyEverywhere  // note: empty on every architecture of a multi-architecture binary
+  kArchStub,         // note: empty where the kernel's name targets other architectures
+  kEmptyEverywhere,  // note: empty on every architecture of a multi-architecture binary
+  kEmptyWhereRead    // note: empty on every architecture read; the file has others, not read
 };
 std::string_view finding_kind_name(FindingKind kind);
 
@@ -74,8 +77,9 @@ struct KernelReport {
 
 struct FileReport {
   std::string path;
-  std::vector<KernelReport> kernels;  // by demangled name
-  std::vector<Finding> findings;      // notes included (Finding::severity)
+  std::vector<std::string> unread_archs;  // Listing::unread_archs
+  std::vector<KernelReport> kernels;      // by demangled name
+  std::vector<Finding> findings;          // notes included (Finding::severity)
 };
 
 std::string demangle(const std::string& mangled);

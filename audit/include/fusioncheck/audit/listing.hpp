@@ -26,6 +26,8 @@ struct FunctionCode {
 
 struct Listing {
   std::vector<FunctionCode> functions;  // in the order cuobjdump printed them
+  // Architectures the file has code for that were not read (left out by the selection).
+  std::vector<std::string> unread_archs;
 };
 
 class ListingParser {
