@@ -84,12 +84,24 @@ bool is_sm90_class(const std::string& name) {
 
 // The architectures a kernel's name says it is written for ("Sm80", "Sm90", "sm100_", "SM120":
 // CUTLASS's and hand-written kernels), as arch numbers; empty when it names none.
+// Whether `n` is the number of an architecture nvcc compiles for.
+bool is_arch_number(int n) {
+  static const std::set<int> known{70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121};
+  return known.contains(n);
+}
+
 std::set<int> targeted_archs(const std::string& name) {
-  static const std::regex tag("[Ss][Mm]_?([0-9]{2,3})(?![0-9])");
+  // In a name c++filt cannot demangle a tag runs into the next length prefix ("Sm904Args"):
+  // three digits that are no architecture are read as their first two.
+  static const std::regex tag("[Ss][Mm]_?([0-9]{2,3})");
   int newest = 0;
   for (auto it = std::sregex_iterator(name.begin(), name.end(), tag); it != std::sregex_iterator();
-       ++it)
-    newest = std::max(newest, std::stoi((*it)[1].str()));
+       ++it) {
+    const std::string digits = (*it)[1].str();
+    int n = std::stoi(digits);
+    if (!is_arch_number(n) && digits.size() == 3) n = std::stoi(digits.substr(0, 2));
+    if (is_arch_number(n)) newest = std::max(newest, n);
+  }
   // The newest tag only: a kernel names the parts of older architectures it reuses (CUTLASS's
   // Sm100 GEMMs and FlashMLA's sm100 kernels carry Sm90 epilogues and copy atoms).
   return newest == 0 ? std::set<int>{} : std::set<int>{newest};

@@ -260,6 +260,13 @@ TEST(AuditFindings, StubsOfArchSpecialisedKernelsAreNotCompared) {
   EXPECT_TRUE(audit_text(text("gemm_MainloopSm100_EpilogueSm90")).findings.empty())
       << ::testing::PrintToString(
              kinds_and_severities(audit_text(text("gemm_MainloopSm100_EpilogueSm90"))));
+  // Undemangled, a tag runs into the next length prefix ("Sm904Args"): still sm_90. Digits
+  // that name no architecture ("Sm994") are no tag.
+  const auto text90 = [&](const std::string& name) {
+    return sass_section("sm_90a", name, real_body()) + sass_section("sm_100a", name, stub);
+  };
+  EXPECT_TRUE(audit_text(text90("_Zbroken_MainloopSm904Args")).findings.empty());
+  EXPECT_GE(count_findings({audit_text(text90("_Zbroken_MainloopSm994Args"))}), 1u);
   // An Sm80 kernel compiled out on sm_90a (flash-attention's enable_sm80_to_sm89) is a stub.
   const FileReport sm80 = audit_text(sass_section("sm_80", "FlashAttnFwdSm80", real_body()) +
                                      sass_section("sm_90a", "FlashAttnFwdSm80", {"EXIT"}));
