@@ -159,8 +159,8 @@ class PieceDump {
         unread_.insert("sm_" + std::to_string(entry.arch) + entry.arch_suffix);
         continue;
       }
-      if (entry.is_ptx) add_ptx(i + 1, entry);
-      else add_cubin_entry(i + 1, entry);
+      if (entry.is_ptx) add_ptx(i, entry);
+      else add_cubin_entry(i, entry);
     }
     pool_.run(progress);
     Listing listing;
@@ -171,14 +171,21 @@ class PieceDump {
   }
 
  private:
-  using Key = std::pair<std::size_t, std::size_t>;  // entry (0: the file itself), batch
+  using Key = std::pair<std::size_t, std::size_t>;  // entry, batch: the order of the file
+  using LineFeed = void (*)(ListingParser&, std::string_view);
 
-  // A task whose stdout is parsed into parts_[key]; `then` runs after a successful run.
-  ChildTask parsing_task(Key key, std::vector<std::string> argv, std::function<void()> then) {
-    auto parser = std::make_shared<ListingParser>();
+  static void feed_cuobjdump_line(ListingParser& parser, std::string_view line) {
+    parser.feed_line(line);
+  }
+
+  // A task whose stdout `feed` hands to `parser`, parsed into parts_[key]; `then` runs after
+  // a successful run.
+  ChildTask parsing_task(Key key, std::vector<std::string> argv,
+                         std::shared_ptr<ListingParser> parser, LineFeed feed,
+                         std::function<void()> then) {
     ChildTask task;
     task.argv = std::move(argv);
-    task.on_line = [parser](std::string_view line) { parser->feed_line(line); };
+    task.on_line = [parser, feed](std::string_view line) { feed(*parser, line); };
     task.on_exit = [this, parser, key, then = std::move(then)](const ChildResult& result) {
       check_run(result, file_, options_.time_limit);
       parts_[key] = parser->finish();
@@ -193,8 +200,9 @@ class PieceDump {
 
   void add_ptx(std::size_t index, const FatbinEntry& entry) {
     const std::string piece = entry_fatbin(index);
-    ChildTask task = parsing_task({index, 0}, {cuobjdump_, "-ptx", piece},
-                                  [piece] { std::filesystem::remove(piece); });
+    ChildTask task =
+        parsing_task({index, 0}, {cuobjdump_, "-ptx", piece}, std::make_shared<ListingParser>(),
+                     feed_cuobjdump_line, [piece] { std::filesystem::remove(piece); });
     task.prepare = [this, entry, piece] { write_single_entry_fatbin(file_, entry, piece); };
     pool_.add(std::move(task));
   }
@@ -232,16 +240,10 @@ class PieceDump {
       for (const auto symbol : symbols) list += (list.empty() ? "" : ",") + std::to_string(symbol);
       auto parser = std::make_shared<ListingParser>();
       parser->feed_line("code for " + arch);
-      const Key key{index, next_batch_++};
-      ChildTask task;
-      task.argv = {nvdisasm_, "-c", "-fun", list, cubin};
-      task.on_line = [parser](std::string_view line) { feed_nvdisasm_line(*parser, line); };
-      task.on_exit = [this, parser, key, left, cubin](const ChildResult& result) {
-        check_run(result, file_, options_.time_limit);
-        parts_[key] = parser->finish();
-        if (--*left == 0) std::filesystem::remove(cubin);
-      };
-      pool_.add(std::move(task));
+      pool_.add(parsing_task({index, next_batch_++}, {nvdisasm_, "-c", "-fun", list, cubin}, parser,
+                             feed_nvdisasm_line, [left, cubin] {
+                               if (--*left == 0) std::filesystem::remove(cubin);
+                             }));
     }
   }
 

@@ -267,7 +267,12 @@ void ChildPool::run(const DumpProgress& progress) {
     running.emplace_back(std::move(queue_.front()));
     queue_.pop_front();
     RunningChild& r = running.back();
-    if (r.task.prepare) r.task.prepare();
+    try {
+      if (r.task.prepare) r.task.prepare();
+    } catch (...) {
+      running.pop_back();  // no child: end_all must not see pid -1
+      throw;
+    }
     r.slot = static_cast<std::size_t>(std::find(slot_used.begin(), slot_used.end(), false) -
                                       slot_used.begin());
     guard.hold();

@@ -163,6 +163,19 @@ TEST(ChildPool, TasksAddedOnExitRunAndReportTheirOutput) {
   EXPECT_EQ(second_status, 3);
 }
 
+// A task whose input cannot be written (prepare throws) ends the run with that error, the
+// running child ended with it.
+TEST(ChildPool, AFailedPrepareEndsTheRun) {
+  ChildPool pool(2, std::chrono::seconds(60));
+  pool.add(shell_task("exec sleep 30", nullptr));
+  ChildTask broken = shell_task("true", nullptr);
+  broken.prepare = [] { throw AuditInputError("cannot write the piece"); };
+  pool.add(std::move(broken));
+  const auto start = steady_clock::now();
+  EXPECT_THROW(pool.run(), AuditInputError);
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(10));
+}
+
 // A task that throws ends the others at once: the run does not wait for a 30 s sleep.
 TEST(ChildPool, AnErrorEndsTheRunningChildren) {
   const auto pid_file = scratch("sleeper.pid");
