@@ -508,7 +508,7 @@ void add_kernels(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code
       } catch (const kernels::InvalidLaunch& e) {
         missing = std::string(" [not in this build: ") + e.what() + "]";
       }
-      fmt::print("{:<20} {}{}{}\n", shown, family.description,
+      fmt::print("{:<20} {:<14} {}{}{}\n", shown, family.protocol, family.description,
                  family.comparable ? " (bench --compare)" : "", missing);
     }
     exit_code = kExitClean;

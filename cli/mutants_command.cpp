@@ -16,8 +16,10 @@ namespace {
 std::string layers_text(std::uint8_t layers) {
   using namespace protocol;
   std::string out;
-  for (auto [bit, name] :
-       {std::pair{kInSim, "sim"}, {kInKernel, "kernel"}, {kInFlashInfer, "flashinfer"}})
+  for (auto [bit, name] : {std::pair{kInSim, "sim"},
+                           {kInKernel, "kernel"},
+                           {kInFlashInfer, "flashinfer"},
+                           {kInFlashInferPcie, "flashinfer-pcie"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }

@@ -116,6 +116,13 @@ void validate_twoshot(const FusedParams& p, const LaunchLimits& limits) {
 }
 
 std::string describe(const HangRecord& r) {
+  if (r.what == HangSite::host_bound_pcie)
+    return "kernel hang: rank " + std::to_string(r.rank) + " call " + std::to_string(r.call_index) +
+           ": still running when the host's bound expired (the kernel's polls have none), after " +
+           std::to_string(r.cycles_waited) + " cycles; its staging half " + std::to_string(r.flag) +
+           " still held +0 (not yet written) in the slot of peer " +
+           std::to_string(r.awaited_slot) + " at token " + std::to_string(r.token) + ", " +
+           std::to_string(r.counter) + " of that slot's 16-byte packs unwritten";
   if (r.what == HangSite::host_bound_lamport || r.what == HangSite::host_bound_twoshot)
     return "kernel hang: rank " + std::to_string(r.rank) + " call " + std::to_string(r.call_index) +
            ": still running when the host's bound expired (the kernel's polls have none), after " +

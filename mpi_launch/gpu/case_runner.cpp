@@ -44,7 +44,24 @@ std::uint64_t hash_bytes(const void* data, std::size_t bytes,
   return h;
 }
 
-ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
+// The launch variant a call runs: its summation order and what it does to zeros (a kernel
+// without variants: rank order, the Lamport protocol's zeros).
+const KernelVariant* variant_of(const KernelTraits& traits, const CallSpec& call) {
+  if (traits.variants.empty()) return nullptr;
+  return &traits.variants.at(static_cast<std::size_t>(call.variant));
+}
+
+// A copy of 16-bit outputs with every -0 read as +0: for variants whose zero results may take
+// either sign (KernelVariant::zero_sign_free).
+ref::Tensor zeros_unsigned(const ref::Tensor& t) {
+  ref::Tensor out = t;
+  for (std::uint16_t& bits : out.bits16())
+    if (bits == 0x8000u) bits = 0;
+  return out;
+}
+
+ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
+                                  const KernelTraits& traits) {
   ref::FusedConfig rc;
   rc.ranks = c.ranks;
   rc.tokens = call.tokens;
@@ -53,7 +70,12 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call) {
   rc.accumulation = c.fp32_accumulation ? ref::Accumulation::fp32 : ref::Accumulation::per_step;
   rc.eps = 1e-6f;
   rc.weight_bias = c.weight_bias;
-  rc.canonicalize_neg_zero = !call.twoshot;  // only the Lamport push maps -0 to +0
+  rc.canonicalize_neg_zero = !call.twoshot;                 // only the Lamport push maps -0 to +0
+  if (const KernelVariant* v = variant_of(traits, call)) {  // another protocol's zeros and order
+    rc.canonicalize_neg_zero = false;
+    rc.sanitise_pos_zero = v->sanitises_pos_zero;
+    rc.sum_order = v->sum_order;
+  }
   rc.quant.fp8_static = call.pattern == k::Pattern::fp8_static;
   rc.quant.fp8_inv_scale = kFp8InvScale;
   rc.quant.fp8_dynamic = call.pattern == k::Pattern::fp8_dynamic;
@@ -159,6 +181,7 @@ struct CaseRunner::CallData {
 struct CaseRunner::RankReport {
   k::HangRecord hang{};
   protocol::ControlBlock control{};
+  ProtocolWords words{};  // a kernel with its own protocol (own_protocol)
   std::uint64_t output_hash[kMaxCallsPerCase] = {};
   std::uint64_t findings = 0;
 };
@@ -178,7 +201,7 @@ CaseRunner::~CaseRunner() { cudaStreamDestroy(stream_); }
 void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call_index,
                               CallData& call) {
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
-  call.config = reference_config(c, spec);
+  call.config = reference_config(c, spec, kernel_.traits());
   call.call_index = call_index;
   // What this rank needs of each input: its own and the residual whole on the GPU, gamma
   // whole, and its checked rows of every rank's input and of the residual on the host (the
@@ -190,7 +213,8 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   // the host comparison every input is generated whole on the host and uploaded.
   const bool last_of_group =
       c.mode == IssueMode::checked_each_call || position + 1 == static_cast<int>(c.calls.size());
-  const bool scan_needs_all = last_of_group && !spec.twoshot && !kernel_.scans_my_slot_everywhere();
+  const bool lamport_scan = last_of_group && !spec.twoshot && kernel_.own_protocol() == nullptr;
+  const bool scan_needs_all = lamport_scan && !kernel_.scans_my_slot_everywhere();
   const RowShare share = checked_rows(c, spec, comm_.rank(), kernel_.traits().rotated_reduction);
   ref::PartialInputs partial;
   if (!scan_needs_all) {
@@ -200,7 +224,7 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
     partial.residual_rows_only = true;
   }
   call.complete_inputs = scan_needs_all;
-  call.own_input_in_scan_copy = !scan_needs_all && last_of_group && !spec.twoshot;
+  call.own_input_in_scan_copy = !scan_needs_all && lamport_scan;
   const ref::ExactSpec exact{c.seed, call_index, c.ranks, c.neg_zero_inputs};
   ref::SpecialsSpec specials;
   specials.seed = c.seed;
@@ -261,6 +285,7 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   p.use_pdl = spec.use_pdl;
   p.trigger = spec.trigger;
   p.cluster = spec.cluster;
+  p.variant = spec.variant;
   p.delay_seed = c.delay_seed;
   p.delay_max_ns = c.delay_max_ns;
   p.input = b.input.get();
@@ -333,9 +358,17 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
   ref::Tensor consumed(rc.dtype, 0);
   if (spec.pattern == k::Pattern::allreduce) {
     consumed = download(b.allreduce_out);
-    if (share.count > 0)
-      report(ref::first_bit_mismatch(want.allreduce, mine(consumed), "allreduce_out"));
-    agreement = hash_bytes(consumed.data(), consumed.bytes());
+    const KernelVariant* variant = variant_of(kernel_.traits(), spec);
+    if (variant != nullptr && variant->zero_sign_free) {  // compared and hashed unsigned
+      const ref::Tensor got = zeros_unsigned(consumed);
+      if (share.count > 0)
+        report(ref::first_bit_mismatch(zeros_unsigned(want.allreduce), mine(got), "allreduce_out"));
+      agreement = hash_bytes(got.data(), got.bytes());
+    } else {
+      if (share.count > 0)
+        report(ref::first_bit_mismatch(want.allreduce, mine(consumed), "allreduce_out"));
+      agreement = hash_bytes(consumed.data(), consumed.bytes());
+    }
   } else {
     const ref::Tensor residual = download(b.residual_out);
     consumed = download(b.norm_out);
@@ -472,11 +505,20 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
     }
     Timed timed(times_.invariants);
     mpi::set_phase("checking the workspace for the invariants");
-    check_invariants(c, first, count, before, calls[static_cast<std::size_t>(first + count - 1)],
-                     out);
+    if (ProtocolChecks* own = kernel_.own_protocol()) {
+      const auto index = calls[static_cast<std::size_t>(first + count - 1)].call_index;
+      for (const std::string& v : own->check_rank(c, first, count))
+        out.push_back({"invariant", fmt::format("after call {}: {}", index, v)});
+    } else {
+      check_invariants(c, first, count, before, calls[static_cast<std::size_t>(first + count - 1)],
+                       out);
+    }
+  } else if (ProtocolChecks* own = kernel_.own_protocol()) {
+    own->read_words();  // for the diagnosis
   } else {
     last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);  // for the diagnosis
   }
+  if (ProtocolChecks* own = kernel_.own_protocol()) mine.words = own->words();
   mine.control = last_state_.control;
   mine.findings = out.size();
   Timed timed(times_.exchange);
@@ -492,9 +534,13 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
     std::string states;
     for (int r = 0; r < comm_.size(); ++r) {
       const auto& b = all[static_cast<std::size_t>(r)].control;
-      states +=
-          fmt::format("{}rank {}: flag {}, counter {}, clear_size {}, two-shot flag {}",
-                      r ? "; " : "", r, b.flag, b.arrival_counter, b.clear_size, b.two_shot_flag);
+      if (const ProtocolChecks* own = kernel_.own_protocol())
+        states += fmt::format("{}rank {}: {}", r ? "; " : "", r,
+                              own->describe(all[static_cast<std::size_t>(r)].words));
+      else
+        states +=
+            fmt::format("{}rank {}: flag {}, counter {}, clear_size {}, two-shot flag {}",
+                        r ? "; " : "", r, b.flag, b.arrival_counter, b.clear_size, b.two_shot_flag);
     }
     for (const auto& r : all)
       if (r.hang.valid) cross.push_back({"hang", k::describe(r.hang) + " | " + states});
@@ -509,9 +555,17 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
                fmt::format("invariant 8: call {}: rank {}'s outputs differ bitwise from "
                            "rank 0's",
                            calls[static_cast<std::size_t>(i)].call_index, r)});
-    std::vector<protocol::ControlBlock> blocks;
-    for (const auto& r : all) blocks.push_back(r.control);
-    for (auto& v : k::check_same_control_state(blocks))
+    std::vector<std::string> across;
+    if (const ProtocolChecks* own = kernel_.own_protocol()) {
+      std::vector<ProtocolWords> words;
+      for (const auto& r : all) words.push_back(r.words);
+      across = own->check_across_ranks(words);
+    } else {
+      std::vector<protocol::ControlBlock> blocks;
+      for (const auto& r : all) blocks.push_back(r.control);
+      across = k::check_same_control_state(blocks);
+    }
+    for (auto& v : across)
       cross.push_back(
           {"invariant",
            fmt::format("after call {}: {}",
@@ -575,7 +629,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
   // The state before the first call (its control block is all the checks need); later
   // calls start from the state read after the previous one (one read-back per call).
   last_state_ = k::ControlState{};
-  last_state_.control = kernel_.read_control();
+  if (ProtocolChecks* own = kernel_.own_protocol()) own->start_case();
+  else last_state_.control = kernel_.read_control();
   std::vector<Finding> findings;
   std::vector<CallData> calls(c.calls.size());
   const int n = static_cast<int>(c.calls.size());

@@ -55,7 +55,8 @@ nlohmann::json to_json(const GpuCase& c) {
                      {"cluster", kClusterNames[static_cast<int>(call.cluster)]},
                      {"pdl_consumer", call.pdl_consumer},
                      {"pdl_producer", call.pdl_producer},
-                     {"producer_delay_ns", call.producer_delay_ns}});
+                     {"producer_delay_ns", call.producer_delay_ns},
+                     {"variant", call.variant}});
   return {{"seed", c.seed},
           {"ranks", c.ranks},
           {"hidden", c.hidden},
@@ -157,7 +158,7 @@ CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   const std::string where = fmt::format("calls[{}].", index);
   require_known_keys(call,
                      {"twoshot", "unfused", "pattern", "tokens", "exact_values", "pdl", "trigger",
-                      "cluster", "pdl_consumer", "pdl_producer", "producer_delay_ns"},
+                      "cluster", "pdl_consumer", "pdl_producer", "producer_delay_ns", "variant"},
                      "calls[" + std::to_string(index) + "]");
   CallSpec s;
   s.twoshot = bool_field(call, "twoshot", where);
@@ -177,6 +178,7 @@ CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   s.pdl_consumer = bool_field_or(call, "pdl_consumer", false, where);
   s.pdl_producer = bool_field_or(call, "pdl_producer", false, where);
   s.producer_delay_ns = integer_field_or<std::uint32_t>(call, "producer_delay_ns", 0, where);
+  s.variant = integer_field_or<int>(call, "variant", 0, where);  // absent: the only variant
   return s;
 }
 
@@ -241,6 +243,9 @@ GpuCase read_replay_case(const std::string& path) {
 
 std::string case_problem(const GpuCase& c) {
   if (c.calls.empty()) return "a case needs at least one call";
+  for (const CallSpec& call : c.calls)
+    if (call.variant < 0 || call.variant > kMaxVariant)
+      return fmt::format("variant={} is outside [0, {}]", call.variant, kMaxVariant);
   if (c.calls.size() > static_cast<std::size_t>(kMaxCallsPerCase))
     return fmt::format("{} calls; at most {} per case", c.calls.size(), kMaxCallsPerCase);
   if (c.hidden < 16 || c.hidden % 16 != 0)
@@ -293,6 +298,9 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
     if (t.max_tokens > 0 && call.tokens > t.max_tokens)
       return fmt::format("{}: more than {} tokens", what, t.max_tokens);
     if (!t.runs_pattern(call.pattern)) return what + ": pattern";
+    if (call.variant >= std::max<int>(1, static_cast<int>(t.variants.size())))
+      return fmt::format("{}: the kernel has {} launch variant(s)", what,
+                         std::max<std::size_t>(1, t.variants.size()));
     if (call.twoshot && !t.twoshot) return what + ": two-shot";
     if (call.twoshot && t.twoshot_more_tokens_than_ranks && call.tokens <= c.ranks)
       return what + ": two-shot with tokens <= ranks";
@@ -348,14 +356,15 @@ std::string CaseLimits::does_not_fit(const GpuCase& c) const {
 
 std::string describe(const CallSpec& call) {
   return fmt::format(
-      "{} {} tokens={} {} pdl={} trigger={} cluster={}{}{}",
+      "{} {} tokens={} {} pdl={} trigger={} cluster={}{}{}{}",
       call.unfused   ? "unfused"
       : call.twoshot ? "two-shot"
                      : "one-shot",
       protocol::pattern_name(call.pattern), call.tokens, call.exact_values ? "exact" : "random",
       call.use_pdl ? "on" : "off", call.trigger == k::Trigger::early ? "early" : "end",
       kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",
-      call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "");
+      call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "",
+      call.variant != 0 ? fmt::format(" variant={}", call.variant) : "");
 }
 
 std::string describe(const GpuCase& c) {
@@ -385,13 +394,14 @@ std::string describe_block(const GpuCase& c, const std::string& in) {
                      : "none");
   line("input seed", std::to_string(c.seed));
   line("-0 in inputs", c.neg_zero_inputs ? "yes" : "no (the kernel's precondition)");
-  out += fmt::format("{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n",
-                     in, c.calls.size(), in, "#", "tokens", "pattern", "kernel", "values", "PDL",
-                     "trigger", "cluster", "PDL consumer", "PDL producer");
+  out += fmt::format(
+      "{}calls ({}):\n{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{:<16}{}\n", in,
+      c.calls.size(), in, "#", "tokens", "pattern", "kernel", "values", "PDL", "trigger", "cluster",
+      "PDL consumer", "PDL producer", "variant");
   for (std::size_t i = 0; i < c.calls.size(); ++i) {
     const CallSpec& call = c.calls[i];
     out +=
-        fmt::format("{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{}\n", in, i,
+        fmt::format("{}  {:>4} {:>6}  {:<17}{:<10}{:<8}{:<5}{:<9}{:<12}{:<14}{:<16}{}\n", in, i,
                     call.tokens, protocol::pattern_name(call.pattern),
                     call.unfused   ? "unfused"
                     : call.twoshot ? "two-shot"
@@ -399,7 +409,8 @@ std::string describe_block(const GpuCase& c, const std::string& in) {
                     call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
                     call.trigger == k::Trigger::early ? "early" : "at end",
                     kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? "yes" : "no",
-                    call.pdl_producer ? fmt::format("after {} ns", call.producer_delay_ns) : "no");
+                    call.pdl_producer ? fmt::format("after {} ns", call.producer_delay_ns) : "no",
+                    call.variant);
   }
   return out;
 }

@@ -183,6 +183,10 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
         o.pdl_producer && call.use_pdl &&
         *rc::gen::weightedOneOf<bool>({{2, rc::gen::just(false)}, {1, rc::gen::just(true)}});
     call.producer_delay_ns = call.pdl_producer ? *rc::gen::element(5'000u, 20'000u, 50'000u) : 0u;
+    // Uniform whatever RapidCheck's size (inRange would favour the first variants early on).
+    std::vector<int> variants(std::max<std::size_t>(1, traits.variants.size()));
+    for (std::size_t v = 0; v < variants.size(); ++v) variants[v] = static_cast<int>(v);
+    call.variant = *rc::gen::elementOf(variants);
     c.calls.push_back(call);
   }
   return c;

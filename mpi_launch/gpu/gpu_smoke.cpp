@@ -99,6 +99,20 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
             ++knob;
           }
     }
+  // Every launch variant of a kernel that has several: one case each, of its first pattern.
+  for (std::size_t v = 0; v < traits.variants.size(); ++v) {
+    const k::Pattern pattern = traits.patterns.empty() ? k::Pattern::allreduce : traits.patterns[0];
+    const k::DType dtype = v % 2 ? k::DType::f16 : k::DType::bf16;
+    GpuCase c = cycled_case(options, ranks, knob, dtype, traits.fp32_accumulation, traits);
+    for (int i = 0; i < options.calls_per_case; ++i) {
+      CallSpec call = cycled_call(options, knob + i, pattern);
+      call.variant = static_cast<int>(v);
+      fit_call(call, c, traits);
+      c.calls.push_back(call);
+    }
+    cases.push_back(c);
+    ++knob;
+  }
   // The unfused baseline (allreduce-only call + separate residual/RMSNorm/quant kernel).
   if (!traits.unfused) return cases;
   for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,

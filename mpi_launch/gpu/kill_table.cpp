@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "fusioncheck/gpu/errors.hpp"
@@ -15,11 +16,12 @@ namespace fusioncheck::gpu {
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options) {
   options.check.limits.validate();
   require_launcher(comm, "2");
-  if (comm.size() != 2)
-    throw BadInput(
-        fmt::format("{} ranks: the mutant instances are compiled for 2 ranks (bf16); run the kill "
-                    "table with mpirun -np 2",
-                    comm.size()));
+  const std::vector<int>& ranks = options.check.kernel.mutant_ranks;
+  if (std::find(ranks.begin(), ranks.end(), comm.size()) == ranks.end())
+    throw BadInput(fmt::format(
+        "{} ranks: the mutant instances are compiled for {} ranks; run the kill table with "
+        "mpirun -np {}",
+        comm.size(), fmt::join(ranks, ", "), ranks.front()));
   require_cuda_device();  // before the kernel below is made (some adapters load device code)
   // A kernel made only to ask it which mutants it has and where they live.
   MpiBootstrap bootstrap(comm);

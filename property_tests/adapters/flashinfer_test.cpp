@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
+#include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/reference/generators.hpp"
 
@@ -232,6 +233,164 @@ TEST(FlashInferLegacy, ResidualCaseIsInsideTheTraitsWithAPdlProducer) {
   EXPECT_TRUE(c.calls.back().use_pdl);
   EXPECT_TRUE(c.calls.back().pdl_producer);
   EXPECT_EQ(c.calls.back().pattern, fusioncheck::kernels::Pattern::residual_rmsnorm);
+}
+
+}  // namespace
+
+// --- FlashInfer's PCIe allreduce: its variants, its refusals, the cases drawn for it.
+
+namespace {
+
+namespace fk2 = fusioncheck::kernels;
+
+fk2::FusedParams pcie_params(const fg::GpuCase& c, const fg::CallSpec& call) {
+  fk2::FusedParams p;
+  p.ranks = c.ranks;
+  p.tokens = call.tokens;
+  p.hidden = c.hidden;
+  p.dtype = c.dtype;
+  p.fp32_lamport = c.fp32_lamport;
+  p.fp32_accumulation = c.fp32_accumulation;
+  p.pattern = call.pattern;
+  p.trigger = call.trigger;
+  p.cluster = call.cluster;
+  p.variant = call.variant;
+  return p;
+}
+
+TEST(FlashInferPcie, BuiltWithEveryPatchedCopy) {
+  ASSERT_EQ(fa::flashinfer_pcie_unavailable_reason(), "");
+  auto patches = fa::flashinfer_pcie_patches();
+  std::sort(patches.begin(), patches.end());
+  std::vector<Mutant> expected = {Mutant::float_sentinel, Mutant::counter_not_reset,
+                                  Mutant::no_pdl_wait, Mutant::pcie_no_sanitise,
+                                  Mutant::pcie_tp2_half_from_payload};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(patches, expected);
+  // The catalogue marks exactly these as patched copies of the PCIe header.
+  for (const auto& info : fusioncheck::protocol::kMutantCatalogue)
+    EXPECT_EQ((info.layers & fusioncheck::protocol::kInFlashInferPcie) != 0,
+              std::find(expected.begin(), expected.end(), info.mutant) != expected.end())
+        << info.id;
+}
+
+// Every SM kernel of all_reduce() for the rank count, each with every grid it takes: 2 kernels
+// at 2 ranks, 3 at 4, 4 at 8 (the 8-rank block kernel only with blocks % 4 == 0).
+TEST(FlashInferPcie, VariantsCoverEveryKernelOfEachRankCount) {
+  auto kernels_of = [](int ranks) {
+    std::vector<int> k;
+    for (const auto& v : fa::flashinfer_pcie_variants(ranks))
+      if (std::find(k.begin(), k.end(), v.kernel_variant) == k.end()) k.push_back(v.kernel_variant);
+    return k;
+  };
+  EXPECT_EQ(kernels_of(2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(kernels_of(4), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(kernels_of(8), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(fa::flashinfer_pcie_variants(3).empty());
+  for (int ranks : {2, 4, 8})
+    for (const auto& v : fa::flashinfer_pcie_variants(ranks)) {
+      EXPECT_LE(v.blocks, fa::kPcieMaxBlocks) << v.info.name;
+      EXPECT_GE(v.threads, ranks) << v.info.name;  // block_barrier signals one peer per thread
+      if (ranks == 8 && v.kernel_variant == 1) EXPECT_EQ(v.blocks % 4, 0) << v.info.name;
+      // Only the 8-rank barrier kernels sum raw inputs in island pairs; every sentinel kernel
+      // sanitises.
+      EXPECT_EQ(v.info.sanitises_pos_zero,
+                !(ranks == 8 && (v.kernel_variant == 1 || v.kernel_variant == 2)))
+          << v.info.name;
+    }
+  // Regions as all_reduce() picks them: TP2 the block region; unstaged and flat staged the pack.
+  EXPECT_EQ(fa::flashinfer_pcie_region(2, 0), 0);
+  EXPECT_EQ(fa::flashinfer_pcie_region(4, 0), 1);
+  EXPECT_EQ(fa::flashinfer_pcie_region(4, 2), 0);
+  EXPECT_EQ(fa::flashinfer_pcie_region(8, 3), 1);
+  EXPECT_FALSE(fa::flashinfer_pcie_region_sentinel_only(8, 0));
+  EXPECT_TRUE(fa::flashinfer_pcie_region_sentinel_only(4, 0));
+}
+
+TEST(FlashInferPcie, RefusesWhatItCannotRunWithTheReason) {
+  fk2::FusedParams p;
+  p.ranks = 2;
+  p.tokens = 3;
+  p.hidden = 512;
+  p.pattern = fk2::Pattern::allreduce;
+  p.fp32_accumulation = false;
+  EXPECT_EQ(fa::flashinfer_pcie_refusal(p, false), "");
+  auto refused = [&](fk2::FusedParams q, bool twoshot, const std::string& why) {
+    const std::string got = fa::flashinfer_pcie_refusal(q, twoshot);
+    EXPECT_NE(got.find(why), std::string::npos) << got;
+  };
+  refused(p, true, "two-shot");
+  fk2::FusedParams q = p;
+  q.ranks = 16;
+  refused(q, false, "2, 4 or 8 ranks");
+  q = p;
+  q.pattern = fk2::Pattern::residual_rmsnorm;
+  refused(q, false, "allreduce only");
+  q = p;
+  q.fp32_accumulation = true;
+  refused(q, false, "rounds after every add");
+  q = p;
+  q.variant = static_cast<int>(fa::flashinfer_pcie_variants(2).size());
+  refused(q, false, "variant");
+  q = p;
+  q.trigger = fk2::Trigger::early;
+  refused(q, false, "at its end");
+}
+
+bool every_pcie_case_inside(const fg::KernelTraits& drawn_with, int ranks) {
+  fg::DrawSettings s;
+  s.ranks = ranks;
+  const fg::KernelTraits pcie = fa::flashinfer_pcie_traits(ranks);
+  return rc::check("PCIe cases for " + std::to_string(ranks) + " ranks", [&] {
+    const fg::GpuCase c = fg::draw_case(s, drawn_with);
+    RC_ASSERT(fg::outside_traits(c, pcie) == "");
+    for (const fg::CallSpec& call : c.calls)
+      RC_ASSERT(fa::flashinfer_pcie_refusal(pcie_params(c, call), call.twoshot) == "");
+  });
+}
+
+TEST(FlashInferPcie, GeneratedCasesStayInsideItsTraitsAndDrawEveryVariant) {
+  for (int ranks : {2, 4, 8}) {
+    EXPECT_TRUE(every_pcie_case_inside(fa::flashinfer_pcie_traits(ranks), ranks)) << ranks;
+    // Every variant is drawn (fixed seeds: the same share on every run).
+    fg::DrawSettings s;
+    s.ranks = ranks;
+    const auto traits = fa::flashinfer_pcie_traits(ranks);
+    std::vector<int> seen(traits.variants.size(), 0);
+    for (int seed = 0; seed < 300; ++seed) {
+      const fg::GpuCase c = rc::gen::exec([&] { return fg::draw_case(s, traits); })(
+                                rc::Random(static_cast<std::uint64_t>(seed)), 50)
+                                .value();
+      for (const auto& call : c.calls) ++seen.at(static_cast<std::size_t>(call.variant));
+    }
+    for (std::size_t v = 0; v < seen.size(); ++v)
+      EXPECT_GT(seen[v], 0) << ranks << " ranks: " << traits.variants[v].name << " never drawn";
+  }
+}
+
+// The control: cases drawn for a kernel that runs everything fall outside.
+TEST(FlashInferPcie, CasesDrawnWithoutItsTraitsFallOutside) {
+  EXPECT_FALSE(every_pcie_case_inside(fg::KernelTraits{}, 2));
+}
+
+// A variant the kernel does not have is outside its traits, and a replay file's variant
+// travels through JSON.
+TEST(FlashInferPcie, VariantOutsideTheKernelIsNamedAndTravelsInJson) {
+  fg::GpuCase c;
+  c.ranks = 2;
+  c.hidden = 256;
+  c.fp32_accumulation = false;
+  fg::CallSpec call;
+  call.pattern = fk2::Pattern::allreduce;
+  call.variant = 3;
+  c.calls.push_back(call);
+  EXPECT_EQ(fg::outside_traits(c, fa::flashinfer_pcie_traits(2)), "");
+  EXPECT_EQ(fg::case_from_json(fg::to_json(c)).calls[0].variant, 3);
+  c.calls[0].variant = static_cast<int>(fa::flashinfer_pcie_variants(2).size());
+  EXPECT_NE(fg::outside_traits(c, fa::flashinfer_pcie_traits(2)).find("launch variant"),
+            std::string::npos);
+  c.calls[0].variant = 1000;
+  EXPECT_THROW((void)fg::case_from_json(fg::to_json(c)), fg::BadInput);
 }
 
 }  // namespace

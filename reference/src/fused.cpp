@@ -22,13 +22,25 @@ void require(bool ok, const std::string& what) {
 // width (fused_row, vector_clones.hpp).
 #define FUSIONCHECK_ROW_KERNEL [[gnu::always_inline]] inline
 
+// How the inputs' zeros are read: as they are, -0 as +0 (the Lamport push), +0 as -0 (the
+// PCIe kernels' push).
+enum class ZeroRead : std::uint8_t { as_is, neg_to_pos, pos_to_neg };
+
+ZeroRead zero_read(const FusedConfig& c) {
+  if (c.canonicalize_neg_zero) return ZeroRead::neg_to_pos;
+  return c.sanitise_pos_zero ? ZeroRead::pos_to_neg : ZeroRead::as_is;
+}
+
 template <DType T>
 FUSIONCHECK_ROW_KERNEL void widen_row(const typename Element<T>::Bits* __restrict in,
-                                      float* __restrict out, std::size_t n, bool canonical) {
-  if (canonical) {
-    for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::to_float(canonicalize<T>(in[j]));
+                                      float* __restrict out, std::size_t n, ZeroRead zeros) {
+  using E = Element<T>;
+  if (zeros == ZeroRead::neg_to_pos) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = E::to_float(canonicalize<T>(in[j]));
+  } else if (zeros == ZeroRead::pos_to_neg) {
+    for (std::size_t j = 0; j < n; ++j) out[j] = in[j] == 0 ? -0.0f : E::to_float(in[j]);
   } else {
-    for (std::size_t j = 0; j < n; ++j) out[j] = Element<T>::to_float(in[j]);
+    for (std::size_t j = 0; j < n; ++j) out[j] = E::to_float(in[j]);
   }
 }
 
@@ -134,6 +146,42 @@ template <DType T> struct RowJob {
   FusedOutputs& out;
 };
 
+// acc = T(acc + v), the add of the kernels that round after every step.
+template <DType T>
+FUSIONCHECK_ROW_KERNEL void add_rounded(float* acc, const float* v, std::size_t n,
+                                        typename Element<T>::Bits* rounded) {
+  add_row(acc, v, n);
+  round_row<T>(acc, rounded, n);
+  widen_row<T>(rounded, acc, n, ZeroRead::as_is);
+}
+
+// out = the island of ranks first..first+3 (SumOrder, fused.hpp); tmp and pair: scratch rows.
+template <DType T>
+FUSIONCHECK_ROW_KERNEL void island_sum(const RowJob<T>& job, std::size_t base, std::size_t first,
+                                       float* out, float* tmp, float* pair,
+                                       typename Element<T>::Bits* rounded) {
+  const FusedConfig& c = job.c;
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const ZeroRead zeros = zero_read(c);
+  auto rank_row = [&](std::size_t r, float* into) {
+    widen_row<T>(job.rank_data[first + r] + base, into, hidden, zeros);
+  };
+  rank_row(0, out);
+  rank_row(1, tmp);
+  add_rounded<T>(out, tmp, hidden, rounded);
+  if (c.sum_order == SumOrder::pairwise_islands_of_4) {
+    rank_row(2, pair);
+    rank_row(3, tmp);
+    add_rounded<T>(pair, tmp, hidden, rounded);
+    add_rounded<T>(out, pair, hidden, rounded);
+  } else {
+    rank_row(2, tmp);
+    add_rounded<T>(out, tmp, hidden, rounded);
+    rank_row(3, tmp);
+    add_rounded<T>(out, tmp, hidden, rounded);
+  }
+}
+
 // One token row. Each step is its own loop over the row so that the compiler vectorises it
 // (the rows stay in cache), in the machine's vector width (vector_clones.hpp: every loop
 // here is element-wise or keeps its own fixed lanes, so the width changes no value); the
@@ -151,21 +199,28 @@ FUSIONCHECK_VECTOR_CLONES void fused_row(const RowJob<T>& job, std::size_t t, fl
   float* const quant_in = y + hidden;
   const float* const w = quant_in + hidden;
   const std::size_t base = t * hidden;
-  widen_row<T>(job.rank_data[0] + base, acc, hidden, c.canonicalize_neg_zero);
-  for (std::size_t r = 1; r < job.rank_data.size(); ++r) {
-    widen_row<T>(job.rank_data[r] + base, tmp, hidden, c.canonicalize_neg_zero);
-    add_row(acc, tmp, hidden);
-    if (c.accumulation == Accumulation::per_step) {
-      round_row<T>(acc, rounded, hidden);
-      widen_row<T>(rounded, acc, hidden, false);
+  const ZeroRead zeros = zero_read(c);
+  if (c.sum_order == SumOrder::rank_order) {
+    widen_row<T>(job.rank_data[0] + base, acc, hidden, zeros);
+    for (std::size_t r = 1; r < job.rank_data.size(); ++r) {
+      widen_row<T>(job.rank_data[r] + base, tmp, hidden, zeros);
+      add_row(acc, tmp, hidden);
+      if (c.accumulation == Accumulation::per_step) {
+        round_row<T>(acc, rounded, hidden);
+        widen_row<T>(rounded, acc, hidden, ZeroRead::as_is);
+      }
     }
+  } else {  // y and quant_in are free until the norm: the second island's buffers
+    island_sum<T>(job, base, 0, acc, tmp, y, rounded);
+    island_sum<T>(job, base, 4, quant_in, tmp, y, rounded);
+    add_rounded<T>(acc, quant_in, hidden, rounded);
   }
   round_row<T>(acc, job.allreduce + base, hidden);
-  widen_row<T>(job.allreduce + base, acc, hidden, false);
-  widen_row<T>(job.residual + base, tmp, hidden, false);
+  widen_row<T>(job.allreduce + base, acc, hidden, ZeroRead::as_is);
+  widen_row<T>(job.residual + base, tmp, hidden, ZeroRead::as_is);
   add_row(acc, tmp, hidden);
   round_row<T>(acc, job.residual_out + base, hidden);
-  widen_row<T>(job.residual_out + base, acc, hidden, false);  // x
+  widen_row<T>(job.residual_out + base, acc, hidden, ZeroRead::as_is);  // x
   rmsnorm_row(acc, w, hidden, c.eps, y);
   round_row<T>(y, job.norm_out + base, hidden);
   if (job.any_quant) {
@@ -260,6 +315,11 @@ void validate(const FusedConfig& c, const FusedInputs& in) {
   require(std::isfinite(c.eps) && c.eps >= 0.0f, "eps must be finite and >= 0");
   require(std::isfinite(c.weight_bias), "weight_bias must be finite");
   require(c.sum_from >= 0 && c.sum_from < c.ranks, "sum_from must be a rank in [0, ranks)");
+  require(!(c.canonicalize_neg_zero && c.sanitise_pos_zero),
+          "canonicalize_neg_zero and sanitise_pos_zero exclude each other");
+  if (c.sum_order != SumOrder::rank_order)
+    require(c.ranks == 8 && c.sum_from == 0 && c.accumulation == Accumulation::per_step,
+            "island sum orders need 8 ranks, sum_from 0 and per_step accumulation");
   if (c.quant.fp8_static)
     require(std::isfinite(c.quant.fp8_inv_scale) && c.quant.fp8_inv_scale > 0.0f,
             "fp8_inv_scale must be finite and > 0");

@@ -138,6 +138,14 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap&
                                                              protocol::Mutant mutant) {
   return make_flashinfer(bootstrap, mutant);
 }
+std::string flashinfer_pcie_unavailable_reason() {
+  return "this build has no FlashInfer adapter: " + flashinfer_unavailable_reason();
+}
+std::vector<protocol::Mutant> flashinfer_pcie_patches() { return {}; }
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
+                                                           protocol::Mutant mutant) {
+  return make_flashinfer(bootstrap, mutant);
+}
 
 #endif
 
@@ -146,6 +154,16 @@ gpu::KernelChoice flashinfer_choice() {
   choice.name = "flashinfer";
   choice.make = make_flashinfer;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
+  return choice;
+}
+
+gpu::KernelChoice flashinfer_pcie_choice() {
+  gpu::KernelChoice choice;
+  choice.name = "flashinfer-pcie";
+  choice.make = make_flashinfer_pcie;
+  choice.share_sms =
+      true;  // its grids do not shrink for ranks sharing a GPU, and every block spins
+  choice.mutant_ranks = {2, 4, 8};  // a patched copy is a whole library: every rank count
   return choice;
 }
 

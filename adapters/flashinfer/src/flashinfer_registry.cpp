@@ -64,6 +64,30 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
            [](protocol::Mutant) {
              throw gpu::BadInput("FlashInfer's older Lamport kernel has no patched copies");
            }});
+  registry.add({.name = "flashinfer-pcie",
+                .description = "FlashInfer's PCIe allreduce, pcie_ipc_all_reduce.cuh" + missing,
+                .choose =
+                    [](const std::string&) {
+                      require_adapter();
+                      if (const std::string why = flashinfer_pcie_unavailable_reason();
+                          !why.empty())
+                        throw gpu::BadInput(why);
+                      return flashinfer_pcie_choice();
+                    },
+                .check_mutant =
+                    [](protocol::Mutant mutant) {
+                      const auto patches = flashinfer_pcie_patches();
+                      if (std::find(patches.begin(), patches.end(), mutant) != patches.end())
+                        return;
+                      std::string have;
+                      for (auto m : patches)
+                        have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+                      throw gpu::BadInput(
+                          "FlashInfer's PCIe allreduce has no patched copy for this mutant "
+                          "(patched copies: " +
+                          (have.empty() ? std::string("none") : have) + ")");
+                    },
+                .protocol = "pcie-sentinel"});
   registry.add({.name = kReleasePrefix,
                 .description = "another flashinfer-python release built beside the main tree, "
                                "-DFUSIONCHECK_FLASHINFER_RELEASES; " +

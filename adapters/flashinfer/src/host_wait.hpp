@@ -25,6 +25,7 @@ struct PendingCall {
   int hidden = 1;
   std::uint32_t call_index = 0;
   std::uint32_t flag = 0;  // the Lamport flag the call ran with, where the host knows it
+  int region = 0;          // the PCIe allreduce's scratch region (flag: its half there)
 };
 
 class HostBoundedWait {

@@ -61,6 +61,7 @@ struct FusedParams {
   ClusterMode cluster = ClusterMode::automatic;
   std::uint64_t spin_budget_cycles = 1ull << 31;  // per kernel, from its start (~1 s)
   int max_blocks = 0;  // 0: SM count / ranks sharing the device (co-residency)
+  int variant = 0;     // the kernel's launch variant (an adapter's own numbering; ours: 0)
   // Seeded injected delays (stress): with delay_seed != 0, about half of the ranks pause
   // each block for up to delay_max_ns before the push, before the poll and before the flag
   // update, differently per (seed, rank, block, point, call). 0 = none (the default).
@@ -89,6 +90,9 @@ enum class HangSite : std::uint32_t {
   host_bound_lamport = 4,  // its data buffer still held the sentinel in the slot of a peer
   host_bound_twoshot = 5,  // a barrier flag of a peer still held the previous value
   cluster_exchange = 6,    // awaiting the partial sums of the other blocks of the row's cluster
+  // A kernel of FlashInfer's PCIe allreduce was still running at the host's bound: its staging
+  // half still held +0 ("not yet written") in the slot of a peer.
+  host_bound_pcie = 7,
 };
 struct HangRecord {
   std::uint32_t valid;  // 0 none, 1 written

@@ -44,6 +44,9 @@ struct CallSpec {
   // Only with use_pdl, not for the unfused baseline.
   bool pdl_producer = false;
   std::uint32_t producer_delay_ns = 0;
+  // Which of the kernel's launch variants runs the call (KernelTraits::variants; 0 for a
+  // kernel with one).
+  int variant = 0;
 };
 
 struct GpuCase {
@@ -91,6 +94,7 @@ std::string case_problem(const GpuCase& c);
 struct KernelTraits;
 std::string outside_traits(const GpuCase& c, const KernelTraits& traits);
 inline constexpr int kMaxCallsPerCase = 16;
+inline constexpr int kMaxVariant = 255;  // CallSpec::variant
 // The quantisation scales of every case (powers of two, or exact in e4m3: a kernel that
 // takes the reciprocal gets the same value).
 inline constexpr float kFp8InvScale = 2.0f;                        // code = e4m3(norm * 2)

@@ -26,6 +26,10 @@ struct KernelFamily {
   // starts. Never called for Mutant::none (no mutant: every family runs that).
   std::function<void(protocol::Mutant)> check_mutant;  // may be empty; throws BadInput
   bool comparable = false;  // may be timed beside ours with `gpu bench --compare`
+  // The synchronisation protocol its kernels keep, whose invariants the suite checks
+  // (docs/design.md): "lamport" (checked by the case runner), or another one the family's
+  // kernels check themselves (KernelUnderTest::own_protocol).
+  std::string protocol = "lamport";
 };
 
 class KernelRegistry {

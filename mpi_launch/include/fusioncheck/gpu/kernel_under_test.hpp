@@ -12,11 +12,26 @@
 #include <utility>
 #include <vector>
 
+#include "fusioncheck/gpu/protocol_checks.hpp"
 #include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/workspace.hpp"
+#include "fusioncheck/reference/fused.hpp"
 
 namespace fusioncheck::gpu {
+
+// One launch variant of a kernel (a kernel function with its grid): how it sums, which the
+// reference follows, and what its protocol does to zeros.
+struct KernelVariant {
+  std::string name;  // one line, for reports
+  reference::SumOrder sum_order = reference::SumOrder::rank_order;
+  // Its sentinel is +0: it pushes every +0 input as -0 (the reference reads them so).
+  bool sanitises_pos_zero = false;
+  // A zero result may come out as +0 or -0, differently on each rank (the rank that owns a
+  // chunk keeps its raw sum, the others receive it sanitised): outputs are compared with the
+  // reference, and across ranks, with the sign of zeros ignored.
+  bool zero_sign_free = false;
+};
 
 // What a kernel under test can run, so that cases draw only what it supports (a refused
 // case is wasted; a smoke case it cannot run is not a failure of the build).
@@ -48,6 +63,8 @@ struct KernelTraits {
   // add; the reference follows each rank's order (FusedConfig::sum_from), and the ranks'
   // outputs agree bitwise only for N <= 2 (invariant 8 is not expected beyond).
   bool rotated_reduction = false;
+  // Its launch variants (CallSpec::variant indexes them); empty: one, summed in rank order.
+  std::vector<KernelVariant> variants;
 
   bool runs_hidden(int hidden) const;
   bool runs_pattern(kernels::Pattern pattern) const;
@@ -115,6 +132,10 @@ class KernelUnderTest {
   // Collective: drops the protocol state (after a failure it is not trusted), so the next
   // case starts on a freshly initialised workspace.
   virtual void reset() = 0;
+  // The kernel's protocol, when it is not the Lamport one of docs/design.md: its own state
+  // checks (protocol_checks.hpp). nullptr: the Lamport protocol, whose invariants the case
+  // runner checks from read_state and scan_lamport.
+  virtual ProtocolChecks* own_protocol() { return nullptr; }
 };
 
 // fusioncheck's own kernels, optionally a mutant instance. Workspaces come in size classes
@@ -167,6 +188,8 @@ struct KernelChoice {
   // Its grid is sized from the SM count and spins (it does not shrink it where ranks share a
   // GPU, as ours does): ranks sharing a GPU under MPS then get a share of the SMs each.
   bool share_sms = false;
+  // The rank counts its mutant instances (or patched copies) are compiled for: the kill table's.
+  std::vector<int> mutant_ranks = {2};
   std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&, protocol::Mutant)> make =
       [](kernels::Bootstrap& bootstrap,
          protocol::Mutant mutant) -> std::unique_ptr<KernelUnderTest> {

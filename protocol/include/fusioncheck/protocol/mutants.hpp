@@ -38,12 +38,22 @@ enum class Mutant : std::uint8_t {
   revert_0_6_17_cluster_clamp,
   revert_0_7_1_inputs_before_wait,
   revert_0_7_2_twoshot_barrier_order,
+  // FlashInfer's PCIe allreduce (adapters/flashinfer/patches_pcie): classes of its own +0
+  // sentinel protocol.
+  pcie_no_sanitise,
+  pcie_tp2_half_from_payload,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
 // copy of FlashInfer's header (adapters/flashinfer/patches); rows that also exist in our
 // kernels or the sim say so with those bits.
-enum MutantLayer : std::uint8_t { kInSim = 1u, kInKernel = 2u, kInFlashInfer = 4u };
+// kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie).
+enum MutantLayer : std::uint8_t {
+  kInSim = 1u,
+  kInKernel = 2u,
+  kInFlashInfer = 4u,
+  kInFlashInferPcie = 8u
+};
 
 struct MutantInfo {
   Mutant mutant;
@@ -53,7 +63,7 @@ struct MutantInfo {
   std::uint8_t layers;          // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 27> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -61,7 +71,7 @@ inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
      "dependents triggered before outputs are written, consumer reads them", "vLLM PR 45448",
      kInSim | kInKernel},
     {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==", "FlashInfer 1136",
-     kInSim | kInKernel | kInFlashInfer},
+     kInSim | kInKernel | kInFlashInfer | kInFlashInferPcie},
     {Mutant::no_canonicalize, "no-canonicalize", "producer does not map input -0 to +0",
      "TRT-LLM PR 4226 class", kInSim | kInKernel | kInFlashInfer},
     {Mutant::wrong_clear_buffer, "wrong-clear-buffer", "clears (f+1)%3 instead of (f+2)%3",
@@ -70,7 +80,7 @@ inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
      "clears with the current call's size, not the previous", "TRT-LLM 6237",
      kInSim | kInKernel | kInFlashInfer},
     {Mutant::counter_not_reset, "counter-not-reset", "arrival counter never reset", "-",
-     kInSim | kInKernel},
+     kInSim | kInKernel | kInFlashInferPcie},
     {Mutant::flag_before_arrival, "flag-before-arrival",
      "flag advanced without waiting for all blocks", "-", kInSim | kInKernel | kInFlashInfer},
     {Mutant::two_buffers, "two-buffers", "double instead of triple buffering", "-",
@@ -98,7 +108,7 @@ inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
      "fusioncheck: H200 smoke with injected delays", kInSim | kInKernel},
     {Mutant::no_pdl_wait, "no-pdl-wait",
      "launched with PDL, grid-dependency wait compiled out on every architecture",
-     "FlashInfer PR 3903 class, on every GPU", kInKernel | kInFlashInfer},
+     "FlashInfer PR 3903 class, on every GPU", kInKernel | kInFlashInfer | kInFlashInferPcie},
     {Mutant::inputs_before_wait, "inputs-before-wait",
      "residual and gamma loaded before the grid-dependency wait, launched with PDL behind their producer",
      "FlashInfer 0.7.1 fix (FusedOp before the wait)", kInKernel},
@@ -119,6 +129,13 @@ inline constexpr std::array<MutantInfo, 25> kMutantCatalogue{{
      "two-shot barrier writes the block's own slot first, every slot with release: a larger later "
      "grid passes on a slot two barriers old",
      "FlashInfer 0.7.2 fix, reverted", kInFlashInfer},
+    {Mutant::pcie_no_sanitise, "pcie-no-sanitise",
+     "+0 sentinel protocol: a real zero is pushed as +0 (not turned into -0), read as not yet written",
+     "FlashInfer pcie_ipc_all_reduce.cuh: sentinel kernels sanitise real zeros", kInFlashInferPcie},
+    {Mutant::pcie_tp2_half_from_payload, "pcie-tp2-half-from-payload",
+     "2-rank PCIe kernel sizes its epoch halves from the call's payload: a smaller call lands in "
+     "the half a lagging peer still drains",
+     "FlashInfer pcie_ipc_all_reduce.cuh: rank_stride_packs from max_numel", kInFlashInferPcie},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

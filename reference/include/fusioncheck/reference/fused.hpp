@@ -17,6 +17,13 @@
 //                      default (rank order). FlashInfer's older Lamport kernel
 //                      (trtllm_allreduce.cuh) sums on rank k from k (its own input first),
 //                      so its ranks' results may differ in the low bits for N >= 3.
+//            islands:  per_step on 8 ranks (FlashInfer's 8-rank PCIe kernels), SumOrder:
+//                      islands_of_4           I_k = ((x_4k + x_4k+1) + x_4k+2) + x_4k+3
+//                      pairwise_islands_of_4  I_k = (x_4k + x_4k+1) + (x_4k+2 + x_4k+3)
+//                      allreduce = I_0 + I_1, every add rounded to T
+//   x_r with sanitise_pos_zero: +0 -> -0, as the push of FlashInfer's PCIe kernels does (their
+//                      sentinel is +0); -0 is the additive identity, so only zero results
+//                      can change (their sign).
 //   residual_out = T(float(allreduce) + float(residual_in[j]))      (the kernel adds the
 //                      T-rounded sum to the residual in fp32 and rounds once)
 //   x_j      = float(residual_out[j])
@@ -60,6 +67,8 @@ struct QuantConfig {
   Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;
 };
 
+enum class SumOrder : std::uint8_t { rank_order, islands_of_4, pairwise_islands_of_4 };
+
 struct FusedConfig {
   int ranks = 2;
   int tokens = 1;
@@ -70,6 +79,8 @@ struct FusedConfig {
   float weight_bias = 0.0f;           // added to gamma: 0, or 1 for "(1 + gamma)" models
   bool canonicalize_neg_zero = true;  // one-shot Lamport semantics (see above)
   int sum_from = 0;                   // first rank of the summation order (see above)
+  bool sanitise_pos_zero = false;     // +0 inputs summed as -0 (see above)
+  SumOrder sum_order = SumOrder::rank_order;
   QuantConfig quant;
 };
 
@@ -92,7 +103,8 @@ struct FusedOutputs {
 
 // Throws std::invalid_argument (one line) on a bad shape, dtype mismatch or bad config:
 // ranks in [1, 64], tokens >= 1, hidden >= 1 (a multiple of 16 when nvfp4 is on),
-// eps >= 0 and finite, scales finite and > 0.
+// eps >= 0 and finite, scales finite and > 0; island orders on 8 ranks, per_step, from rank 0;
+// at most one of canonicalize_neg_zero and sanitise_pos_zero.
 void validate(const FusedConfig& config, const FusedInputs& inputs);
 
 // All outputs of one call. Validates first.

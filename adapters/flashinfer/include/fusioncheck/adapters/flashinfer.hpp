@@ -64,6 +64,41 @@ gpu::KernelTraits flashinfer_legacy_traits();
 std::string flashinfer_legacy_refusal(const kernels::FusedParams& params, bool twoshot,
                                       int cc_major);
 
+// FlashInfer's PCIe allreduce (flashinfer/comm/pcie_ipc_all_reduce.cuh: the SM kernels of
+// pcie_ipc::all_reduce for 2, 4 and 8 ranks, allreduce only, with their +0 sentinel protocol)
+// from the same headers ("flashinfer-pcie"; docs/flashinfer.md). Its negative controls are
+// patched copies of that header (adapters/flashinfer/patches_pcie). Throws
+// kernels::InvalidLaunch when this build lacks it or the patched copy.
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
+                                                           protocol::Mutant patch);
+gpu::KernelChoice flashinfer_pcie_choice();
+std::vector<protocol::Mutant> flashinfer_pcie_patches();
+// Why this build has no flashinfer-pcie kernel; "" when it has one.
+std::string flashinfer_pcie_unavailable_reason();
+
+// Its host-side rules, without a GPU (pcie_rules.cpp). A launch variant: FlashInfer's
+// pcie_ipc::Variant with a grid, and how that kernel sums (KernelTraits::variants).
+struct PcieVariant {
+  int kernel_variant = 0;  // pcie_ipc::Variant: 0 unstaged, 1 staged, 2 staged ring, 3 flat staged
+  int blocks = 1;
+  int threads = 256;
+  bool barriers = false;  // a kernel with per-block barrier generations (the ring, the topology
+                          // kernels of 8 ranks)
+  gpu::KernelVariant info;
+};
+// Every SM variant of its all_reduce() for `ranks` (2, 4, 8; empty for another count), each
+// kernel with a few grids: FlashInfer's untuned defaults and others its tuner tries.
+std::vector<PcieVariant> flashinfer_pcie_variants(int ranks);
+// Which scratch region a kernel variant stages in (its all_reduce(): 0 block, 1 pack) and
+// whether that region is left all +0 after every call (only sentinel kernels stage there).
+int flashinfer_pcie_region(int ranks, int kernel_variant);
+bool flashinfer_pcie_region_sentinel_only(int ranks, int region);
+gpu::KernelTraits flashinfer_pcie_traits(int ranks);
+// Why it cannot run this call (one line), or "" if it can.
+std::string flashinfer_pcie_refusal(const kernels::FusedParams& params, bool twoshot);
+// The largest grid it is drawn with (blocks): the workspace's max_blocks.
+inline constexpr int kPcieMaxBlocks = 128;  // FlashInfer's AR_MAX_BLOCKS
+
 // Registers FlashInfer's families: flashinfer, flashinfer-legacy and flashinfer@VERSION. They
 // are registered in every build; where this build lacks the adapter or a release, choosing
 // one throws gpu::BadInput with the reason.

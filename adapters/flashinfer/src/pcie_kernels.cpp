@@ -1,0 +1,339 @@
+// FlashInfer's PCIe allreduce behind KernelUnderTest, and its protocol's checks
+// (pcie_kernels.hpp; docs/design.md, "PCIe sentinel protocol", invariants P1-P6).
+#include "pcie_kernels.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
+
+namespace fusioncheck::adapters {
+namespace fi {
+namespace {
+
+namespace k = kernels;
+
+constexpr std::int64_t kMinNumel = 64 << 10;  // the smallest workspace: elements per rank
+constexpr int kPackElems = 8;                 // 16-bit elements per 16-byte pack
+const char* region_name(int region) { return region == 1 ? "pack" : "block"; }
+
+std::uint64_t hash_words(const std::int32_t* w, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<std::uint32_t>(w[i])) * 1099511628211ull;
+  return h;
+}
+
+// The first non-zero byte of `bytes`, or bytes.size().
+std::size_t first_nonzero(const std::vector<std::uint8_t>& bytes) {
+  return static_cast<std::size_t>(
+      std::find_if(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b != 0; }) -
+      bytes.begin());
+}
+
+}  // namespace
+
+FlashInferPcieKernels::FlashInferPcieKernels(k::Bootstrap& bootstrap, const PcieInstance& instance)
+    : bootstrap_(bootstrap), instance_(instance), ranks_(bootstrap.size()),
+      variants_(flashinfer_pcie_variants(bootstrap.size())) {}
+
+std::string FlashInferPcieKernels::name() const {
+  return "FlashInfer PCIe allreduce (pcie_ipc_all_reduce.cuh, " + std::string(kSource) + ")" +
+         (instance_.mutant == protocol::Mutant::none
+              ? std::string()
+              : ", patched: " + std::string(protocol::mutant_id(instance_.mutant)));
+}
+
+std::vector<protocol::Mutant> FlashInferPcieKernels::mutants() const {
+  std::vector<protocol::Mutant> out;
+  for (protocol::Mutant m : flashinfer_pcie_patches())
+    if (m != protocol::Mutant::pcie_tp2_half_from_payload || ranks_ == 2) out.push_back(m);
+  return out;
+}
+
+void FlashInferPcieKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
+  if (fp32_lamport) throw k::InvalidLaunch("FlashInfer's PCIe allreduce has no fp32 staging");
+  if (ranks_ != 2 && ranks_ != 4 && ranks_ != 8)
+    throw k::InvalidLaunch("FlashInfer's PCIe allreduce runs on 2, 4 or 8 ranks, not " +
+                           std::to_string(ranks_));
+  const auto numel = static_cast<std::int64_t>(
+      std::bit_ceil(std::max<std::uint64_t>(kMinNumel, max_elems_per_rank)));
+  auto& slot = workspaces_[numel];
+  if (!slot) slot = std::make_unique<PcieWorkspace>(bootstrap_, instance_, numel);  // collective
+  current_ = slot.get();
+}
+
+void FlashInferPcieKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream_t stream) {
+  if (current_ == nullptr)
+    throw k::InvalidLaunch("FlashInfer's PCIe allreduce: launch before prepare");
+  if (const std::string why = flashinfer_pcie_refusal(p, twoshot); !why.empty())
+    throw k::InvalidLaunch(why);
+  if (p.ranks != ranks_ || p.rank != ws().rank())
+    throw k::InvalidLaunch(
+        "FlashInfer's PCIe allreduce: the call's ranks differ from the workspace's");
+  const std::int64_t numel = static_cast<std::int64_t>(p.tokens) * p.hidden;
+  if (numel > ws().max_numel())
+    throw k::InvalidLaunch("tokens x hidden beyond the prepared workspace");
+  const PcieVariant& v = variants_.at(static_cast<std::size_t>(p.variant));
+  PcieCall c;
+  c.nranks = p.ranks;
+  c.rank = p.rank;
+  c.bf16 = p.dtype == k::DType::bf16;
+  c.input = p.input;
+  c.output = p.allreduce_out;
+  c.numel = numel;
+  c.max_numel = ws().max_numel();
+  c.max_blocks = kPcieMaxBlocks;
+  c.blocks = v.blocks;
+  c.threads = v.threads;
+  c.variant = v.kernel_variant;
+  c.pdl = p.use_pdl;
+  c.slabs = ws().slabs();
+  c.stream = stream;
+  const std::uint32_t call_index = calls_++;
+  pause_before(p, call_index, stream, waiter_);
+  const cudaError_t e = instance_.launch(c);
+  if (e == cudaErrorInvalidValue)
+    throw k::InvalidLaunch("FlashInfer's PCIe all_reduce refused " + v.info.name +
+                           " (cudaErrorInvalidValue)");
+  k::cuda_check(e, "FlashInfer PCIe all_reduce launch");
+  PendingCall call;
+  call.elems = static_cast<std::uint64_t>(numel);
+  call.hidden = p.hidden;
+  call.call_index = call_index;
+  call.region = flashinfer_pcie_region(ranks_, v.kernel_variant);
+  call.flag = static_cast<std::uint32_t>(ws().next_half[call.region]);
+  ws().next_half[call.region] ^= 1;
+  waiter_.enqueued(call, stream);
+}
+
+void FlashInferPcieKernels::wait(cudaStream_t stream) {
+  waiter_.wait(
+      stream, ws().rank(),
+      [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
+      [this] { release_stuck_call(); });
+}
+
+// Lets a stuck kernel finish: a value no sentinel test reads as unwritten (bf16 1.0, fp16 1.875;
+// not -0, which a sentinel test without the sign bit still takes for +0) in every element of both
+// scratch regions, and every barrier slot far past any generation; the runner then resets.
+void FlashInferPcieKernels::release_stuck_call() {
+  waiter_.fill(ws().region(1), 2 * ws().layout().scratch_bytes, 0x3F80u, 2);
+  const int first = ws().phase_word(0, 0, 0);
+  const int end = ws().phase_word(ws().layout().signal_phases, 0, 0);
+  waiter_.fill(ws().slab() + 4ull * first, 4ull * (end - first), 0x3FFFFFFFu, 4);
+}
+
+// The peer slot of the stuck call's half with the most unwritten (+0) packs, and its first.
+k::HangRecord FlashInferPcieKernels::record_hang(const PendingCall& call, double seconds) {
+  const int r = ws().rank();
+  k::HangRecord hang = hang_base(r, call, seconds);
+  hang.what = k::HangSite::host_bound_pcie;
+  hang.flag = call.flag;
+  const std::uint64_t rank_stride = static_cast<std::uint64_t>(ws().max_numel()) / kPackElems;
+  const std::uint64_t packs = call.elems / kPackElems;
+  // TP2 (2 ranks) places slot s at s x the call's packs inside a half of 2 x rank_stride packs.
+  const std::uint64_t half = call.flag * (ranks_ == 2 ? 2 : ranks_) * rank_stride;
+  std::vector<std::uint8_t> data(ws().layout().scratch_bytes);
+  waiter_.read_back(data.data(), ws().region(call.region), data.size(), "hang: staging region");
+  std::uint64_t worst = 0;
+  for (int s = 0; s < ranks_; ++s) {
+    if (s == r && ranks_ == 2) continue;  // TP2 never writes its own slot
+    const std::uint64_t base =
+        half + static_cast<std::uint64_t>(s) * (ranks_ == 2 ? packs : rank_stride);
+    std::uint64_t unwritten = 0, first = packs;
+    for (std::uint64_t i = 0; i < packs && (base + i + 1) * 16 <= data.size(); ++i) {
+      const std::uint8_t* pack = data.data() + (base + i) * 16;
+      bool has_pos_zero = false;
+      for (int e = 0; e < 16; e += 2) has_pos_zero |= pack[e] == 0 && pack[e + 1] == 0;
+      if (has_pos_zero && unwritten++ == 0) first = i;
+    }
+    if (unwritten > worst) {
+      worst = unwritten;
+      hang.awaited_slot = static_cast<std::uint32_t>(s);
+      hang.token =
+          static_cast<std::uint32_t>(first * kPackElems / static_cast<std::uint64_t>(call.hidden));
+    }
+  }
+  hang.counter = static_cast<std::uint32_t>(worst);
+  return hang;
+}
+
+void FlashInferPcieKernels::reset() {
+  reset_on_every_rank(bootstrap_, "FlashInfer PCIe", [this] {
+    workspaces_.clear();
+    current_ = nullptr;
+  });
+}
+
+FlashInferPcieKernels::Signal FlashInferPcieKernels::read_signal() const {
+  Signal s;
+  const auto bytes = ws().read(0, ws().layout().signal_bytes);
+  s.words.resize(bytes.size() / 4);
+  std::memcpy(s.words.data(), bytes.data(), s.words.size() * 4);
+  return s;
+}
+
+void FlashInferPcieKernels::start_case() { state_ = read_signal(); }
+
+std::vector<std::string> FlashInferPcieKernels::check_rank(const gpu::GpuCase& c, int first,
+                                                           int count) {
+  const Signal now = read_signal();
+  const PcieLayout& l = ws().layout();
+  std::vector<std::string> out;
+  const int state_word[2] = {l.block_state_word, l.pack_state_word};
+  // What the calls must have left: each flips its region's epoch once; a barrier kernel's block
+  // b advances generation b by one.
+  int epoch[2] = {state_.words[state_word[0]] & 1, state_.words[state_word[1]] & 1};
+  int staged[2] = {0, 0};
+  std::vector<std::int32_t> generation(kPcieMaxBlocks);
+  for (int b = 0; b < kPcieMaxBlocks; ++b) generation[b] = state_.words[ws().flag_word(b)];
+  for (int i = first; i < first + count; ++i) {
+    const PcieVariant& v =
+        variants_.at(static_cast<std::size_t>(c.calls[static_cast<std::size_t>(i)].variant));
+    const int region = flashinfer_pcie_region(ranks_, v.kernel_variant);
+    epoch[region] ^= 1;
+    ++staged[region];
+    if (v.barriers)
+      for (int b = 0; b < v.blocks; ++b) ++generation[b];
+  }
+  for (int region : {0, 1}) {
+    const std::int32_t e = now.words[state_word[region]], a = now.words[state_word[region] + 1];
+    if (e != epoch[region])
+      out.push_back(fmt::format(
+          "PCIe invariant P1: the {} region's epoch is {}, expected {} ({} "
+          "call(s) staged there flip it from {})",
+          region_name(region), e, epoch[region], staged[region], state_.words[state_word[region]]));
+    if (a != 0)
+      out.push_back(
+          fmt::format("PCIe invariant P2: the {} region's arrival counter is {} after "
+                      "the calls (the last block to arrive resets it to 0)",
+                      region_name(region), a));
+    if (!flashinfer_pcie_region_sentinel_only(ranks_, region)) continue;
+    const auto bytes =
+        ws().read(l.signal_bytes + (region == 1 ? 0 : l.scratch_bytes), l.scratch_bytes);
+    if (const std::size_t at = first_nonzero(bytes); at < bytes.size()) {
+      const std::uint64_t pack = at / 16, per_half = l.scratch_bytes / 32;
+      out.push_back(fmt::format(
+          "PCIe invariant P3: the {} region still holds data after the calls: half {}, byte {} of "
+          "that half (pack {}) reads {:#04x}; every sentinel kernel leaves its slots +0",
+          region_name(region), pack / std::max<std::uint64_t>(1, per_half),
+          at % (l.scratch_bytes / 2), pack % std::max<std::uint64_t>(1, per_half), bytes[at]));
+    }
+  }
+  for (int b = 0; b < kPcieMaxBlocks; ++b) {
+    const std::int32_t g = now.words[ws().flag_word(b)];
+    if (g != generation[b]) {
+      out.push_back(
+          fmt::format("PCIe invariant P4: block {}'s barrier generation is {}, expected {}", b, g,
+                      generation[b]));
+      break;
+    }
+    for (int phase = 0; phase < l.signal_phases; ++phase)
+      for (int peer = 0; peer < ranks_; ++peer) {
+        const std::int32_t slot = now.words[ws().phase_word(phase, b, peer)];
+        if (static_cast<std::int32_t>(static_cast<std::uint32_t>(slot) -
+                                      static_cast<std::uint32_t>(g)) > 0)
+          out.push_back(
+              fmt::format("PCIe invariant P4: barrier slot (phase {}, block {}, peer {}) "
+                          "holds generation {}, ahead of the block's {}",
+                          phase, b, peer, slot, g));
+      }
+  }
+  for (int w = 0; w < kPcieMaxBlocks; ++w)
+    if (now.words[w] != 0) {
+      out.push_back(
+          fmt::format("PCIe invariant P5: epoch slot {} (used by debug builds only) holds {}", w,
+                      now.words[w]));
+      break;
+    }
+  const std::uint64_t tail = l.signal_bytes + 2 * l.scratch_bytes;
+  if (const auto ce = ws().read(tail, l.total_bytes - tail); first_nonzero(ce) < ce.size())
+    out.push_back(
+        fmt::format("PCIe invariant P5: the copy-engine area (untouched by the SM kernels) "
+                    "holds {:#04x} at byte {}",
+                    ce[first_nonzero(ce)], first_nonzero(ce)));
+  if (!ws().guards_intact())
+    out.push_back("PCIe invariant P5: a guard word around the slab was overwritten");
+  state_ = now;
+  return out;
+}
+
+gpu::ProtocolWords FlashInferPcieKernels::words() const {
+  gpu::ProtocolWords w;
+  if (current_ == nullptr || state_.words.empty()) return w;
+  const PcieLayout& l = ws().layout();
+  const auto u = [](std::int32_t v) {
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(v));
+  };
+  w.words[0] = u(state_.words[l.block_state_word]);
+  w.words[1] = u(state_.words[l.pack_state_word]);
+  w.words[2] = u(state_.words[l.block_state_word + 1]);
+  w.words[3] = u(state_.words[l.pack_state_word + 1]);
+  w.words[4] = hash_words(&state_.words[ws().flag_word(0)], kPcieMaxBlocks);
+  w.words[5] = u(*std::max_element(&state_.words[ws().flag_word(0)],
+                                   &state_.words[ws().flag_word(0)] + kPcieMaxBlocks));
+  return w;
+}
+
+std::vector<std::string> FlashInferPcieKernels::check_across_ranks(
+    const std::vector<gpu::ProtocolWords>& all) const {
+  std::vector<std::string> out;
+  for (std::size_t r = 1; r < all.size(); ++r)
+    if (all[r].words != all[0].words) {
+      out.push_back(
+          fmt::format("PCIe invariant P6: rank {}'s protocol state ({}) differs from "
+                      "rank 0's ({})",
+                      r, describe(all[r]), describe(all[0])));
+      break;
+    }
+  return out;
+}
+
+std::string FlashInferPcieKernels::describe(const gpu::ProtocolWords& w) const {
+  return fmt::format(
+      "block region epoch {} arrivals {}, pack region epoch {} arrivals {}, "
+      "barrier generations up to {} (hash {:#x})",
+      w.words[0], w.words[2], w.words[1], w.words[3], w.words[5], w.words[4]);
+}
+
+}  // namespace fi
+
+namespace {
+
+const fi::PcieInstance* find_pcie_instance(protocol::Mutant mutant) {
+  for (const fi::PcieInstance& i : fi::kPcieInstances)
+    if (i.launch != nullptr && i.mutant == mutant) return &i;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string flashinfer_pcie_unavailable_reason() {
+  return find_pcie_instance(protocol::Mutant::none) != nullptr
+             ? ""
+             : "this FlashInfer tree has no flashinfer/comm/pcie_ipc_all_reduce.cuh";
+}
+
+std::vector<protocol::Mutant> flashinfer_pcie_patches() {
+  std::vector<protocol::Mutant> out;
+  for (const fi::PcieInstance& i : fi::kPcieInstances)
+    if (i.launch != nullptr && i.mutant != protocol::Mutant::none) out.push_back(i.mutant);
+  return out;
+}
+
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
+                                                           protocol::Mutant patch) {
+  if (const std::string why = flashinfer_pcie_unavailable_reason(); !why.empty())
+    throw kernels::InvalidLaunch(why);
+  const fi::PcieInstance* instance = find_pcie_instance(patch);
+  if (instance == nullptr)
+    throw kernels::InvalidLaunch("FlashInfer's PCIe allreduce has no patched copy for mutant " +
+                                 std::string(protocol::mutant_id(patch)));
+  return std::make_unique<fi::FlashInferPcieKernels>(bootstrap, *instance);
+}
+
+}  // namespace fusioncheck::adapters
