@@ -394,3 +394,101 @@ TEST(FlashInferPcie, VariantOutsideTheKernelIsNamedAndTravelsInJson) {
 }
 
 }  // namespace
+
+// --- The PCIe protocol's checks (P1-P5) on states written here: a clean one passes, and each
+// invariant, broken alone, is named.
+
+namespace {
+
+int variant_index(int ranks, int kernel_variant, int blocks) {
+  const auto v = fa::flashinfer_pcie_variants(ranks);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i].kernel_variant == kernel_variant && v[i].blocks == blocks) return static_cast<int>(i);
+  return -1;
+}
+
+// 4 ranks: a one-shot call (pack region) and a ring call of 16 blocks (block region, barriers),
+// with the state they leave: both epochs flipped, generation 1 in blocks 0..15 and in their
+// barrier slots of phases 1..6.
+fa::PcieStateAfterCalls clean_state() {
+  fa::PcieStateAfterCalls s;
+  s.layout.ranks = 4;
+  s.layout.phases = 8;
+  s.layout.block_state_word = s.layout.flag_word(fa::kPcieMaxBlocks - 1) + 1;
+  s.layout.pack_state_word = s.layout.block_state_word + 2;
+  const std::size_t words = static_cast<std::size_t>(s.layout.pack_state_word) + 2;
+  s.before.assign(words, 0);
+  s.after.assign(words, 0);
+  s.variants = {variant_index(4, 0, 16), variant_index(4, 2, 16)};
+  s.after[static_cast<std::size_t>(s.layout.block_state_word)] = 1;
+  s.after[static_cast<std::size_t>(s.layout.pack_state_word)] = 1;
+  for (int b = 0; b < 16; ++b) {
+    s.after[static_cast<std::size_t>(s.layout.flag_word(b))] = 1;
+    for (int phase = 1; phase <= 6; ++phase)
+      for (int peer = 0; peer < 4; ++peer)
+        s.after[static_cast<std::size_t>(s.layout.phase_word(phase, b, peer))] = 1;
+  }
+  s.region_bytes[0].assign(4096, 0);
+  s.region_bytes[1].assign(4096, 0);
+  s.copy_engine_bytes.assign(512, 0);
+  return s;
+}
+
+std::string only_violation(const fa::PcieStateAfterCalls& s) {
+  const auto v = fa::pcie_state_violations(s);
+  return v.size() == 1 ? v[0] : std::to_string(v.size()) + " violations";
+}
+
+TEST(FlashInferPcieChecks, ACleanStatePasses) {
+  ASSERT_GE(variant_index(4, 0, 16), 0);
+  ASSERT_GE(variant_index(4, 2, 16), 0);
+  EXPECT_TRUE(fa::pcie_state_violations(clean_state()).empty());
+}
+
+TEST(FlashInferPcieChecks, EachInvariantBrokenAloneIsNamed) {
+  auto expect = [](fa::PcieStateAfterCalls s, const std::string& starts) {
+    const std::string v = only_violation(s);
+    EXPECT_EQ(v.rfind(starts, 0), 0u) << v;
+  };
+  fa::PcieStateAfterCalls s = clean_state();
+  s.after[static_cast<std::size_t>(s.layout.pack_state_word)] = 0;  // the epoch did not flip
+  expect(s, "PCIe invariant P1: the pack region's epoch is 0, expected 1");
+  s = clean_state();
+  s.after[static_cast<std::size_t>(s.layout.block_state_word) + 1] = 16;  // arrivals left
+  expect(s, "PCIe invariant P2: the block region's arrival counter is 16");
+  s = clean_state();
+  s.region_bytes[1][2048 + 17] = 0x80;  // a slot of half 1 not reset
+  expect(s, "PCIe invariant P3: the pack region still holds data after the calls: half 1, byte 17");
+  s = clean_state();
+  s.after[static_cast<std::size_t>(s.layout.flag_word(3))] = 2;  // a generation too far
+  expect(s, "PCIe invariant P4: block 3's barrier generation is 2, expected 1");
+  s = clean_state();
+  s.after[static_cast<std::size_t>(s.layout.phase_word(7, 5, 2))] = 2;  // a slot ahead
+  expect(s, "PCIe invariant P4: barrier slot (phase 7, block 5, peer 2) holds generation 2");
+  s = clean_state();
+  s.after[9] = 1;  // an epoch slot of debug builds
+  expect(s, "PCIe invariant P5: epoch slot 9");
+  s = clean_state();
+  s.copy_engine_bytes[100] = 1;
+  expect(s, "PCIe invariant P5: the copy-engine area");
+  s = clean_state();
+  s.guards_intact = false;
+  expect(s, "PCIe invariant P5: a guard word");
+}
+
+// The calls decide what is expected: the same state after the one-shot call alone breaks P1 of
+// the block region and P4 (no barrier call ran).
+TEST(FlashInferPcieChecks, TheExpectationFollowsTheCalls) {
+  fa::PcieStateAfterCalls s = clean_state();
+  s.variants.pop_back();
+  const auto v = fa::pcie_state_violations(s);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].rfind("PCIe invariant P1: the block region's epoch is 1, expected 0", 0), 0u)
+      << v[0];
+  EXPECT_EQ(v[1].rfind("PCIe invariant P4: block 0's barrier generation is 1, expected 0", 0), 0u)
+      << v[1];
+  s.after.resize(10);
+  EXPECT_THROW((void)fa::pcie_state_violations(s), std::invalid_argument);
+}
+
+}  // namespace

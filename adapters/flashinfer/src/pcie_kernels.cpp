@@ -19,19 +19,11 @@ namespace k = kernels;
 
 constexpr std::int64_t kMinNumel = 64 << 10;  // the smallest workspace: elements per rank
 constexpr int kPackElems = 8;                 // 16-bit elements per 16-byte pack
-const char* region_name(int region) { return region == 1 ? "pack" : "block"; }
 
 std::uint64_t hash_words(const std::int32_t* w, std::size_t n) {
   std::uint64_t h = 1469598103934665603ull;
   for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<std::uint32_t>(w[i])) * 1099511628211ull;
   return h;
-}
-
-// The first non-zero byte of `bytes`, or bytes.size().
-std::size_t first_nonzero(const std::vector<std::uint8_t>& bytes) {
-  return static_cast<std::size_t>(
-      std::find_if(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b != 0; }) -
-      bytes.begin());
 }
 
 }  // namespace
@@ -122,8 +114,9 @@ void FlashInferPcieKernels::wait(cudaStream_t stream) {
 // scratch regions, and every barrier slot far past any generation; the runner then resets.
 void FlashInferPcieKernels::release_stuck_call() {
   waiter_.fill(ws().region(1), 2 * ws().layout().scratch_bytes, 0x3F80u, 2);
-  const int first = ws().phase_word(0, 0, 0);
-  const int end = ws().phase_word(ws().layout().signal_phases, 0, 0);
+  const PcieSignalLayout layout = ws().signal_layout();
+  const int first = layout.phase_word(0, 0, 0);
+  const int end = layout.phase_word(layout.phases, 0, 0);
   waiter_.fill(ws().slab() + 4ull * first, 4ull * (end - first), 0x3FFFFFFFu, 4);
 }
 
@@ -181,85 +174,22 @@ void FlashInferPcieKernels::start_case() { state_ = read_signal(); }
 
 std::vector<std::string> FlashInferPcieKernels::check_rank(const gpu::GpuCase& c, int first,
                                                            int count) {
-  const Signal now = read_signal();
   const PcieLayout& l = ws().layout();
-  std::vector<std::string> out;
-  const int state_word[2] = {l.block_state_word, l.pack_state_word};
-  // What the calls must have left: each flips its region's epoch once; a barrier kernel's block
-  // b advances generation b by one.
-  int epoch[2] = {state_.words[state_word[0]] & 1, state_.words[state_word[1]] & 1};
-  int staged[2] = {0, 0};
-  std::vector<std::int32_t> generation(kPcieMaxBlocks);
-  for (int b = 0; b < kPcieMaxBlocks; ++b) generation[b] = state_.words[ws().flag_word(b)];
-  for (int i = first; i < first + count; ++i) {
-    const PcieVariant& v =
-        variants_.at(static_cast<std::size_t>(c.calls[static_cast<std::size_t>(i)].variant));
-    const int region = flashinfer_pcie_region(ranks_, v.kernel_variant);
-    epoch[region] ^= 1;
-    ++staged[region];
-    if (v.barriers)
-      for (int b = 0; b < v.blocks; ++b) ++generation[b];
-  }
-  for (int region : {0, 1}) {
-    const std::int32_t e = now.words[state_word[region]], a = now.words[state_word[region] + 1];
-    if (e != epoch[region])
-      out.push_back(fmt::format(
-          "PCIe invariant P1: the {} region's epoch is {}, expected {} ({} "
-          "call(s) staged there flip it from {})",
-          region_name(region), e, epoch[region], staged[region], state_.words[state_word[region]]));
-    if (a != 0)
-      out.push_back(
-          fmt::format("PCIe invariant P2: the {} region's arrival counter is {} after "
-                      "the calls (the last block to arrive resets it to 0)",
-                      region_name(region), a));
-    if (!flashinfer_pcie_region_sentinel_only(ranks_, region)) continue;
-    const auto bytes =
-        ws().read(l.signal_bytes + (region == 1 ? 0 : l.scratch_bytes), l.scratch_bytes);
-    if (const std::size_t at = first_nonzero(bytes); at < bytes.size()) {
-      const std::uint64_t pack = at / 16, per_half = l.scratch_bytes / 32;
-      out.push_back(fmt::format(
-          "PCIe invariant P3: the {} region still holds data after the calls: half {}, byte {} of "
-          "that half (pack {}) reads {:#04x}; every sentinel kernel leaves its slots +0",
-          region_name(region), pack / std::max<std::uint64_t>(1, per_half),
-          at % (l.scratch_bytes / 2), pack % std::max<std::uint64_t>(1, per_half), bytes[at]));
-    }
-  }
-  for (int b = 0; b < kPcieMaxBlocks; ++b) {
-    const std::int32_t g = now.words[ws().flag_word(b)];
-    if (g != generation[b]) {
-      out.push_back(
-          fmt::format("PCIe invariant P4: block {}'s barrier generation is {}, expected {}", b, g,
-                      generation[b]));
-      break;
-    }
-    for (int phase = 0; phase < l.signal_phases; ++phase)
-      for (int peer = 0; peer < ranks_; ++peer) {
-        const std::int32_t slot = now.words[ws().phase_word(phase, b, peer)];
-        if (static_cast<std::int32_t>(static_cast<std::uint32_t>(slot) -
-                                      static_cast<std::uint32_t>(g)) > 0)
-          out.push_back(
-              fmt::format("PCIe invariant P4: barrier slot (phase {}, block {}, peer {}) "
-                          "holds generation {}, ahead of the block's {}",
-                          phase, b, peer, slot, g));
-      }
-  }
-  for (int w = 0; w < kPcieMaxBlocks; ++w)
-    if (now.words[w] != 0) {
-      out.push_back(
-          fmt::format("PCIe invariant P5: epoch slot {} (used by debug builds only) holds {}", w,
-                      now.words[w]));
-      break;
-    }
+  PcieStateAfterCalls s;
+  s.layout = ws().signal_layout();
+  s.before = state_.words;
+  s.after = read_signal().words;
+  for (int i = first; i < first + count; ++i)
+    s.variants.push_back(c.calls[static_cast<std::size_t>(i)].variant);
+  for (int region : {0, 1})
+    if (flashinfer_pcie_region_sentinel_only(ranks_, region))
+      s.region_bytes[region] =
+          ws().read(l.signal_bytes + (region == 1 ? 0 : l.scratch_bytes), l.scratch_bytes);
   const std::uint64_t tail = l.signal_bytes + 2 * l.scratch_bytes;
-  if (const auto ce = ws().read(tail, l.total_bytes - tail); first_nonzero(ce) < ce.size())
-    out.push_back(
-        fmt::format("PCIe invariant P5: the copy-engine area (untouched by the SM kernels) "
-                    "holds {:#04x} at byte {}",
-                    ce[first_nonzero(ce)], first_nonzero(ce)));
-  if (!ws().guards_intact())
-    out.push_back("PCIe invariant P5: a guard word around the slab was overwritten");
-  state_ = now;
-  return out;
+  s.copy_engine_bytes = ws().read(tail, l.total_bytes - tail);
+  s.guards_intact = ws().guards_intact();
+  state_.words = s.after;
+  return pcie_state_violations(s);
 }
 
 gpu::ProtocolWords FlashInferPcieKernels::words() const {
@@ -273,9 +203,9 @@ gpu::ProtocolWords FlashInferPcieKernels::words() const {
   w.words[1] = u(state_.words[l.pack_state_word]);
   w.words[2] = u(state_.words[l.block_state_word + 1]);
   w.words[3] = u(state_.words[l.pack_state_word + 1]);
-  w.words[4] = hash_words(&state_.words[ws().flag_word(0)], kPcieMaxBlocks);
-  w.words[5] = u(*std::max_element(&state_.words[ws().flag_word(0)],
-                                   &state_.words[ws().flag_word(0)] + kPcieMaxBlocks));
+  const std::int32_t* generations = &state_.words[ws().signal_layout().flag_word(0)];
+  w.words[4] = hash_words(generations, kPcieMaxBlocks);
+  w.words[5] = u(*std::max_element(generations, generations + kPcieMaxBlocks));
   return w;
 }
 

@@ -35,10 +35,8 @@ class PcieWorkspace {
   const std::int64_t* slabs() const { return slabs_.data(); }
   std::uint8_t* slab() const;              // mine
   std::uint8_t* region(int region) const;  // my scratch region: 0 block, 1 pack
-  // Word offsets in the signal area (the header's phase_offset, flag_offset).
-  int phase_word(int phase, int block, int peer) const;
-  int flag_word(int block) const;
-  int signal_words() const { return static_cast<int>(layout_.signal_bytes / 4); }
+  // Word offsets in the signal area (the header's phase_offset, flag_offset, scratch_state_offset).
+  PcieSignalLayout signal_layout() const;
   // Synchronises the device, then copies bytes [offset, offset + bytes) of my slab.
   std::vector<std::uint8_t> read(std::uint64_t offset, std::uint64_t bytes) const;
   bool guards_intact() const;

@@ -2,6 +2,10 @@
 // pcie_ipc_all_reduce.cuh (FlashInfer 0.7.4: all_reduce() and its kernels, L860-L2347) and from
 // the wheel's Python (pcie_ipc_policy.py: the untuned grids; pcie_ipc_tuning.py: the grids its
 // tuner tries). Plain C++, built with or without FlashInfer's headers.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
@@ -123,6 +127,123 @@ std::string flashinfer_pcie_refusal(const k::FusedParams& p, bool twoshot) {
   if (static_cast<long long>(p.tokens) * p.hidden % 8 != 0)
     return who + ": tokens x hidden must be a multiple of 8 (16-byte packs)";
   return "";
+}
+
+namespace {
+
+const char* region_name(int region) { return region == 1 ? "pack" : "block"; }
+
+std::size_t first_nonzero(const std::vector<std::uint8_t>& bytes) {
+  return static_cast<std::size_t>(
+      std::find_if(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b != 0; }) -
+      bytes.begin());
+}
+
+// P1, P2: each region's epoch flipped once per call staged there, its arrival counter 0.
+void check_regions(const PcieStateAfterCalls& s, std::vector<std::string>& out) {
+  const PcieSignalLayout& l = s.layout;
+  const auto variants = flashinfer_pcie_variants(l.ranks);
+  int flips[2] = {0, 0};
+  for (int v : s.variants)
+    ++flips[flashinfer_pcie_region(l.ranks,
+                                   variants.at(static_cast<std::size_t>(v)).kernel_variant)];
+  for (int region : {0, 1}) {
+    const int w = l.state_word(region);
+    const std::int32_t was = s.before[static_cast<std::size_t>(w)];
+    const std::int32_t expected = (was & 1) ^ (flips[region] & 1);
+    const std::int32_t epoch = s.after[static_cast<std::size_t>(w)];
+    const std::int32_t arrivals = s.after[static_cast<std::size_t>(w) + 1];
+    if (epoch != expected)
+      out.push_back(
+          fmt::format("PCIe invariant P1: the {} region's epoch is {}, expected {} ({} "
+                      "call(s) staged there flip it from {})",
+                      region_name(region), epoch, expected, flips[region], was));
+    if (arrivals != 0)
+      out.push_back(
+          fmt::format("PCIe invariant P2: the {} region's arrival counter is {} after "
+                      "the calls (the last block to arrive resets it to 0)",
+                      region_name(region), arrivals));
+  }
+}
+
+// P3: the regions of sentinel kernels hold +0 in every byte.
+void check_sentinel_regions(const PcieStateAfterCalls& s, std::vector<std::string>& out) {
+  for (int region : {0, 1}) {
+    const auto& bytes = s.region_bytes[region];
+    const std::size_t at = first_nonzero(bytes);
+    if (at == bytes.size()) continue;
+    const std::size_t half = bytes.size() / 2;
+    out.push_back(fmt::format(
+        "PCIe invariant P3: the {} region still holds data after the calls: half {}, byte {} of "
+        "that half reads {:#04x}; every sentinel kernel leaves its slots +0",
+        region_name(region), half == 0 ? 0 : at / half, half == 0 ? at : at % half, bytes[at]));
+  }
+}
+
+// P4: generations advanced by the barrier calls of each block, no barrier slot ahead of them.
+void check_generations(const PcieStateAfterCalls& s, std::vector<std::string>& out) {
+  const PcieSignalLayout& l = s.layout;
+  const auto variants = flashinfer_pcie_variants(l.ranks);
+  for (int b = 0; b < kPcieMaxBlocks; ++b) {
+    std::int32_t expected = s.before[static_cast<std::size_t>(l.flag_word(b))];
+    for (int v : s.variants) {
+      const PcieVariant& pv = variants.at(static_cast<std::size_t>(v));
+      if (pv.barriers && b < pv.blocks) ++expected;
+    }
+    const std::int32_t g = s.after[static_cast<std::size_t>(l.flag_word(b))];
+    if (g != expected) {
+      out.push_back(fmt::format(
+          "PCIe invariant P4: block {}'s barrier generation is {}, expected {}", b, g, expected));
+      return;
+    }
+    for (int phase = 0; phase < l.phases; ++phase)
+      for (int peer = 0; peer < l.ranks; ++peer) {
+        const std::int32_t slot = s.after[static_cast<std::size_t>(l.phase_word(phase, b, peer))];
+        const auto ahead = static_cast<std::int32_t>(static_cast<std::uint32_t>(slot) -
+                                                     static_cast<std::uint32_t>(g));
+        if (ahead > 0) {
+          out.push_back(
+              fmt::format("PCIe invariant P4: barrier slot (phase {}, block {}, peer {}) "
+                          "holds generation {}, ahead of the block's {}",
+                          phase, b, peer, slot, g));
+          return;
+        }
+      }
+  }
+}
+
+// P5: what the SM kernels never write.
+void check_untouched(const PcieStateAfterCalls& s, std::vector<std::string>& out) {
+  for (int w = 0; w < kPcieMaxBlocks; ++w)
+    if (s.after[static_cast<std::size_t>(w)] != 0) {
+      out.push_back(
+          fmt::format("PCIe invariant P5: epoch slot {} (used by debug builds only) holds {}", w,
+                      s.after[static_cast<std::size_t>(w)]));
+      break;
+    }
+  if (const std::size_t at = first_nonzero(s.copy_engine_bytes); at < s.copy_engine_bytes.size())
+    out.push_back(fmt::format(
+        "PCIe invariant P5: the copy-engine area (untouched by the SM kernels) holds {:#04x} at "
+        "byte {}",
+        s.copy_engine_bytes[at], at));
+  if (!s.guards_intact)
+    out.push_back("PCIe invariant P5: a guard word around the slab was overwritten");
+}
+
+}  // namespace
+
+std::vector<std::string> pcie_state_violations(const PcieStateAfterCalls& state) {
+  const auto words = static_cast<std::size_t>(state.layout.flag_word(kPcieMaxBlocks - 1)) + 1;
+  if (state.before.size() < words || state.after.size() < words ||
+      state.before.size() <= static_cast<std::size_t>(state.layout.pack_state_word) + 1 ||
+      state.after.size() <= static_cast<std::size_t>(state.layout.pack_state_word) + 1)
+    throw std::invalid_argument("pcie_state_violations: fewer signal words than the layout has");
+  std::vector<std::string> out;
+  check_regions(state, out);
+  check_sentinel_regions(state, out);
+  check_generations(state, out);
+  check_untouched(state, out);
+  return out;
 }
 
 }  // namespace fusioncheck::adapters

@@ -49,13 +49,13 @@ std::uint8_t* PcieWorkspace::region(int region) const {
   return slab() + layout_.signal_bytes + (region == 1 ? 0 : layout_.scratch_bytes);
 }
 
-// pcie_ipc_all_reduce.cuh (0.7.4) phase_offset and flag_offset: the epoch slots [0, max_blocks),
-// then kSignalPhases x max_blocks x ranks barrier slots, then one generation word per block.
-int PcieWorkspace::phase_word(int phase, int block, int peer) const {
-  return kPcieMaxBlocks + phase * kPcieMaxBlocks * ranks_ + block * ranks_ + peer;
-}
-int PcieWorkspace::flag_word(int block) const {
-  return kPcieMaxBlocks + layout_.signal_phases * kPcieMaxBlocks * ranks_ + block;
+PcieSignalLayout PcieWorkspace::signal_layout() const {
+  PcieSignalLayout l;
+  l.ranks = ranks_;
+  l.phases = layout_.signal_phases;
+  l.block_state_word = layout_.block_state_word;
+  l.pack_state_word = layout_.pack_state_word;
+  return l;
 }
 
 std::vector<std::uint8_t> PcieWorkspace::read(std::uint64_t offset, std::uint64_t bytes) const {

@@ -6,6 +6,7 @@
 // copies of the header (adapters/flashinfer/patches), one per catalogue mutant id.
 // docs/flashinfer.md has the facts of FlashInfer's layout and behaviour that the adapter
 // and the reference follow.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -99,6 +100,36 @@ std::string flashinfer_pcie_refusal(const kernels::FusedParams& params, bool two
 // The largest grid it is drawn with (blocks): the workspace's max_blocks.
 inline constexpr int kPcieMaxBlocks = 128;  // FlashInfer's AR_MAX_BLOCKS
 
+// Its signal words (pcie_ipc_all_reduce.cuh, 0.7.4: phase_offset, flag_offset), for a workspace
+// of kPcieMaxBlocks blocks: barrier slot (phase, block, peer) and block b's generation.
+struct PcieSignalLayout {
+  int ranks = 2;
+  int phases = 8;            // kSignalPhases
+  int block_state_word = 0;  // {epoch, arrival} of the block region (scratch_state_offset)
+  int pack_state_word = 0;   // and of the pack region
+  int phase_word(int phase, int block, int peer) const {
+    return kPcieMaxBlocks + phase * kPcieMaxBlocks * ranks + block * ranks + peer;
+  }
+  int flag_word(int block) const {
+    return kPcieMaxBlocks + phases * kPcieMaxBlocks * ranks + block;
+  }
+  int state_word(int region) const { return region == 1 ? pack_state_word : block_state_word; }
+};
+
+// The state after calls, as read back, and what the calls were: the input of the P1-P6
+// checks of one rank (docs/design.md, "PCIe sentinel protocol").
+struct PcieStateAfterCalls {
+  PcieSignalLayout layout;
+  std::vector<std::int32_t> before;  // the signal words before the calls
+  std::vector<std::int32_t> after;   // and after them
+  std::vector<int> variants;         // each call's index into flashinfer_pcie_variants(ranks)
+  // Each region's bytes (0 block, 1 pack) where only sentinel kernels stage; empty: not read.
+  std::vector<std::uint8_t> region_bytes[2];
+  std::vector<std::uint8_t> copy_engine_bytes;  // the copy-engine area
+  bool guards_intact = true;
+};
+// This rank's violations of P1-P5, one line each ("PCIe invariant P<n>: ...").
+std::vector<std::string> pcie_state_violations(const PcieStateAfterCalls& state);
 // Registers FlashInfer's families: flashinfer, flashinfer-legacy and flashinfer@VERSION. They
 // are registered in every build; where this build lacks the adapter or a release, choosing
 // one throws gpu::BadInput with the reason.
