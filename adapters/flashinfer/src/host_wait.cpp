@@ -89,8 +89,12 @@ void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record,
                            const std::function<void()>& release) {
   const auto start = Clock::now();
   if (finished_by(stream, start + kWaitBudget)) return done();
+  // The record's read-back and the release share one budget, whatever their size: the peers
+  // wait for this rank's report with their own (MPI) bound.
+  copies_deadline_ = Clock::now() + kReleaseBudget;
   hang_ = record(stuck_call(), std::chrono::duration<double>(Clock::now() - start).count());
   release();
+  copies_deadline_ = Clock::time_point::max();
   if (finished_by(stream, Clock::now() + kReleaseBudget)) return done();
   throw k::CudaError(kernel_ + " of rank " + std::to_string(rank) +
                      " still running after its buffers were released: " + k::describe(hang_));
@@ -101,13 +105,13 @@ void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record,
 // and a pageable copy may wait for more than its own stream. Bounded all the same.
 void HostBoundedWait::copies_done(const char* what) {
   k::cuda_check(cudaEventRecord(copied_, copies_), what);
-  const auto deadline = Clock::now() + kReleaseBudget;
+  const auto deadline = std::min(Clock::now() + kReleaseBudget, copies_deadline_);
   for (;;) {
     const cudaError_t e = cudaEventQuery(copied_);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) k::cuda_check(e, what);
     if (Clock::now() >= deadline)
-      throw k::CudaError(kernel_ + ": " + what + " did not complete within " +
+      throw k::CudaError(kernel_ + ": " + what + " did not complete within its " +
                          std::to_string(kReleaseBudget.count()) + " s beside the stuck kernel");
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

@@ -68,7 +68,10 @@ class HostBoundedWait {
   cudaStream_t copies_ = nullptr;  // read-back and release copies
   cudaEvent_t copied_ = nullptr;
   std::uint8_t* staging_ = nullptr;  // pinned, for read_back and fill
-  int sm_count_ = 0;                 // of this rank's GPU, read on the first hog
+  // The end of the budget every copy of one hang's record and release shares (set by wait;
+  // copies outside a hang have their own budget each).
+  Clock::time_point copies_deadline_ = Clock::time_point::max();
+  int sm_count_ = 0;  // of this rank's GPU, read on the first hog
   std::vector<PendingCall> pending_;
   std::vector<cudaEvent_t> spare_events_;
   kernels::HangRecord hang_{};

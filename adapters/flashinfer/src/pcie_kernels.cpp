@@ -130,16 +130,18 @@ k::HangRecord FlashInferPcieKernels::record_hang(const PendingCall& call, double
   const std::uint64_t packs = call.elems / kPackElems;
   // TP2 (2 ranks) places slot s at s x the call's packs inside a half of 2 x rank_stride packs.
   const std::uint64_t half = call.flag * (ranks_ == 2 ? 2 : ranks_) * rank_stride;
-  std::vector<std::uint8_t> data(ws().layout().scratch_bytes);
-  waiter_.read_back(data.data(), ws().region(call.region), data.size(), "hang: staging region");
   std::uint64_t worst = 0;
+  std::vector<std::uint8_t> data(packs * 16);  // one slot's packs of the call: small reads only
   for (int s = 0; s < ranks_; ++s) {
     if (s == r && ranks_ == 2) continue;  // TP2 never writes its own slot
     const std::uint64_t base =
         half + static_cast<std::uint64_t>(s) * (ranks_ == 2 ? packs : rank_stride);
+    if ((base + packs) * 16 > ws().layout().scratch_bytes) continue;
+    waiter_.read_back(data.data(), ws().region(call.region) + base * 16, data.size(),
+                      "hang: a peer's staging slot");
     std::uint64_t unwritten = 0, first = packs;
-    for (std::uint64_t i = 0; i < packs && (base + i + 1) * 16 <= data.size(); ++i) {
-      const std::uint8_t* pack = data.data() + (base + i) * 16;
+    for (std::uint64_t i = 0; i < packs; ++i) {
+      const std::uint8_t* pack = data.data() + i * 16;
       bool has_pos_zero = false;
       for (int e = 0; e < 16; e += 2) has_pos_zero |= pack[e] == 0 && pack[e + 1] == 0;
       if (has_pos_zero && unwritten++ == 0) first = i;
