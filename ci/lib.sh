@@ -53,7 +53,7 @@ fc_mpirun() {  # N CMD ARGS...
 fc_bin() { printf '%s/bin/fusioncheck\n' "${1:-build/default}"; }
 
 # The GPU test machine has no network: the Debian packages it lacks (RapidCheck and the like)
-# are carried in .debs/ (fetched elsewhere with `apt-get download`), unpacked into
+# are carried in .debs/ (ci/fetch_gpu_debs.sh downloads them), unpacked into
 # FCDEPS (/tmp/fcdeps) and put on CMake's, the compiler's and the loader's paths. Packages the
 # machine already has are left alone by CMake's search order. Nothing to do without .debs/;
 # done once per environment (FC_DEBS_UNPACKED is exported to child scripts).
