@@ -4,8 +4,8 @@
 # (2, 4, 8, 16) up to the GPU count; on a single GPU, 2 ranks sharing it, under MPS when
 # ALLOW_MPS=1 (the default; set 0 where the runner may not start the MPS daemon).
 # Runs the in-process kernel tests, then per rank count and for every kernel family this build
-# has (ours, flashinfer, flashinfer-legacy: `fusioncheck gpu kernels`): smoke, the mutant kill
-# table (2 ranks; KILL_CASES cases per mutant; one table per seed of KILL_SEEDS), then the
+# has (ours, flashinfer, flashinfer-legacy, flashinfer-pcie: `fusioncheck gpu kernels`): smoke,
+# the mutant kill table (2 ranks; KILL_CASES cases per mutant; one table per seed of KILL_SEEDS), then the
 # property suite (CASES cases), so that the check also shows the GPU usable after the tables.
 # Then our latency bench (beside FlashInfer where built) and a wait profile, with PNG plots.
 # Reports land in REPORTS (default $BUILD/gpu-reports): JSON, JUnit XML, Markdown, PNG, one
