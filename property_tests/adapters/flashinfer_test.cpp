@@ -162,6 +162,23 @@ namespace {
 
 namespace fg = fusioncheck::gpu;
 
+// A call's parameters as the case runner fills them (what a kernel's launch check reads).
+fk::FusedParams params_of(const fg::GpuCase& c, const fg::CallSpec& call) {
+  fk::FusedParams p;
+  p.ranks = c.ranks;
+  p.tokens = call.tokens;
+  p.hidden = c.hidden;
+  p.dtype = c.dtype;
+  p.fp32_lamport = c.fp32_lamport;
+  p.fp32_accumulation = c.fp32_accumulation;
+  p.pattern = call.pattern;
+  p.weight_bias = c.weight_bias;
+  p.trigger = call.trigger;
+  p.cluster = call.cluster;
+  p.variant = call.variant;
+  return p;
+}
+
 // Whether every drawn case is inside `inside` and every call passes the kernel's own launch
 // check (the parameters as the case runner fills them).
 bool every_case_inside(const fg::KernelTraits& drawn_with, int ranks) {
@@ -172,20 +189,8 @@ bool every_case_inside(const fg::KernelTraits& drawn_with, int ranks) {
   return rc::check("cases drawn for " + std::to_string(ranks) + " ranks", [&] {
     const fg::GpuCase c = fg::draw_case(s, drawn_with);
     RC_ASSERT(fg::outside_traits(c, legacy) == "");
-    for (const fg::CallSpec& call : c.calls) {
-      fk::FusedParams p;
-      p.ranks = c.ranks;
-      p.tokens = call.tokens;
-      p.hidden = c.hidden;
-      p.dtype = c.dtype;
-      p.fp32_lamport = c.fp32_lamport;
-      p.fp32_accumulation = c.fp32_accumulation;
-      p.pattern = call.pattern;
-      p.weight_bias = c.weight_bias;
-      p.trigger = call.trigger;
-      p.cluster = call.cluster;
-      RC_ASSERT(fa::flashinfer_legacy_refusal(p, call.twoshot, 9) == "");
-    }
+    for (const fg::CallSpec& call : c.calls)
+      RC_ASSERT(fa::flashinfer_legacy_refusal(params_of(c, call), call.twoshot, 9) == "");
   });
 }
 
@@ -241,23 +246,6 @@ TEST(FlashInferLegacy, ResidualCaseIsInsideTheTraitsWithAPdlProducer) {
 
 namespace {
 
-namespace fk2 = fusioncheck::kernels;
-
-fk2::FusedParams pcie_params(const fg::GpuCase& c, const fg::CallSpec& call) {
-  fk2::FusedParams p;
-  p.ranks = c.ranks;
-  p.tokens = call.tokens;
-  p.hidden = c.hidden;
-  p.dtype = c.dtype;
-  p.fp32_lamport = c.fp32_lamport;
-  p.fp32_accumulation = c.fp32_accumulation;
-  p.pattern = call.pattern;
-  p.trigger = call.trigger;
-  p.cluster = call.cluster;
-  p.variant = call.variant;
-  return p;
-}
-
 TEST(FlashInferPcie, BuiltWithEveryPatchedCopy) {
   ASSERT_EQ(fa::flashinfer_pcie_unavailable_reason(), "");
   auto patches = fa::flashinfer_pcie_patches();
@@ -308,23 +296,23 @@ TEST(FlashInferPcie, VariantsCoverEveryKernelOfEachRankCount) {
 }
 
 TEST(FlashInferPcie, RefusesWhatItCannotRunWithTheReason) {
-  fk2::FusedParams p;
+  fk::FusedParams p;
   p.ranks = 2;
   p.tokens = 3;
   p.hidden = 512;
-  p.pattern = fk2::Pattern::allreduce;
+  p.pattern = fk::Pattern::allreduce;
   p.fp32_accumulation = false;
   EXPECT_EQ(fa::flashinfer_pcie_refusal(p, false), "");
-  auto refused = [&](fk2::FusedParams q, bool twoshot, const std::string& why) {
+  auto refused = [&](fk::FusedParams q, bool twoshot, const std::string& why) {
     const std::string got = fa::flashinfer_pcie_refusal(q, twoshot);
     EXPECT_NE(got.find(why), std::string::npos) << got;
   };
   refused(p, true, "two-shot");
-  fk2::FusedParams q = p;
+  fk::FusedParams q = p;
   q.ranks = 16;
   refused(q, false, "2, 4 or 8 ranks");
   q = p;
-  q.pattern = fk2::Pattern::residual_rmsnorm;
+  q.pattern = fk::Pattern::residual_rmsnorm;
   refused(q, false, "allreduce only");
   q = p;
   q.fp32_accumulation = true;
@@ -333,7 +321,7 @@ TEST(FlashInferPcie, RefusesWhatItCannotRunWithTheReason) {
   q.variant = static_cast<int>(fa::flashinfer_pcie_variants(2).size());
   refused(q, false, "variant");
   q = p;
-  q.trigger = fk2::Trigger::early;
+  q.trigger = fk::Trigger::early;
   refused(q, false, "at its end");
 }
 
@@ -345,7 +333,7 @@ bool every_pcie_case_inside(const fg::KernelTraits& drawn_with, int ranks) {
     const fg::GpuCase c = fg::draw_case(s, drawn_with);
     RC_ASSERT(fg::outside_traits(c, pcie) == "");
     for (const fg::CallSpec& call : c.calls)
-      RC_ASSERT(fa::flashinfer_pcie_refusal(pcie_params(c, call), call.twoshot) == "");
+      RC_ASSERT(fa::flashinfer_pcie_refusal(params_of(c, call), call.twoshot) == "");
   });
 }
 
@@ -381,7 +369,7 @@ TEST(FlashInferPcie, VariantOutsideTheKernelIsNamedAndTravelsInJson) {
   c.hidden = 256;
   c.fp32_accumulation = false;
   fg::CallSpec call;
-  call.pattern = fk2::Pattern::allreduce;
+  call.pattern = fk::Pattern::allreduce;
   call.variant = 3;
   c.calls.push_back(call);
   EXPECT_EQ(fg::outside_traits(c, fa::flashinfer_pcie_traits(2)), "");
