@@ -3,6 +3,8 @@
 # wheels from PyPI and unpacks only their include tree into a cache outside the repository,
 # one folder per release, where CMake finds them:
 #   ${FUSIONCHECK_CACHE:-$HOME/.cache/fusioncheck}/flashinfer-python-<version>/include
+# and beside it jit/ with the wheel's flashinfer/jit/core.py and comm.py (where its JIT flags
+# are; adapters/flashinfer/jit_flags.py reads them for the fast-math instance).
 #
 #   ci/fetch_flashinfer.sh                  the pinned release (adapters/flashinfer/VERSION)
 #   ci/fetch_flashinfer.sh 0.6.18 0.7.2     these releases
@@ -32,7 +34,7 @@ list_releases() {  # newest first, as pip prints them
 
 fetch_one() {  # VERSION: 0 fetched or cached, 1 failure
   local version=$1 dest="$cache/flashinfer-python-$1" work wheel
-  if [ -d "$dest/include/flashinfer" ]; then
+  if [ -d "$dest/include/flashinfer" ] && { [ -f "$dest/jit/core.py" ] || [ -f "$dest/NO-JIT" ]; }; then
     echo "fusioncheck: FlashInfer $version headers in $dest/include"
     return 0
   fi
@@ -58,6 +60,10 @@ with zipfile.ZipFile(wheel) as z:
     names = z.namelist()
     # Newer wheels: flashinfer/data/include/; older ones: flashinfer/data/include or include/ at
     # the top of the package. The first prefix holding flashinfer/ headers wins.
+    jit = [n for n in ("flashinfer/jit/core.py", "flashinfer/jit/comm.py") if n in names]
+    if len(jit) == 2:
+        z.extractall(out, jit)
+        os.rename(os.path.join(out, "flashinfer/jit"), os.path.join(out, "jit"))
     for prefix in ("flashinfer/data/include/", "flashinfer/include/"):
         members = [n for n in names if n.startswith(prefix + "flashinfer/")]
         if members:
@@ -75,8 +81,13 @@ PY
     echo "fetch_flashinfer.sh: $version: unpacking $wheel failed" >&2
     return 1
   fi
-  rm -rf "$dest/include"
+  rm -rf "$dest/include" "$dest/jit" "$dest/NO-JIT"
   mv "$work/unpacked/include" "$dest/include"
+  if [ -d "$work/unpacked/jit" ]; then
+    mv "$work/unpacked/jit" "$dest/jit"
+  else
+    echo "the wheel has no flashinfer/jit/core.py and comm.py" >"$dest/NO-JIT"
+  fi
   rm -rf "$work"
   echo "fusioncheck: FlashInfer $version headers unpacked into $dest/include"
 }

@@ -321,6 +321,12 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
       ->add_option("--replay-out", o->check.replay_out,
                    "Where a failing run writes its minimal case")
       ->excludes(replay);
+  check
+      ->add_option(
+          "--variant", o->check.variant,
+          "Draw only this launch variant of the kernel, numbered from 0 (flashinfer: 0 nvcc defaults, 1 FlashInfer's JIT flags)")
+      ->check(integer_in<int>(0, gpu::kMaxVariant))
+      ->excludes(replay);
   add_kernel_option(check, *o);
   check->callback([o, check, &exit_code] {
     // The file holds the whole case: what draws cases has nothing to do (--max-* still size

@@ -57,6 +57,7 @@ void validate_common(const FusedParams& p, const LaunchLimits& limits) {
     refuse("delay_max_ns=" + std::to_string(p.delay_max_ns) + " exceeds " +
            std::to_string(kMaxInjectedDelayNs) + " (delays must stay far below the spin budget)");
 
+  if (!p.write_norm_out) refuse("every pattern of these kernels writes norm_out");
   require_pointer(p.input, "input", p);
   if (p.pattern == Pattern::allreduce) {
     require_pointer(p.allreduce_out, "allreduce_out", p);

@@ -24,10 +24,6 @@ namespace {
 namespace k = kernels;
 namespace ref = reference;
 
-bool has_quant(k::Pattern p) {
-  return p == k::Pattern::fp8_static || p == k::Pattern::fp8_dynamic || p == k::Pattern::nvfp4;
-}
-
 // Hash of output bytes for the cross-rank agreement (invariant 8): 8 bytes per step, then
 // the tail byte by byte.
 std::uint64_t hash_bytes(const void* data, std::size_t bytes,
@@ -71,10 +67,11 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
   rc.eps = 1e-6f;
   rc.weight_bias = c.weight_bias;
   rc.canonicalize_neg_zero = !call.twoshot;                 // only the Lamport push maps -0 to +0
-  if (const KernelVariant* v = variant_of(traits, call)) {  // another protocol's zeros and order
-    rc.canonicalize_neg_zero = false;
+  if (const KernelVariant* v = variant_of(traits, call)) {  // its zeros, order and build
+    rc.canonicalize_neg_zero = !call.twoshot && v->neg_zero_sentinel;
     rc.sanitise_pos_zero = v->sanitises_pos_zero;
     rc.sum_order = v->sum_order;
+    rc.fast_math = v->fast_math;
   }
   rc.quant.fp8_static = call.pattern == k::Pattern::fp8_static;
   rc.quant.fp8_inv_scale = kFp8InvScale;
@@ -277,6 +274,7 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   p.fp32_lamport = c.fp32_lamport;
   p.fp32_accumulation = c.fp32_accumulation;
   p.pattern = spec.pattern;
+  p.write_norm_out = spec.norm_out;
   p.eps = call.config.eps;
   p.weight_bias = c.weight_bias;
   p.fp8_inv_scale = call.config.quant.fp8_inv_scale;
@@ -296,7 +294,7 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
     p.residual_out = b.residual_out.get();
     p.norm_out = b.norm_out.get();
   }
-  if (has_quant(spec.pattern)) p.quant_out = b.quant_out.get();
+  if (k::pattern_quantises(spec.pattern)) p.quant_out = b.quant_out.get();
   if (spec.pattern == k::Pattern::fp8_dynamic || spec.pattern == k::Pattern::nvfp4)
     p.scale_out = b.scale_out.get();
   if (spec.pdl_producer) {  // the kernel before the call that writes its inputs
@@ -317,6 +315,24 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
                                 stream_);
   ++calls_run_;
 }
+
+namespace {
+
+// A pattern without norm_out must leave the canary (0xFF bytes) in it.
+void report_written_canary(const ref::Tensor& norm_out, int rank, std::uint64_t call_index,
+                           const CallSpec& spec, std::vector<Finding>& out) {
+  const auto bits = norm_out.bits16();
+  for (std::size_t i = 0; i < bits.size(); ++i)
+    if (bits[i] != 0xFFFFu) {
+      out.push_back({"reference",
+                     fmt::format("rank {} call {} ({}): norm_out element {} was written ({:#06x}) "
+                                 "by a pattern that has no norm_out",
+                                 rank, call_index, describe(spec), i, bits[i])});
+      return;
+    }
+}
+
+}  // namespace
 
 // Checks this rank's share of one call's outputs against the reference (row_share); returns
 // the hash of its whole outputs for the cross-rank agreement.
@@ -376,11 +392,12 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
     if (share.count > 0) {
       report(ref::first_bit_mismatch(want.residual_out, mine(residual), "residual_out"));
       allowed = ref::norm_out_tolerance(rc, want.residual_out, gamma);
-      report(ref::first_norm_mismatch(want.norm_out, mine(consumed), allowed));
+      if (spec.norm_out) report(ref::first_norm_mismatch(want.norm_out, mine(consumed), allowed));
     }
+    if (!spec.norm_out) report_written_canary(consumed, comm_.rank(), call.call_index, spec, out);
     agreement = hash_bytes(consumed.data(), consumed.bytes(),
                            hash_bytes(residual.data(), residual.bytes()));
-    if (has_quant(spec.pattern)) {
+    if (k::pattern_quantises(spec.pattern)) {
       const ref::FusedConfig& whole = call.config;
       std::vector<std::uint8_t> codes(whole.quant.nvfp4 ? elems / 2 : elems);
       b.quant_out.download(codes.data(), codes.size());

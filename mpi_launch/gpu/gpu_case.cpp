@@ -56,7 +56,8 @@ nlohmann::json to_json(const GpuCase& c) {
                      {"pdl_consumer", call.pdl_consumer},
                      {"pdl_producer", call.pdl_producer},
                      {"producer_delay_ns", call.producer_delay_ns},
-                     {"variant", call.variant}});
+                     {"variant", call.variant},
+                     {"norm_out", call.norm_out}});
   return {{"seed", c.seed},
           {"ranks", c.ranks},
           {"hidden", c.hidden},
@@ -156,10 +157,11 @@ void require_known_keys(const nlohmann::json& object, std::initializer_list<cons
 
 CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   const std::string where = fmt::format("calls[{}].", index);
-  require_known_keys(call,
-                     {"twoshot", "unfused", "pattern", "tokens", "exact_values", "pdl", "trigger",
-                      "cluster", "pdl_consumer", "pdl_producer", "producer_delay_ns", "variant"},
-                     "calls[" + std::to_string(index) + "]");
+  require_known_keys(
+      call,
+      {"twoshot", "unfused", "pattern", "tokens", "exact_values", "pdl", "trigger", "cluster",
+       "pdl_consumer", "pdl_producer", "producer_delay_ns", "variant", "norm_out"},
+      "calls[" + std::to_string(index) + "]");
   CallSpec s;
   s.twoshot = bool_field(call, "twoshot", where);
   s.unfused = bool_field_or(call, "unfused", false, where);
@@ -179,6 +181,7 @@ CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   s.pdl_producer = bool_field_or(call, "pdl_producer", false, where);
   s.producer_delay_ns = integer_field_or<std::uint32_t>(call, "producer_delay_ns", 0, where);
   s.variant = integer_field_or<int>(call, "variant", 0, where);  // absent: the only variant
+  s.norm_out = bool_field_or(call, "norm_out", true, where);
   return s;
 }
 
@@ -266,6 +269,9 @@ std::string case_problem(const GpuCase& c) {
       return "the unfused baseline has an epilogue (not pattern allreduce) and no two-shot form";
     if (call.pdl_consumer && (!call.use_pdl || call.trigger != k::Trigger::at_end))
       return "pdl_consumer needs pdl on and trigger at_end";
+    if (!call.norm_out &&
+        (!k::pattern_quantises(call.pattern) || call.pdl_consumer || call.unfused))
+      return "norm_out=false needs a quantising pattern, no pdl_consumer and no unfused baseline";
     if (call.pdl_producer && (!call.use_pdl || call.unfused))
       return "pdl_producer needs pdl on and a fused call";
     if (call.producer_delay_ns > k::kMaxPdlProducerDelayNs)
@@ -298,6 +304,7 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
     if (t.max_tokens > 0 && call.tokens > t.max_tokens)
       return fmt::format("{}: more than {} tokens", what, t.max_tokens);
     if (!t.runs_pattern(call.pattern)) return what + ": pattern";
+    if (!call.norm_out && !t.quant_without_norm_out) return what + ": a pattern without norm_out";
     if (call.variant >= std::max<int>(1, static_cast<int>(t.variants.size())))
       return fmt::format("{}: the kernel has {} launch variant(s)", what,
                          std::max<std::size_t>(1, t.variants.size()));
@@ -356,12 +363,13 @@ std::string CaseLimits::does_not_fit(const GpuCase& c) const {
 
 std::string describe(const CallSpec& call) {
   return fmt::format(
-      "{} {} tokens={} {} pdl={} trigger={} cluster={}{}{}{}",
+      "{} {}{} tokens={} {} pdl={} trigger={} cluster={}{}{}{}",
       call.unfused   ? "unfused"
       : call.twoshot ? "two-shot"
                      : "one-shot",
-      protocol::pattern_name(call.pattern), call.tokens, call.exact_values ? "exact" : "random",
-      call.use_pdl ? "on" : "off", call.trigger == k::Trigger::early ? "early" : "end",
+      protocol::pattern_name(call.pattern), call.norm_out ? "" : " (no norm_out)", call.tokens,
+      call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
+      call.trigger == k::Trigger::early ? "early" : "end",
       kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",
       call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "",
       call.variant != 0 ? fmt::format(" variant={}", call.variant) : "");
@@ -424,7 +432,8 @@ std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& r
       {"binary_version", r.binary_version},         {"kernel", r.kernel},
       {"ranks", std::to_string(r.ranks)},           {"seed", std::to_string(r.seed)},
       {"cases", std::to_string(r.cases)},           {"mutant", r.mutant},
-      {"max_tokens", std::to_string(r.max_tokens)}, {"max_hidden", std::to_string(r.max_hidden)}};
+      {"max_tokens", std::to_string(r.max_tokens)}, {"max_hidden", std::to_string(r.max_hidden)},
+      {"variant", std::to_string(r.variant)}};
 }
 
 }  // namespace fusioncheck::gpu

@@ -175,9 +175,13 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
                        ? *rc::gen::element(k::ClusterMode::automatic, k::ClusterMode::force_cluster,
                                            k::ClusterMode::force_no_cluster)
                        : k::ClusterMode::automatic;
+    // A quantising pattern without norm_out, where the kernel has one (half of them).
+    call.norm_out = !(traits.quant_without_norm_out && k::pattern_quantises(call.pattern)) ||
+                    *rc::gen::element(true, false);
     // A next layer reading the output right after the trigger (kills early-trigger).
     call.pdl_consumer = traits.outputs_visible_at_trigger && call.use_pdl &&
-                        call.trigger == k::Trigger::at_end && *rc::gen::element(false, true);
+                        call.trigger == k::Trigger::at_end && call.norm_out &&
+                        *rc::gen::element(false, true);
     // The kernel that writes the call's inputs, right before it (kills reading before the wait).
     call.pdl_producer =
         o.pdl_producer && call.use_pdl &&
@@ -186,7 +190,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     // Uniform whatever RapidCheck's size (inRange would favour the first variants early on).
     std::vector<int> variants(std::max<std::size_t>(1, traits.variants.size()));
     for (std::size_t v = 0; v < variants.size(); ++v) variants[v] = static_cast<int>(v);
-    call.variant = *rc::gen::elementOf(variants);
+    call.variant = o.variant >= 0 ? o.variant : *rc::gen::elementOf(variants);
     c.calls.push_back(call);
   }
   return c;
@@ -241,6 +245,7 @@ DrawSettings draw_settings(const CheckOptions& o, int ranks, const GpuPlacement&
   draw.delays = o.delays;
   draw.pdl_producer = o.pdl_producer;
   draw.twoshot_percent = o.twoshot_percent;
+  draw.variant = o.variant;
   draw.focus_twoshot = o.focus_twoshot;
   draw.focus_late_blocks = o.focus_late_blocks;
   return draw;
@@ -399,6 +404,10 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   const KernelTraits traits = kernel.traits();
   const DrawSettings draw = draw_settings(o, comm.size(), placement);
   require_hidden_size_within(traits, o.limits.max_hidden, kernel);
+  if (o.variant >= std::max<int>(1, static_cast<int>(traits.variants.size())))
+    throw BadInput(fmt::format("--variant {}: {} has {} launch variant(s), numbered from 0",
+                               o.variant, kernel.name(),
+                               std::max<std::size_t>(1, traits.variants.size())));
   CaseRunner runner(comm, kernel, o.limits);
   CheckResult result;
   result.mutant = o.mutant;
@@ -422,6 +431,7 @@ RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutant
   c.mutant = mutants;
   c.max_tokens = o.limits.max_tokens;
   c.max_hidden = o.limits.max_hidden;
+  c.variant = o.variant;
   return c;
 }
 

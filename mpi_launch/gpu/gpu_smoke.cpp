@@ -113,6 +113,20 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
     cases.push_back(c);
     ++knob;
   }
+  // Every quantising pattern without norm_out, where the kernel has them.
+  for (auto pattern : {k::Pattern::fp8_static, k::Pattern::fp8_dynamic, k::Pattern::nvfp4}) {
+    if (!traits.quant_without_norm_out || !traits.runs_pattern(pattern)) continue;
+    GpuCase c = cycled_case(options, ranks, knob, k::DType::bf16, traits.fp32_accumulation, traits);
+    for (int i = 0; i < options.calls_per_case; ++i) {
+      CallSpec call = cycled_call(options, knob + i, pattern);
+      call.norm_out = false;
+      call.pdl_consumer = false;
+      fit_call(call, c, traits);
+      c.calls.push_back(call);
+    }
+    cases.push_back(c);
+    ++knob;
+  }
   // The unfused baseline (allreduce-only call + separate residual/RMSNorm/quant kernel).
   if (!traits.unfused) return cases;
   for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,

@@ -40,6 +40,9 @@ TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
   // The pinned release takes every patch: none is listed as not built.
   EXPECT_TRUE(fa::flashinfer_patches_not_built().empty());
   EXPECT_EQ(fa::flashinfer_choice().name, "flashinfer");
+  // The pinned wheel's JIT flags were read: the fast-math instance is built beside.
+  EXPECT_NE(fa::flashinfer_fast_math_flags().find("-use_fast_math"), std::string::npos)
+      << fa::flashinfer_fast_math_refused();
   // Every patch is a catalogue row with the FlashInfer bit.
   for (Mutant m : patches) {
     const auto* info = fusioncheck::protocol::find_mutant_info(m);

@@ -18,9 +18,6 @@ namespace fusioncheck::kernels::testing {
 namespace ref = fusioncheck::reference;
 
 namespace {
-bool has_quant(Pattern p) {
-  return p == Pattern::fp8_static || p == Pattern::fp8_dynamic || p == Pattern::nvfp4;
-}
 constexpr float kFp8InvScale = 2.0f;
 constexpr float kNvfp4GlobalScale = 100.0f;
 constexpr float kEps = 1e-6f;
@@ -166,7 +163,7 @@ FusedParams Rig::params_for(const CallSpec& spec, int rank, RankBuffers& b) cons
     p.residual_out = b.residual_out.get();
     p.norm_out = b.norm.get();
   }
-  if (has_quant(spec.pattern)) p.quant_out = b.quant.get();
+  if (pattern_quantises(spec.pattern)) p.quant_out = b.quant.get();
   if (spec.pattern == Pattern::fp8_dynamic || spec.pattern == Pattern::nvfp4)
     p.scale_out = b.scale.get();
   return p;
@@ -243,7 +240,7 @@ void Rig::check_outputs(const CallSpec& spec, const ref::FusedInputs& in,
     const auto allowed = ref::norm_out_tolerance(config, expected.residual_out, in.gamma);
     add(ref::first_norm_mismatch(expected.norm_out, to_tensor(dtype_, norm_bytes, n), allowed));
     std::vector<std::uint8_t> quant;
-    if (has_quant(spec.pattern)) {
+    if (pattern_quantises(spec.pattern)) {
       quant = bufs[r].quant.download();
       ref::QuantOutputs q;
       const auto scale = bufs[r].scale.download();

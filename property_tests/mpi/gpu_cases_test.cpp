@@ -50,6 +50,7 @@ fg::GpuCase full_case() {
   b.tokens = 130;
   b.trigger = fk::Trigger::early;
   b.cluster = fk::ClusterMode::force_no_cluster;
+  b.norm_out = false;
   fg::CallSpec u;
   u.unfused = true;
   u.pattern = fk::Pattern::fp8_static;
@@ -70,6 +71,8 @@ TEST(GpuCase, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back.calls[0].producer_delay_ns, 20'000u);
   EXPECT_FALSE(back.calls[1].pdl_producer);
   EXPECT_TRUE(back.calls[2].unfused);
+  EXPECT_FALSE(back.calls[1].norm_out);
+  EXPECT_NE(fg::describe(back.calls[1]).find("(no norm_out)"), std::string::npos);
   EXPECT_EQ(fg::describe(back), fg::describe(c));
   // The case block and the one-line description show the producer.
   EXPECT_NE(fg::describe_block(back).find("after 20000 ns"), std::string::npos)
@@ -86,8 +89,10 @@ TEST(GpuCase, FilesWrittenBeforeDelaysAndConsumersStillLoad) {
     call.erase("unfused");
     call.erase("pdl_producer");
     call.erase("producer_delay_ns");
+    call.erase("norm_out");
   }
   const fg::GpuCase c = fg::case_from_json(j);
+  EXPECT_TRUE(c.calls[1].norm_out);
   EXPECT_EQ(c.delay_seed, 0u);
   EXPECT_FALSE(c.calls[0].pdl_consumer);
   EXPECT_FALSE(c.calls[0].pdl_producer);
@@ -123,6 +128,8 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
       {"no two-shot form", [](nlohmann::json& j) { j["calls"][2]["twoshot"] = true; }},
       {"not pattern allreduce", [](nlohmann::json& j) { j["calls"][2]["pattern"] = "allreduce"; }},
       {"unknown mode", [](nlohmann::json& j) { j["mode"] = "sometimes"; }},
+      {"norm_out=false needs a quantising pattern",
+       [](nlohmann::json& j) { j["calls"][2]["norm_out"] = false; }},
   };
   EXPECT_NO_THROW(fg::case_from_json(fg::to_json(full_case())));  // the unedited case is fine
   for (const Edit& e : edits) {

@@ -189,3 +189,39 @@ TEST(DrawCase, PdlProducersAreDrawnOnPdlCallsOnly) {
   EXPECT_GT(with_producer, pdl_calls / 6) << with_producer << " of " << pdl_calls << " PDL calls";
   EXPECT_LT(with_producer, pdl_calls / 2) << with_producer << " of " << pdl_calls << " PDL calls";
 }
+
+// Quantising calls without norm_out are drawn only for a kernel that has them, never with a
+// PDL consumer, and each such case is runnable and inside the traits; the fixed seeds draw
+// some (the test fails if none is drawn) and a kernel without them gets none.
+TEST(DrawCase, CallsWithoutNormOutOnlyForKernelsThatHaveThem) {
+  fg::DrawSettings s;
+  s.nvfp4_supported = true;
+  fg::KernelTraits with;
+  with.quant_without_norm_out = true;
+  int without_norm_out = 0;
+  for (const fg::KernelTraits& traits : {with, fg::KernelTraits{}}) {
+    const auto gen = rc::gen::exec([&] { return fg::draw_case(s, traits); });
+    for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+      const fg::GpuCase c = gen(rc::Random(seed), 50).value();
+      EXPECT_TRUE(fg::case_problem(c).empty()) << "seed " << seed << ": " << fg::case_problem(c);
+      EXPECT_EQ(fg::outside_traits(c, traits), "") << "seed " << seed;
+      for (const fg::CallSpec& call : c.calls) {
+        if (call.norm_out) continue;
+        EXPECT_TRUE(traits.quant_without_norm_out) << "seed " << seed;
+        EXPECT_TRUE(fk::pattern_quantises(call.pattern)) << "seed " << seed;
+        EXPECT_FALSE(call.pdl_consumer) << "seed " << seed;
+        ++without_norm_out;
+      }
+    }
+  }
+  EXPECT_GT(without_norm_out, 0);
+  // Outside a kernel's traits when it has no such pattern.
+  fg::GpuCase c;
+  fg::CallSpec call;
+  call.pattern = fk::Pattern::fp8_static;
+  call.norm_out = false;
+  call.pdl_consumer = false;
+  c.calls.push_back(call);
+  EXPECT_NE(fg::outside_traits(c, fg::KernelTraits{}).find("without norm_out"), std::string::npos);
+  EXPECT_EQ(fg::outside_traits(c, with), "");
+}

@@ -55,31 +55,56 @@ FUSIONCHECK_ROW_KERNEL void add_row(float* __restrict acc, const float* __restri
   for (std::size_t j = 0; j < n; ++j) acc[j] += v[j];
 }
 
+// The fast-math build's flush to zero (fused.hpp): subnormals become zeros of their sign.
+FUSIONCHECK_ROW_KERNEL float flushed(float v) {
+  return std::fabs(v) < 0x1p-126f ? std::copysign(0.0f, v) : v;
+}
+FUSIONCHECK_ROW_KERNEL void flush_row(float* __restrict v, std::size_t n, bool ftz) {
+  if (!ftz) return;
+  for (std::size_t j = 0; j < n; ++j) v[j] = flushed(v[j]);
+}
+
 // w_j = weight_bias + float(gamma_j), rounded once in float like the kernel.
 template <DType T> std::vector<float> norm_weights(const FusedConfig& c, const Tensor& gamma) {
   using E = Element<T>;
   const auto g = gamma.view<T>();
   std::vector<float> w(g.size());
   for (std::size_t j = 0; j < g.size(); ++j) w[j] = c.weight_bias + E::to_float(g[j]);
+  if (c.fast_math)
+    for (std::size_t j = 0; j < g.size(); ++j)
+      w[j] = flushed(flushed(c.weight_bias) + flushed(E::to_float(g[j])));
   return w;
 }
 
 // Sum of squares in fp32 over 8 interleaved partial sums (lane j % 8, in index order), then
 // ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). Any order is covered by the bound in
 // tolerance.hpp; this one breaks the add latency chain (the GPU's order differs anyway).
-FUSIONCHECK_ROW_KERNEL float sum_of_squares(const float* x, std::size_t hidden) {
+// With ftz, every square and sum is flushed (the fast-math build; x is flushed already).
+FUSIONCHECK_ROW_KERNEL float sum_of_squares(const float* x, std::size_t hidden, bool ftz) {
   float lane[8] = {};
   std::size_t j = 0;
-  for (; j + 8 <= hidden; j += 8)
-    for (int k = 0; k < 8; ++k) lane[k] += x[j + k] * x[j + k];
-  for (int k = 0; j < hidden; ++j, ++k) lane[k] += x[j] * x[j];
+  if (ftz) {
+    for (; j + 8 <= hidden; j += 8)
+      for (int k = 0; k < 8; ++k) lane[k] = flushed(lane[k] + flushed(x[j + k] * x[j + k]));
+    for (int k = 0; j < hidden; ++j, ++k) lane[k] = flushed(lane[k] + flushed(x[j] * x[j]));
+  } else {
+    for (; j + 8 <= hidden; j += 8)
+      for (int k = 0; k < 8; ++k) lane[k] += x[j + k] * x[j + k];
+    for (int k = 0; j < hidden; ++j, ++k) lane[k] += x[j] * x[j];
+  }
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
-// y_j = (x_j * r) * w_j with r = 1 / sqrt(sum(x^2) / hidden + eps), all in float.
+// y_j = (x_j * r) * w_j with r = 1 / sqrt(sum(x^2) / hidden + eps), all in float; with ftz
+// every product and quotient flushed (x and w are flushed already).
 FUSIONCHECK_ROW_KERNEL void rmsnorm_row(const float* x, const float* w, std::size_t hidden,
-                                        float eps, float* y) {
-  const float ss = sum_of_squares(x, hidden);
+                                        float eps, bool ftz, float* y) {
+  const float ss = sum_of_squares(x, hidden, ftz);
+  if (ftz) {
+    const float r = 1.0f / std::sqrt(flushed(flushed(ss / static_cast<float>(hidden)) + eps));
+    for (std::size_t j = 0; j < hidden; ++j) y[j] = flushed(flushed(x[j] * r) * w[j]);
+    return;
+  }
   const float r = 1.0f / std::sqrt(ss / static_cast<float>(hidden) + eps);
   for (std::size_t j = 0; j < hidden; ++j) y[j] = (x[j] * r) * w[j];
 }
@@ -200,11 +225,15 @@ FUSIONCHECK_VECTOR_CLONES void fused_row(const RowJob<T>& job, std::size_t t, fl
   const float* const w = quant_in + hidden;
   const std::size_t base = t * hidden;
   const ZeroRead zeros = zero_read(c);
+  const bool ftz = c.fast_math;
   if (c.sum_order == SumOrder::rank_order) {
     widen_row<T>(job.rank_data[0] + base, acc, hidden, zeros);
+    flush_row(acc, hidden, ftz);
     for (std::size_t r = 1; r < job.rank_data.size(); ++r) {
       widen_row<T>(job.rank_data[r] + base, tmp, hidden, zeros);
+      flush_row(tmp, hidden, ftz);
       add_row(acc, tmp, hidden);
+      flush_row(acc, hidden, ftz);
       if (c.accumulation == Accumulation::per_step) {
         round_row<T>(acc, rounded, hidden);
         widen_row<T>(rounded, acc, hidden, ZeroRead::as_is);
@@ -217,11 +246,15 @@ FUSIONCHECK_VECTOR_CLONES void fused_row(const RowJob<T>& job, std::size_t t, fl
   }
   round_row<T>(acc, job.allreduce + base, hidden);
   widen_row<T>(job.allreduce + base, acc, hidden, ZeroRead::as_is);
+  flush_row(acc, hidden, ftz);
   widen_row<T>(job.residual + base, tmp, hidden, ZeroRead::as_is);
+  flush_row(tmp, hidden, ftz);
   add_row(acc, tmp, hidden);
+  flush_row(acc, hidden, ftz);
   round_row<T>(acc, job.residual_out + base, hidden);
   widen_row<T>(job.residual_out + base, acc, hidden, ZeroRead::as_is);  // x
-  rmsnorm_row(acc, w, hidden, c.eps, y);
+  flush_row(acc, hidden, ftz);
+  rmsnorm_row(acc, w, hidden, c.eps, ftz, y);
   round_row<T>(y, job.norm_out + base, hidden);
   if (job.any_quant) {
     for (std::size_t j = 0; j < hidden; ++j) quant_in[j] = E::to_float(job.norm_out[base + j]);
@@ -274,6 +307,9 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
     if (scratch_bits.size() < hidden) scratch_bits.resize(hidden);
     float* const w = scratch.data() + 4 * hidden;  // weight_bias + gamma, as in norm_weights
     for (std::size_t j = 0; j < hidden; ++j) w[j] = c.weight_bias + E::to_float(gamma[j]);
+    if (c.fast_math)
+      for (std::size_t j = 0; j < hidden; ++j)
+        w[j] = flushed(flushed(c.weight_bias) + flushed(E::to_float(gamma[j])));
 #pragma omp for schedule(static)
     for (std::ptrdiff_t row = 0; row < static_cast<std::ptrdiff_t>(tokens); ++row)
       fused_row<T>(job, static_cast<std::size_t>(row), scratch.data(), scratch_bits.data());
@@ -297,7 +333,8 @@ std::vector<float> norm_before_rounding_typed(const FusedConfig& c, const Tensor
     for (std::ptrdiff_t row = 0; row < rows; ++row) {
       const std::size_t base = static_cast<std::size_t>(row) * hidden;
       for (std::size_t j = 0; j < hidden; ++j) x[j] = E::to_float(ro[base + j]);
-      rmsnorm_row(x.data(), w.data(), hidden, c.eps, y.data() + base);
+      flush_row(x.data(), hidden, c.fast_math);
+      rmsnorm_row(x.data(), w.data(), hidden, c.eps, c.fast_math, y.data() + base);
     }
   }
   return y;
@@ -320,6 +357,8 @@ void validate(const FusedConfig& c, const FusedInputs& in) {
   if (c.sum_order != SumOrder::rank_order)
     require(c.ranks == 8 && c.sum_from == 0 && c.accumulation == Accumulation::per_step,
             "island sum orders need 8 ranks, sum_from 0 and per_step accumulation");
+  if (c.fast_math)
+    require(c.sum_order == SumOrder::rank_order, "fast_math is modelled in rank order only");
   if (c.quant.fp8_static)
     require(std::isfinite(c.quant.fp8_inv_scale) && c.quant.fp8_inv_scale > 0.0f,
             "fp8_inv_scale must be finite and > 0");

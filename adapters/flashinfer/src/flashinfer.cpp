@@ -17,6 +17,8 @@ namespace fusioncheck::adapters {
 bool flashinfer_available() { return true; }
 std::string flashinfer_unavailable_reason() { return ""; }
 std::string flashinfer_source() { return fi::kSource; }
+std::string flashinfer_fast_math_flags() { return fi::kJitFlags; }
+std::string flashinfer_fast_math_refused() { return fi::kFastMathRefused; }
 
 std::vector<protocol::Mutant> flashinfer_patches() {
   std::vector<protocol::Mutant> out;
@@ -57,8 +59,13 @@ std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstra
                                                     const std::string& release) {
   const fi::Instance* bf16 = nullptr;
   const fi::Instance* f16 = nullptr;
-  for (const fi::Instance& i : fi::kInstances)
-    if (i.mutant == patch && release == i.release) (i.bf16 ? bf16 : f16) = &i;
+  const fi::Instance* fast_bf16 = nullptr;  // FlashInfer's JIT build of the same tree
+  const fi::Instance* fast_f16 = nullptr;
+  for (const fi::Instance& i : fi::kInstances) {
+    if (i.mutant != patch || release != i.release) continue;
+    if (i.fast_math) (i.bf16 ? fast_bf16 : fast_f16) = &i;
+    else (i.bf16 ? bf16 : f16) = &i;
+  }
   if (bf16 == nullptr && !release.empty())
     throw kernels::InvalidLaunch("FlashInfer " + release + ": this build has no instance of it (" +
                                  (patch == protocol::Mutant::none
@@ -69,7 +76,7 @@ std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstra
     throw kernels::InvalidLaunch("FlashInfer: no patched copy for mutant " +
                                  std::string(protocol::mutant_id(patch)) +
                                  " in this build (adapters/flashinfer/patches)");
-  return std::make_unique<fi::FlashInferKernels>(bootstrap, *bf16, f16, patch);
+  return std::make_unique<fi::FlashInferKernels>(bootstrap, *bf16, f16, patch, fast_bf16, fast_f16);
 }
 
 }  // namespace
@@ -121,6 +128,8 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap&
 bool flashinfer_available() { return false; }
 std::string flashinfer_unavailable_reason() { return FUSIONCHECK_FLASHINFER_UNAVAILABLE; }
 std::string flashinfer_source() { return ""; }
+std::string flashinfer_fast_math_flags() { return ""; }
+std::string flashinfer_fast_math_refused() { return flashinfer_unavailable_reason(); }
 std::vector<protocol::Mutant> flashinfer_patches() { return {}; }
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() { return {}; }
 std::vector<std::string> flashinfer_releases() { return {}; }

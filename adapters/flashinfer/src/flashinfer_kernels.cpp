@@ -27,14 +27,15 @@ constexpr int kCtrlWords = 5;      // counter, two-shot flag, Lamport flag, comm
 constexpr std::uint64_t kGuardBytes = 256;
 constexpr std::uint64_t kMaxCommSize = 1ull << 30;  // clear_offset * comm_size is an int product
 
-// FlashInfer's AllReduceFusionPattern for ours (0.7.4: the quantised ones that write norm_out).
-int fi_pattern(k::Pattern p) {
+// FlashInfer's AllReduceFusionPattern for ours: the quantising ones with norm_out ("Out") or
+// without it.
+int fi_pattern(k::Pattern p, bool norm_out) {
   switch (p) {
-    case k::Pattern::allreduce: return 0;         // kAllReduce
-    case k::Pattern::residual_rmsnorm: return 1;  // kARResidualRMSNorm
-    case k::Pattern::fp8_static: return 4;        // kARResidualRMSNormOutFP8Quant
-    case k::Pattern::fp8_dynamic: return 11;      // kARResidualRMSNormOutDynamicFP8Quant
-    case k::Pattern::nvfp4: return 5;             // kARResidualRMSNormOutFP4Quant
+    case k::Pattern::allreduce: return 0;                     // kAllReduce
+    case k::Pattern::residual_rmsnorm: return 1;              // kARResidualRMSNorm
+    case k::Pattern::fp8_static: return norm_out ? 4 : 2;     // kARResidualRMSNorm(Out)FP8Quant
+    case k::Pattern::fp8_dynamic: return norm_out ? 11 : 10;  // ...(Out)DynamicFP8Quant
+    case k::Pattern::nvfp4: return norm_out ? 5 : 3;          // ...(Out)FP4Quant
   }
   return -1;
 }
@@ -160,8 +161,21 @@ k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
 }
 
 FlashInferKernels::FlashInferKernels(k::Bootstrap& bootstrap, const Instance& instance_bf16,
-                                     const Instance* instance_f16, protocol::Mutant patch)
-    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {}
+                                     const Instance* instance_f16, protocol::Mutant patch,
+                                     const Instance* fast_bf16, const Instance* fast_f16)
+    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16),
+      fast_bf16_(fast_bf16 != nullptr && fast_f16 != nullptr ? fast_bf16 : nullptr),
+      fast_f16_(fast_bf16 != nullptr && fast_f16 != nullptr ? fast_f16 : nullptr), patch_(patch) {}
+
+std::vector<gpu::KernelVariant> FlashInferKernels::fast_math_variants() {
+  gpu::KernelVariant ieee;
+  ieee.name = "nvcc defaults (IEEE division, no flush to zero)";
+  ieee.neg_zero_sentinel = true;
+  gpu::KernelVariant fast = ieee;
+  fast.name = std::string("FlashInfer's JIT flags (") + kJitFlags + ")";
+  fast.fast_math = true;
+  return {ieee, fast};
+}
 
 FlashInferKernels::~FlashInferKernels() {
   for (auto& [value, ptr] : scales_) (void)cudaFree(ptr);
@@ -236,7 +250,15 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   if (current_ == nullptr) throw k::InvalidLaunch("FlashInfer adapter: launch before prepare");
   if (p.dtype != k::DType::bf16 && p.dtype != k::DType::f16)
     throw k::InvalidLaunch("FlashInfer adapter: inputs are bf16 or f16");
-  const Instance* instance = p.dtype == k::DType::bf16 ? &bf16_ : f16_;
+  const bool fast = p.variant == 1 && fast_bf16_ != nullptr;
+  if (p.variant != 0 && !fast)
+    throw k::InvalidLaunch("FlashInfer adapter: launch variant " + std::to_string(p.variant) +
+                           " is not built here (" +
+                           (fast_bf16_ != nullptr ? std::string("0: nvcc defaults, 1: fast math")
+                                                  : "only 0: " + std::string(kFastMathRefused)) +
+                           ")");
+  const Instance* instance =
+      p.dtype == k::DType::bf16 ? (fast ? fast_bf16_ : &bf16_) : (fast ? fast_f16_ : f16_);
   if (instance == nullptr)
     throw k::InvalidLaunch("the patched FlashInfer copies are built for bf16 only");
   if (p.ranks != current_->ranks() || p.rank != current_->rank())
@@ -271,7 +293,10 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   c.tokens = p.tokens;
   c.hidden = p.hidden;
   c.bf16 = p.dtype == k::DType::bf16;
-  c.pattern = fi_pattern(p.pattern);
+  if (!p.write_norm_out && !k::pattern_quantises(p.pattern))
+    throw k::InvalidLaunch("FlashInfer's patterns without norm_out are quantising ones only, not " +
+                           std::string(k::pattern_name(p.pattern)));
+  c.pattern = fi_pattern(p.pattern, p.write_norm_out);
   c.sf_layout = p.nvfp4_layout == k::Nvfp4Layout::linear ? 2 : 0;  // LINEAR : SWIZZLED_128x4
   c.workspace = current_->table();
   c.input = p.input;

@@ -54,9 +54,11 @@ class FiWorkspace {
 
 class FlashInferKernels final : public gpu::KernelUnderTest {
  public:
-  // instance_f16 may be null (the patched copies are bf16 only).
+  // instance_f16 may be null (the patched copies are bf16 only). fast_bf16 and fast_f16: the
+  // fast-math instances of the same tree (both or neither), drawn as launch variant 1.
   FlashInferKernels(kernels::Bootstrap& bootstrap, const Instance& instance_bf16,
-                    const Instance* instance_f16, protocol::Mutant patch);
+                    const Instance* instance_f16, protocol::Mutant patch,
+                    const Instance* fast_bf16 = nullptr, const Instance* fast_f16 = nullptr);
   ~FlashInferKernels() override;
 
   std::string name() const override;
@@ -67,13 +69,17 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
     t.forced_cluster = false;  // it picks the cluster size itself
     t.twoshot_more_tokens_than_ranks = true;  // as its Python API asserts
     t.outputs_visible_at_trigger = false;     // no fence before its trigger (docs/flashinfer.md)
+    t.quant_without_norm_out = true;          // patterns 2, 3 and 10
     // What the tree has, from its compile probes (an older release lacks these).
     t.weight_bias = bf16_.weight_bias;
     if (!bf16_.dynamic_fp8)
       t.patterns = {kernels::Pattern::allreduce, kernels::Pattern::residual_rmsnorm,
                     kernels::Pattern::fp8_static, kernels::Pattern::nvfp4};
+    if (fast_bf16_ != nullptr) t.variants = fast_math_variants();
     return t;
   }
+  // Variant 0: the header built with nvcc's defaults (IEEE); 1: with FlashInfer's JIT flags.
+  static std::vector<gpu::KernelVariant> fast_math_variants();
   std::vector<protocol::Mutant> mutants() const override;
   std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
   // The flag advanced early shows only to a block that starts after block 0 has finished:
@@ -104,6 +110,8 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   kernels::Bootstrap& bootstrap_;
   const Instance& bf16_;
   const Instance* f16_;
+  const Instance* fast_bf16_;
+  const Instance* fast_f16_;
   protocol::Mutant patch_;
   std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
   FiWorkspace* current_ = nullptr;

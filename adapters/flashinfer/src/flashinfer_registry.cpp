@@ -51,11 +51,15 @@ std::string releases_built() {
 
 void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
   const std::string missing = flashinfer_available() ? "" : "; not in this build";
-  registry.add({.name = "flashinfer",
-                .description = "FlashInfer's allreduce fusion, adapters/flashinfer" + missing,
-                .choose = [](const std::string&) { return require_adapter(), flashinfer_choice(); },
-                .check_mutant = check_patch,
-                .comparable = true});
+  const std::string fast = flashinfer_fast_math_flags().empty()
+                               ? ""
+                               : "; variants: nvcc defaults, FlashInfer's JIT flags";
+  registry.add(
+      {.name = "flashinfer",
+       .description = "FlashInfer's allreduce fusion, adapters/flashinfer" + fast + missing,
+       .choose = [](const std::string&) { return require_adapter(), flashinfer_choice(); },
+       .check_mutant = check_patch,
+       .comparable = true});
   registry.add(
       {.name = "flashinfer-legacy",
        .description = "FlashInfer's older Lamport kernel, trtllm_allreduce.cuh" + missing,

@@ -32,6 +32,7 @@ using protocol::kNvfp4BlockSize;
 using protocol::Nvfp4Layout;
 using protocol::Pattern;
 using protocol::pattern_name;
+using protocol::pattern_quantises;
 enum class Trigger : std::uint8_t { early, at_end };  // PDL launch_dependents position
 enum class ClusterMode : std::uint8_t { automatic, force_cluster, force_no_cluster };
 // Elements per 16-byte vector of the Lamport buffer; hidden must be a multiple of 8.
@@ -47,6 +48,9 @@ struct FusedParams {
   bool fp32_lamport = false;      // Lamport buffer elements are fp32 (workspace must agree)
   bool fp32_accumulation = true;  // false: round to T after every rank's addition
   Pattern pattern = Pattern::residual_rmsnorm;
+  // false: a quantising pattern that leaves norm_out unwritten (a kernel that has such
+  // patterns; ours refuse it). norm_out may still point to a buffer, which must stay as it was.
+  bool write_norm_out = true;
   float eps = 1e-6f;
   float weight_bias = 0.0f;
   float fp8_inv_scale = 1.0f;       // fp8_static

@@ -47,6 +47,10 @@ struct CallSpec {
   // Which of the kernel's launch variants runs the call (KernelTraits::variants; 0 for a
   // kernel with one).
   int variant = 0;
+  // The kernel writes norm_out. false: a quantising pattern without it (FlashInfer's 2, 3 and
+  // 10 beside 4, 5 and 11), whose norm_out must stay as the canary left it. Not with
+  // pdl_consumer (the consumer copies norm_out) or the unfused baseline.
+  bool norm_out = true;
 };
 
 struct GpuCase {
@@ -133,6 +137,7 @@ struct DrawSettings {
   bool delays = true;
   bool pdl_producer = true;  // CheckOptions::pdl_producer
   int twoshot_percent = 25;
+  int variant = -1;  // CheckOptions::variant
   bool focus_twoshot = false;
   bool focus_late_blocks = false;  // CheckOptions::focus_late_blocks
 };
@@ -152,6 +157,7 @@ struct RunConfig {
   std::string mutant;
   int max_tokens = 0;
   int max_hidden = 0;
+  int variant = -1;
 };
 std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& config);
 

@@ -31,6 +31,12 @@ struct KernelVariant {
   // chunk keeps its raw sum, the others receive it sanitised): outputs are compared with the
   // reference, and across ranks, with the sign of zeros ignored.
   bool zero_sign_free = false;
+  // Its one-shot path reads -0 inputs as +0 (the Lamport sentinel), as a kernel without
+  // variants does.
+  bool neg_zero_sentinel = false;
+  // Compiled with -use_fast_math: the reference flushes subnormals as it does
+  // (reference::FusedConfig::fast_math).
+  bool fast_math = false;
 };
 
 // What a kernel under test can run, so that cases draw only what it supports (a refused
@@ -63,6 +69,8 @@ struct KernelTraits {
   // add; the reference follows each rank's order (FusedConfig::sum_from), and the ranks'
   // outputs agree bitwise only for N <= 2 (invariant 8 is not expected beyond).
   bool rotated_reduction = false;
+  // Its quantising patterns also run without writing norm_out (CallSpec::norm_out).
+  bool quant_without_norm_out = false;
   // Its launch variants (CallSpec::variant indexes them); empty: one, summed in rank order.
   std::vector<KernelVariant> variants;
 

@@ -29,6 +29,11 @@ enum class Pattern : std::uint8_t {
   nvfp4,             // + quant_out (packed e2m1), scale_out (e4m3 block scales); sm_100+
 };
 
+// The patterns with a quantised output (quant_out).
+constexpr bool pattern_quantises(Pattern p) {
+  return p == Pattern::fp8_static || p == Pattern::fp8_dynamic || p == Pattern::nvfp4;
+}
+
 constexpr std::string_view pattern_name(Pattern p) {
   switch (p) {
     case Pattern::allreduce: return "allreduce";

@@ -32,6 +32,15 @@
 //   r        = 1.0f / sqrtf(ss / hidden + eps)            (float ops, IEEE-rounded)
 //   norm_out = T((x_j * r) * (weight_bias + float(gamma[j])))
 //
+// fast_math (a kernel compiled with -use_fast_math, as FlashInfer's JIT does): every fp32 add,
+// multiply and quotient above flushes subnormal operands and results to a zero of the same
+// sign (PTX .ftz): each widened input (float(x_r), float(allreduce), float(residual_in[j]),
+// x_j, float(gamma[j]), weight_bias) and each result (every partial sum, square, product and
+// quotient) is flushed. Conversions to T are not (they are cvt.rn without .ftz). Only bf16
+// reaches fp32 subnormals (its exponent range is fp32's); fp16 values are normal in fp32. The
+// approximate division and reciprocal square root of that build are covered by the norm
+// tolerance (tolerance.hpp), not modelled here. Rank order only.
+//
 // Quantised outputs read q_j = float(norm_out[j]) (the T-rounded norm output):
 //   fp8 static:  code = e4m3(q_j * fp8_inv_scale). The kernel must multiply by the same
 //                float inverse scale (not divide by a scale); dequantised = e4m3 / inv_scale.
@@ -81,6 +90,7 @@ struct FusedConfig {
   int sum_from = 0;                   // first rank of the summation order (see above)
   bool sanitise_pos_zero = false;     // +0 inputs summed as -0 (see above)
   SumOrder sum_order = SumOrder::rank_order;
+  bool fast_math = false;  // flush to zero as the fast-math build does (see above)
   QuantConfig quant;
 };
 
@@ -104,7 +114,7 @@ struct FusedOutputs {
 // Throws std::invalid_argument (one line) on a bad shape, dtype mismatch or bad config:
 // ranks in [1, 64], tokens >= 1, hidden >= 1 (a multiple of 16 when nvfp4 is on),
 // eps >= 0 and finite, scales finite and > 0; island orders on 8 ranks, per_step, from rank 0;
-// at most one of canonicalize_neg_zero and sanitise_pos_zero.
+// at most one of canonicalize_neg_zero and sanitise_pos_zero; fast_math in rank order only.
 void validate(const FusedConfig& config, const FusedInputs& inputs);
 
 // All outputs of one call. Validates first.

@@ -34,6 +34,18 @@
 //   With bf16 and hidden 4096, rho ~ 4.9e-4 while half a bf16 ulp is >= 2^-9 ~ 2e-3
 //   relative: allowed is 0 for most elements and one ulp near rounding boundaries.
 //
+// fast_math (FusedConfig::fast_math, a kernel built with -use_fast_math): the reference
+// flushes as that build does (fused.hpp), and the bound changes in three places.
+//   a. Step 2: its division is approximate, <= 2 ulp (CUDA C Programming Guide, -prec-div=false;
+//      measured on the device by the fast-math bounds test): 6u more, rho counts n + 16.
+//   b. Flushed squares (< 2^-126 each, n of them, then / n) and the flushed quotient move v by
+//      at most 2^-125: rho gains 2 * 2^-124 / v for the token (negligible when eps >= 2^-90).
+//   c. Where x_j * r or y_j lies within a relative 2 rho of 2^-126, the GPU may flush where
+//      the reference does not, or the reverse: allowed_j then covers 0 and the unflushed value
+//      (|T(y_ref)| + |y_j| (1 + 2 rho) + 2^-120). Only bf16 gets there.
+//   The quantised outputs' reciprocal of the FP8 scale, dynamic scale and quotients gain 4u
+//   each (the approximate division).
+//
 // Quantised outputs: the quantiser's input on the GPU can differ from the reference's by
 // the norm tolerance (or by half a T ulp if the kernel quantises before rounding to T),
 // and the GPU may use approximate reciprocals. All quantisers here are monotone, so the
@@ -50,8 +62,9 @@
 
 namespace fusioncheck::reference {
 
-// rho of step 4 above: the relative bound on |y_gpu - y_ref| for a given hidden size.
-double norm_relative_bound(int hidden);
+// rho of step 4 above: the relative bound on |y_gpu - y_ref| for a given hidden size (and for
+// the fast-math build, see "fast_math" above).
+double norm_relative_bound(int hidden, bool fast_math = false);
 
 // Per-element allowed |gpu - ref| of norm_out, as a value of the output type (+inf for
 // "no claim", see above). Size tokens * hidden.

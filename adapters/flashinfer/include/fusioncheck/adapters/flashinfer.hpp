@@ -22,6 +22,10 @@ bool flashinfer_available();
 std::string flashinfer_unavailable_reason();
 // The FlashInfer version or include tree the adapter was built against.
 std::string flashinfer_source();
+// The nvcc flags of its fast-math instances (FlashInfer's JIT flags, read from the wheel; the
+// kernel's launch variant 1), or "" when this build has none; then why (one line).
+std::string flashinfer_fast_math_flags();
+std::string flashinfer_fast_math_refused();
 
 // The patched copies this build has (mutant ids of the catalogue).
 std::vector<protocol::Mutant> flashinfer_patches();
