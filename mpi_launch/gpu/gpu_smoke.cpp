@@ -99,10 +99,15 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
             ++knob;
           }
     }
-  // Every launch variant of a kernel that has several: one case each, of its first pattern.
+  // Every launch variant of a kernel that has several: one case each, of its first pattern;
+  // a fast-math build on bf16 with the norm (where its flushing shows).
   for (std::size_t v = 0; v < traits.variants.size(); ++v) {
-    const k::Pattern pattern = traits.patterns.empty() ? k::Pattern::allreduce : traits.patterns[0];
-    const k::DType dtype = v % 2 ? k::DType::f16 : k::DType::bf16;
+    const bool fast = traits.variants[v].fast_math;
+    const k::Pattern pattern = fast && traits.runs_pattern(k::Pattern::residual_rmsnorm)
+                                   ? k::Pattern::residual_rmsnorm
+                               : traits.patterns.empty() ? k::Pattern::allreduce
+                                                         : traits.patterns[0];
+    const k::DType dtype = v % 2 && !fast ? k::DType::f16 : k::DType::bf16;
     GpuCase c = cycled_case(options, ranks, knob, dtype, traits.fp32_accumulation, traits);
     for (int i = 0; i < options.calls_per_case; ++i) {
       CallSpec call = cycled_call(options, knob + i, pattern);
