@@ -64,15 +64,16 @@ FUSIONCHECK_ROW_KERNEL void flush_row(float* __restrict v, std::size_t n, bool f
   for (std::size_t j = 0; j < n; ++j) v[j] = flushed(v[j]);
 }
 
-// w_j = weight_bias + float(gamma_j), rounded once in float like the kernel.
+// w_j = weight_bias + float(gamma_j), rounded once in float like the kernel (flushed in the
+// fast-math mode).
+template <DType T> float norm_weight(const FusedConfig& c, typename Element<T>::Bits g) {
+  const float gamma = Element<T>::to_float(g);
+  return c.fast_math ? flushed(flushed(c.weight_bias) + flushed(gamma)) : c.weight_bias + gamma;
+}
 template <DType T> std::vector<float> norm_weights(const FusedConfig& c, const Tensor& gamma) {
-  using E = Element<T>;
   const auto g = gamma.view<T>();
   std::vector<float> w(g.size());
-  for (std::size_t j = 0; j < g.size(); ++j) w[j] = c.weight_bias + E::to_float(g[j]);
-  if (c.fast_math)
-    for (std::size_t j = 0; j < g.size(); ++j)
-      w[j] = flushed(flushed(c.weight_bias) + flushed(E::to_float(g[j])));
+  for (std::size_t j = 0; j < g.size(); ++j) w[j] = norm_weight<T>(c, g[j]);
   return w;
 }
 
@@ -306,10 +307,7 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
     if (scratch.size() < 5 * hidden) scratch.resize(5 * hidden);
     if (scratch_bits.size() < hidden) scratch_bits.resize(hidden);
     float* const w = scratch.data() + 4 * hidden;  // weight_bias + gamma, as in norm_weights
-    for (std::size_t j = 0; j < hidden; ++j) w[j] = c.weight_bias + E::to_float(gamma[j]);
-    if (c.fast_math)
-      for (std::size_t j = 0; j < hidden; ++j)
-        w[j] = flushed(flushed(c.weight_bias) + flushed(E::to_float(gamma[j])));
+    for (std::size_t j = 0; j < hidden; ++j) w[j] = norm_weight<T>(c, gamma[j]);
 #pragma omp for schedule(static)
     for (std::ptrdiff_t row = 0; row < static_cast<std::ptrdiff_t>(tokens); ++row)
       fused_row<T>(job, static_cast<std::size_t>(row), scratch.data(), scratch_bits.data());
