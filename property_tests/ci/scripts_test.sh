@@ -34,6 +34,14 @@ expect "fetch: --list takes no argument" 2 "--list takes no arguments" bash "$F"
 expect "fetch: --path of a cached release" 0 "flashinfer-python-0.2.0/include$" bash "$F" --path 0.2.0
 expect "fetch: --path of an uncached release" 1 "is not fetched" bash "$F" --path 9.9.9
 expect "fetch: a cached release is not downloaded again" 0 "0.2.1 headers in .*flashinfer-python-0.2.1/include" bash "$F" 0.2.1
+# A cached include tree without the wheel's jit/ files (or NO-JIT) is downloaded again; a
+# python3 whose pip always fails stands in for PyPI.
+mkdir -p "$tmp/bin"
+printf '#!/bin/sh\n[ "$1" = -m ] && [ "$2" = pip ] && { echo "ERROR: offline"; exit 1; }\nexec %s "$@"\n' \
+  "$(command -v python3)" >"$tmp/bin/python3"
+chmod +x "$tmp/bin/python3"
+expect "fetch: a cached release without jit/ is downloaded again" 1 "0.2.0: pip download failed" \
+  env PATH="$tmp/bin:$PATH" bash "$F" 0.2.0
 expect "history: --cases 0" 2 "--cases must be a whole number" bash "$H" --cases 0 --out "$tmp/o"
 expect "history: --cases not a number" 2 "--cases must be" bash "$H" --cases 1e3 --out "$tmp/o"
 expect "history: unknown option" 2 "unknown option '--bogus'" bash "$H" --bogus
