@@ -19,7 +19,8 @@ std::string layers_text(std::uint8_t layers) {
   for (auto [bit, name] : {std::pair{kInSim, "sim"},
                            {kInKernel, "kernel"},
                            {kInFlashInfer, "flashinfer"},
-                           {kInFlashInferPcie, "flashinfer-pcie"}})
+                           {kInFlashInferPcie, "flashinfer-pcie"},
+                           {kInSimPcie, "sim-pcie"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }
@@ -36,9 +37,9 @@ void print_mutants(bool as_json) {
     fmt::print("{}\n", rows.dump(2));
     return;
   }
-  fmt::print("{:<35} {:<18} {:<50} {}\n", "id", "where", "real-world class", "mutant");
+  fmt::print("{:<35} {:<28} {:<50} {}\n", "id", "where", "real-world class", "mutant");
   for (const auto& m : kMutantCatalogue)
-    fmt::print("{:<35} {:<18} {:<50} {}\n", m.id, layers_text(m.layers), m.real_world, m.what);
+    fmt::print("{:<35} {:<28} {:<50} {}\n", m.id, layers_text(m.layers), m.real_world, m.what);
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -36,6 +38,7 @@ constexpr int kMaxGraphReplays = 64;
 
 struct SimArgs {
   std::string profile, mutant = "none", scheduler = "random", replay, out = ".", calls;
+  std::string protocol;  // empty: the mutant's model (lamport for none)
   std::string table_out;
   std::optional<std::uint64_t> budget;  // default: per scheduler (or the table's)
   std::uint64_t seed = 1;
@@ -46,7 +49,12 @@ struct SimArgs {
 
 // The mutant's provoking configuration (the default one for most), then the options.
 SimConfig config_from(const SimArgs& a, Mutant mutant) {
-  SimConfig c = a.tiny ? provoking_tiny_config(mutant) : provoking_config(mutant);
+  const SimProtocol protocol = a.protocol == "pcie" ? SimProtocol::pcie : SimProtocol::lamport;
+  if (!a.protocol.empty() && !in_sim(mutant, protocol))
+    throw UsageError(fmt::format("mutant {} is not in the sim's {} model (see fusioncheck mutants)",
+                                 protocol::mutant_id(mutant), protocol_name(protocol)));
+  SimConfig c =
+      a.tiny ? provoking_tiny_config(mutant, protocol) : provoking_config(mutant, protocol);
   if (a.ranks) c.ranks = *a.ranks;
   if (a.blocks) c.blocks = *a.blocks;
   if (a.vectors) c.vectors_per_block = *a.vectors;
@@ -54,15 +62,18 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
   if (a.graph_replays) c.graph_replays = *a.graph_replays;
   if (a.late_trigger) c.late_trigger = true;
   if (!a.calls.empty() && !parse_calls(a.calls, c.calls))
-    throw UsageError("bad --calls '" + a.calls + "' (expected e.g. os4,os2,ts4)");
+    throw UsageError("bad --calls '" + a.calls + "' (expected e.g. os4,os2,ts4 or pp4,rs2)");
+  if (!in_sim(mutant, protocol_of(c)))
+    throw UsageError(fmt::format("mutant {} is not in the sim's {} model (see fusioncheck mutants)",
+                                 protocol::mutant_id(mutant), protocol_name(protocol_of(c))));
   return c;
 }
 
 // Everything but these options configures a search of one profile; say which do not apply.
 constexpr std::initializer_list<const char*> kSearchOptions = {
-    "--profile",       "--mutant",       "--scheduler", "--seed",       "--depth", "--deviations",
-    "--out",           "--ranks",        "--blocks",    "--vectors",    "--elems", "--calls",
-    "--graph-replays", "--late-trigger", "--tiny",      "--no-minimise"};
+    "--profile",  "--mutant",        "--scheduler",    "--seed",   "--depth",      "--deviations",
+    "--protocol", "--out",           "--ranks",        "--blocks", "--vectors",    "--elems",
+    "--calls",    "--graph-replays", "--late-trigger", "--tiny",   "--no-minimise"};
 
 // The mode (--replay, --table or a search) and the options that apply to it; every path is
 // checked here, before any work.
@@ -96,10 +107,12 @@ void check_mode(const CLI::App& sub, const SimArgs& a) {
 }
 
 // Where a search on `profile` writes its counterexample.
-std::string counterexample_path(const std::string& out_dir, const Profile& profile, Mutant mutant) {
+std::string counterexample_path(const std::string& out_dir, const Profile& profile, Mutant mutant,
+                                const SimConfig& config) {
   Counterexample cx;
   cx.profile = profile.name;
   cx.mutant = mutant;
+  cx.config = config;
   return (std::filesystem::path(out_dir) / counterexample_file_name(cx)).string();
 }
 
@@ -191,9 +204,10 @@ std::string provoking_configs_text() {
   };
   std::string out;
   for (const auto& info : protocol::kMutantCatalogue) {
-    const SimConfig config = provoking_config(info.mutant);
-    const SimConfig tiny = provoking_tiny_config(info.mutant);
-    if (config == default_config() && tiny == tiny_config()) continue;
+    const SimProtocol protocol = mutant_protocol(info.mutant);
+    const SimConfig config = provoking_config(info.mutant, protocol);
+    const SimConfig tiny = provoking_tiny_config(info.mutant, protocol);
+    if (config == default_config(protocol) && tiny == tiny_config(protocol)) continue;
     out += fmt::format(
         "`{}` needs a call pattern those sequences lack; its searches start from "
         "{} and (tiny) {}.\n",
@@ -202,14 +216,29 @@ std::string provoking_configs_text() {
   return out.empty() ? out : out + "\n";
 }
 
+// Today as YYYY-MM-DD (UTC), for the table's provenance line.
+std::string today_utc() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &tm);
+  return text;
+}
+
 // The Markdown file of the kill table: how it was made, then the table.
 std::string kill_table_document(const KillTableOptions& options, const std::string& table) {
   std::ostringstream out;
   out << "# Sim kill table: mutant x profile\n\n"
-         "Generated by `fusioncheck sim --table --table-out docs/sim_kill_table.md` (see\n"
+         "Generated on "
+      << today_utc()
+      << " by `fusioncheck sim --table --table-out docs/sim_kill_table.md`, built from the "
+         "commit that holds this file (see\n"
          "docs/sim.md). For every mutant of the catalogue and every architecture profile: "
          "seeded\nrandom search of the default configuration ("
-      << format_calls(default_config().calls) << ", 2 ranks x 2 blocks x 2 vectors x 2 elements, "
+      << format_calls(default_config().calls) << " for the Lamport model, "
+      << format_calls(default_config(SimProtocol::pcie).calls)
+      << " for the model of the PCIe protocol; 2 ranks x 2 blocks x 2 vectors x 2 elements, "
       << options.random_budget
       << " schedules, seed 1), then as many PCT schedules (depth 3), then the bounded "
          "exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
@@ -217,7 +246,8 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
          "table (it varies from run to run);\n*schedules* counts the executions until then "
          "(for a clean row: all of them). The counterexample\nis the minimised one: ranks x "
          "blocks x vectors x elements, calls, deviations from the default\nschedule, "
-         "steps. `none` is the correct protocol: it must be clean everywhere.\n\n"
+         "steps. `none` is the correct protocol: it must be clean everywhere. Rows marked (PCIe)\n"
+         "run the model of FlashInfer's PCIe protocol.\n\n"
       << provoking_configs_text() << table;
   return out.str();
 }
@@ -226,8 +256,8 @@ int run_table(const SimArgs& a) {
   KillTableOptions options;
   if (a.budget) options.random_budget = *a.budget;
   options.on_row = [](const KillRow& row) {
-    fmt::print(stderr, "sim table: {} on {}: {}\n", protocol::mutant_id(row.mutant), row.profile,
-               row.killed ? "killed" : "clean");
+    fmt::print(stderr, "sim table: {} ({} model) on {}: {}\n", protocol::mutant_id(row.mutant),
+               protocol_name(row.protocol), row.profile, row.killed ? "killed" : "clean");
   };
   const auto rows = kill_table(options);
   const std::string text = format_kill_table(rows);
@@ -241,11 +271,8 @@ int run_table(const SimArgs& a) {
 int run_search(const SimArgs& a) {
   const auto mutant = protocol::parse_mutant(a.mutant);
   if (!mutant) throw UsageError("unknown mutant '" + a.mutant + "' (see fusioncheck mutants)");
-  if (*mutant != Mutant::none) {
-    const auto* info = protocol::find_mutant_info(*mutant);
-    if (!(info->layers & protocol::kInSim))
-      throw UsageError("mutant '" + a.mutant + "' cannot be expressed in the sim");
-  }
+  if (!in_sim(*mutant, SimProtocol::lamport) && !in_sim(*mutant, SimProtocol::pcie))
+    throw UsageError("mutant '" + a.mutant + "' cannot be expressed in the sim");
   const auto scheduler = parse_scheduler(a.scheduler);
   if (!scheduler)
     throw UsageError("unknown scheduler '" + a.scheduler + "' (random, pct or exhaustive)");
@@ -263,7 +290,7 @@ int run_search(const SimArgs& a) {
     if (!error.empty()) throw UsageError(error);
     // The file a violation is written to, in a folder that exists already: before the search.
     if (std::filesystem::is_directory(a.out))
-      require_output_file("--out", counterexample_path(a.out, *p, *mutant));
+      require_output_file("--out", counterexample_path(a.out, *p, *mutant, config));
   }
 
   for (const Profile* p : profiles) {
@@ -317,6 +344,11 @@ void add_sim_command(CLI::App& app, int& exit_code) {
                   "Search: the architecture profile (" + profile_names() + ", or all)");
   sub->add_option("--mutant", args->mutant,
                   "Search: mutant id (see `fusioncheck mutants`), or none");
+  sub->add_option(
+         "--protocol", args->protocol,
+         "Search: the protocol whose default configuration a search starts from: lamport "
+         "(our kernels), pcie (FlashInfer's PCIe allreduce); a PCIe-only mutant implies pcie")
+      ->check(CLI::IsMember({"lamport", "pcie"}));
   sub->add_option("--scheduler", args->scheduler, "Search: how schedules are explored")
       ->check(CLI::IsMember({"random", "pct", "exhaustive"}));
   sub->add_option(
@@ -357,8 +389,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   sub->add_option(
       "--calls", args->calls,
       fmt::format("Search: call sequence, os<N> one-shot / ts<N> two-shot over N vectors "
-                  "(default {}, --tiny {})",
-                  format_calls(start.calls), format_calls(tiny.calls)));
+                  "(default {}, --tiny {}); PCIe: pp<N> push, rs<N> reduce-scatter (block "
+                  "region), rf<N> reduce-scatter (pack region), pb<N> barrier kernel (default {})",
+                  format_calls(start.calls), format_calls(tiny.calls),
+                  format_calls(default_config(SimProtocol::pcie).calls)));
   sub->add_option(
          "--graph-replays", args->graph_replays,
          fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "

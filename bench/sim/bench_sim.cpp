@@ -48,6 +48,11 @@ void BM_ExhaustiveTiny(benchmark::State& state) {
 void BM_TimeToDetect(benchmark::State& state) {
   const auto& info = protocol::kMutantCatalogue[static_cast<std::size_t>(state.range(0))];
   const Profile& profile = *find_profile("sm120-pcie");
+  const SimProtocol protocol = mutant_protocol(info.mutant);
+  if (!in_sim(info.mutant, protocol)) {
+    state.SkipWithError("not in the sim");
+    return;
+  }
   std::uint64_t seed = 1, schedules = 0;
   for (auto _ : state) {
     bool found = false;
@@ -56,8 +61,9 @@ void BM_TimeToDetect(benchmark::State& state) {
       options.scheduler = scheduler;
       options.budget = scheduler == SchedulerKind::exhaustive ? 1000000 : 20000;
       options.seed = seed;
-      const SimConfig config =
-          scheduler == SchedulerKind::exhaustive ? tiny_config() : default_config();
+      const SimConfig config = scheduler == SchedulerKind::exhaustive
+                                   ? provoking_tiny_config(info.mutant, protocol)
+                                   : provoking_config(info.mutant, protocol);
       const SearchResult result = search(config, profile, info.mutant, options);
       schedules += result.executions;
       if (result.counterexample) {

@@ -25,51 +25,88 @@ std::string profile_names() {
   return out;
 }
 
-SimConfig default_config() {
+const char* protocol_name(SimProtocol protocol) {
+  return protocol == SimProtocol::pcie ? "pcie" : "lamport";
+}
+
+SimProtocol protocol_of(const SimConfig& config) {
+  for (const auto& call : config.calls)
+    if (is_pcie(call.kind)) return SimProtocol::pcie;
+  return SimProtocol::lamport;
+}
+
+SimConfig default_config(SimProtocol protocol) {
   SimConfig c;
   c.ranks = 2;
   c.blocks = 2;
   c.vectors_per_block = 2;
   c.elems_per_vector = 2;
   using K = CallKind;
+  if (protocol == SimProtocol::pcie) {
+    // Sizes that change the grid (2 vectors per block) between calls of one region, with
+    // nothing in between to drain them, and both sentinel regions in turn.
+    c.calls = {{K::pcie_push, 4}, {K::pcie_push, 2}, {K::pcie_push, 4}, {K::pcie_rsag, 4},
+               {K::pcie_rsag, 2}, {K::pcie_push, 3}, {K::pcie_push, 1}};
+    return c;
+  }
   c.calls = {{K::one_shot, 4}, {K::one_shot, 2}, {K::two_shot, 4}, {K::one_shot, 4},
              {K::one_shot, 4}, {K::two_shot, 2}, {K::one_shot, 3}};
   return c;
 }
 
-SimConfig tiny_config() {
+SimConfig tiny_config(SimProtocol protocol) {
   SimConfig c;
   c.ranks = 2;
   c.blocks = 2;
   c.vectors_per_block = 1;
   c.elems_per_vector = 2;  // two elements: NVLink may split the vector, PCIe does not
-  c.calls = {{CallKind::one_shot, 2},
-             {CallKind::one_shot, 1},
-             {CallKind::one_shot, 2},
-             {CallKind::one_shot, 2}};
+  const CallKind k = protocol == SimProtocol::pcie ? CallKind::pcie_push : CallKind::one_shot;
+  c.calls = {{k, 2}, {k, 1}, {k, 2}, {k, 2}};
   return c;
 }
 
-SimConfig provoking_config(protocol::Mutant mutant) {
-  SimConfig c = default_config();
-  if (mutant == protocol::Mutant::twoshot_gather_overlap) {
+bool in_sim(protocol::Mutant mutant, SimProtocol protocol) {
+  if (mutant == protocol::Mutant::none) return true;
+  const auto* info = protocol::find_mutant_info(mutant);
+  const std::uint8_t bit = protocol == SimProtocol::pcie ? protocol::kInSimPcie : protocol::kInSim;
+  return info != nullptr && (info->layers & bit) != 0;
+}
+
+SimProtocol mutant_protocol(protocol::Mutant mutant, SimProtocol preferred) {
+  if (in_sim(mutant, preferred)) return preferred;
+  return in_sim(mutant, SimProtocol::pcie) ? SimProtocol::pcie : SimProtocol::lamport;
+}
+
+SimConfig provoking_config(protocol::Mutant mutant, SimProtocol protocol) {
+  using protocol::Mutant;
+  SimConfig c = default_config(mutant_protocol(mutant, protocol));
+  if (mutant == Mutant::twoshot_gather_overlap) {
     // A two-shot call of 2 vectors right before the two-shot call of 4: the larger call's
     // scatter slots reach past the smaller call's gather region.
     const auto ts4 = std::find(c.calls.begin(), c.calls.end(), CallSpec{CallKind::two_shot, 4});
     c.calls.insert(ts4, CallSpec{CallKind::two_shot, 2});
   }
+  if (mutant == Mutant::pcie_sentinel_on_barrier_region) {
+    // The 8-rank mix: barrier kernels in the block region, flat reduce-scatter calls beside them.
+    using K = CallKind;
+    c.calls = {{K::pcie_barrier, 4}, {K::pcie_flat_rsag, 4}, {K::pcie_push, 2},
+               {K::pcie_barrier, 3}, {K::pcie_flat_rsag, 2}, {K::pcie_flat_rsag, 4}};
+  }
   return c;
 }
 
-SimConfig provoking_tiny_config(protocol::Mutant mutant) {
-  SimConfig c = tiny_config();
-  if (mutant == protocol::Mutant::twoshot_gather_overlap) {
+SimConfig provoking_tiny_config(protocol::Mutant mutant, SimProtocol protocol) {
+  using protocol::Mutant;
+  SimConfig c = tiny_config(mutant_protocol(mutant, protocol));
+  if (mutant == Mutant::twoshot_gather_overlap) {
     // The chunk (ceil(vectors / ranks)) must grow between two two-shot calls: 3 vectors.
     // Random and PCT find it here at once; the exhaustive search within 3 deviations does
     // not (rank 1 must finish a whole call while rank 0 is parked before its gather read).
     c.blocks = 3;
     c.calls = {{CallKind::two_shot, 1}, {CallKind::two_shot, 3}};
   }
+  if (mutant == Mutant::pcie_sentinel_on_barrier_region)
+    c.calls = {{CallKind::pcie_barrier, 2}, {CallKind::pcie_flat_rsag, 2}};
   return c;
 }
 
@@ -111,21 +148,48 @@ std::string validate(const SimConfig& c, const Profile& p) {
   if (total > kMaxTotalCalls)
     return fmt::format("at most {} calls in all, got {}", kMaxTotalCalls, total);
   const int grid_vectors = c.blocks * c.vectors_per_block;
+  bool lamport = false, pcie = false, block_sentinel = false, block_barrier = false;
   for (const auto& call : c.calls) {
+    (is_pcie(call.kind) ? pcie : lamport) = true;
+    block_sentinel |= call.kind == CallKind::pcie_rsag;
+    block_barrier |= call.kind == CallKind::pcie_barrier;
     if (call.vectors < 1)
       return fmt::format("a call must reduce at least 1 vector, got {}", call.vectors);
     if (call.vectors > grid_vectors)
       return fmt::format("a call of {} vectors does not fit a grid of {} blocks x {} vectors",
                          call.vectors, c.blocks, c.vectors_per_block);
   }
+  if (lamport && pcie) return "a call sequence holds either Lamport calls or PCIe calls, not both";
+  // The header's rule: a scratch region holds one protocol family.
+  if (block_sentinel && block_barrier)
+    return "rs (sentinel, block region) and pb (barrier, block region) calls cannot share a "
+           "sequence: a region holds one protocol family (use rf beside pb)";
+  if (c.late_trigger && pcie) return "--late-trigger applies to the Lamport kernels only";
   return {};
 }
+
+namespace {
+constexpr CallKind kCallKinds[] = {CallKind::one_shot,       CallKind::two_shot,
+                                   CallKind::pcie_push,      CallKind::pcie_rsag,
+                                   CallKind::pcie_flat_rsag, CallKind::pcie_barrier};
+std::string_view call_kind_prefix(CallKind kind) {
+  switch (kind) {
+    case CallKind::one_shot: return "os";
+    case CallKind::two_shot: return "ts";
+    case CallKind::pcie_push: return "pp";
+    case CallKind::pcie_rsag: return "rs";
+    case CallKind::pcie_flat_rsag: return "rf";
+    case CallKind::pcie_barrier: return "pb";
+  }
+  return "?";
+}
+}  // namespace
 
 std::string format_calls(const std::vector<CallSpec>& calls) {
   std::string out;
   for (const auto& c : calls) {
     if (!out.empty()) out += ',';
-    out += fmt::format("{}{}", c.kind == CallKind::one_shot ? "os" : "ts", c.vectors);
+    out += fmt::format("{}{}", call_kind_prefix(c.kind), c.vectors);
   }
   return out;
 }
@@ -139,9 +203,10 @@ bool parse_calls(std::string_view text, std::vector<CallSpec>& out) {
     if (comma != std::string_view::npos && text.empty()) return false;  // trailing comma
     if (item.size() < 3) return false;
     CallSpec spec;
-    if (item.substr(0, 2) == "os") spec.kind = CallKind::one_shot;
-    else if (item.substr(0, 2) == "ts") spec.kind = CallKind::two_shot;
-    else return false;
+    bool known = false;
+    for (CallKind kind : kCallKinds)
+      if (item.substr(0, 2) == call_kind_prefix(kind)) spec.kind = kind, known = true;
+    if (!known) return false;
     const auto digits = item.substr(2);
     const auto [ptr, ec] =
         std::from_chars(digits.data(), digits.data() + digits.size(), spec.vectors);

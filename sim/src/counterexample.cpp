@@ -83,6 +83,10 @@ Counterexample counterexample_from_json(const nlohmann::json& j) {
     cx.steps = j.value("steps", std::uint64_t{0});
     const std::string error = validate(cx.config, *find_profile(cx.profile));
     if (!error.empty()) throw std::invalid_argument(error);
+    if (!in_sim(cx.mutant, protocol_of(cx.config)))
+      throw std::invalid_argument(fmt::format("mutant {} is not in the sim's {} model",
+                                              protocol::mutant_id(cx.mutant),
+                                              protocol_name(protocol_of(cx.config))));
     return cx;
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("malformed counterexample: ") + e.what());
@@ -108,14 +112,17 @@ Counterexample read_counterexample(const std::string& path) {
 }
 
 std::string counterexample_file_name(const Counterexample& cx) {
-  return fmt::format("sim-{}-{}.json", protocol::mutant_id(cx.mutant), cx.profile);
+  // The PCIe model's files say so where the id does not (a mutant may be in both models).
+  const std::string_view id = protocol::mutant_id(cx.mutant);
+  const bool mark = protocol_of(cx.config) == SimProtocol::pcie && !id.starts_with("pcie-");
+  return fmt::format("sim-{}{}-{}.json", mark ? "pcie-" : "", id, cx.profile);
 }
 
 Replay replay(const Counterexample& cx) {
   Replay out;
-  Model model(cx.config, *find_profile(cx.profile), cx.mutant);
-  model.set_trace(&out.trace);
-  out.run = run_replay(model, cx.deviations);
+  const auto model = make_model(cx.config, *find_profile(cx.profile), cx.mutant);
+  model->set_trace(&out.trace);
+  out.run = run_replay(*model, cx.deviations);
   out.reproduced = out.run.violation && out.run.violation->text == cx.violation;
   return out;
 }
@@ -123,12 +130,14 @@ Replay replay(const Counterexample& cx) {
 std::string format_counterexample(const Counterexample& cx, const std::vector<std::string>& trace,
                                   const std::string& file) {
   std::string out = fmt::format(
-      "counterexample: mutant {} on {}\n"
+      "counterexample: mutant {} on {}{}\n"
       "  config: {} ranks x {} blocks x {} vectors/block x {} elements/vector, calls {}{}{}\n"
       "  schedule: found by {}{}; replays from {} deviation(s) from the default order, {} steps\n"
       "  violation ({}): {}\n",
-      protocol::mutant_id(cx.mutant), cx.profile, cx.config.ranks, cx.config.blocks,
-      cx.config.vectors_per_block, cx.config.elems_per_vector, format_calls(cx.config.calls),
+      protocol::mutant_id(cx.mutant), cx.profile,
+      protocol_of(cx.config) == SimProtocol::pcie ? " (model of the PCIe protocol)" : "",
+      cx.config.ranks, cx.config.blocks, cx.config.vectors_per_block, cx.config.elems_per_vector,
+      format_calls(cx.config.calls),
       cx.config.graph_replays > 1 ? fmt::format(" replayed {}x", cx.config.graph_replays) : "",
       cx.config.late_trigger ? ", late trigger" : ", early trigger", scheduler_name(cx.scheduler),
       cx.scheduler == SchedulerKind::exhaustive ? "" : fmt::format(" (seed {})", cx.seed),

@@ -14,9 +14,17 @@ std::string counterexample_size(const Counterexample& cx) {
                      cx.deviations.size(), cx.steps);
 }
 
-KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options) {
+// "float-sentinel", or "float-sentinel (PCIe)" for a row of the PCIe model.
+std::string row_label(const KillRow& row) {
+  return fmt::format("{}{}", protocol::mutant_id(row.mutant),
+                     row.protocol == SimProtocol::pcie ? " (PCIe)" : "");
+}
+
+KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options,
+                 SimProtocol protocol) {
   KillRow row;
   row.mutant = mutant;
+  row.protocol = mutant_protocol(mutant, protocol);
   row.profile = std::string(profile.name);
   struct Attempt {
     SchedulerKind scheduler;
@@ -24,9 +32,10 @@ KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& 
     std::uint64_t budget;
   };
   const Attempt attempts[] = {
-      {SchedulerKind::random, provoking_config(mutant), options.random_budget},
-      {SchedulerKind::pct, provoking_config(mutant), options.random_budget},
-      {SchedulerKind::exhaustive, provoking_tiny_config(mutant), options.exhaustive_budget},
+      {SchedulerKind::random, provoking_config(mutant, row.protocol), options.random_budget},
+      {SchedulerKind::pct, provoking_config(mutant, row.protocol), options.random_budget},
+      {SchedulerKind::exhaustive, provoking_tiny_config(mutant, row.protocol),
+       options.exhaustive_budget},
   };
   for (const auto& attempt : attempts) {
     SearchOptions search_options;
@@ -49,15 +58,17 @@ KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& 
 
 std::vector<KillRow> kill_table(const KillTableOptions& options) {
   std::vector<KillRow> rows;
-  std::vector<Mutant> mutants;
-  if (options.include_correct) mutants.push_back(Mutant::none);
-  for (const auto& info : protocol::kMutantCatalogue)
-    if (info.layers & protocol::kInSim) mutants.push_back(info.mutant);
-  for (Mutant m : mutants)
-    for (const auto& profile : kProfiles) {
-      rows.push_back(kill_row(m, profile, options));
-      if (options.on_row) options.on_row(rows.back());
-    }
+  for (SimProtocol protocol : options.protocols) {
+    std::vector<Mutant> mutants;
+    if (options.include_correct) mutants.push_back(Mutant::none);
+    for (const auto& info : protocol::kMutantCatalogue)
+      if (in_sim(info.mutant, protocol)) mutants.push_back(info.mutant);
+    for (Mutant m : mutants)
+      for (const auto& profile : kProfiles) {
+        rows.push_back(kill_row(m, profile, options, protocol));
+        if (options.on_row) options.on_row(rows.back());
+      }
+  }
   return rows;
 }
 
@@ -69,19 +80,21 @@ std::string format_kill_table(const std::vector<KillRow>& rows) {
   out += "\n|---|";
   for (std::size_t i = 0; i < kProfiles.size(); ++i) out += "---|";
   out += "\n";
-  std::map<Mutant, std::vector<const KillRow*>> by_mutant;
-  std::vector<Mutant> order;
+  std::map<std::string, std::vector<const KillRow*>> by_label;
+  std::vector<std::string> order;
   for (const auto& r : rows) {
-    if (by_mutant[r.mutant].empty()) order.push_back(r.mutant);
-    by_mutant[r.mutant].push_back(&r);
+    const std::string label = row_label(r);
+    if (by_label[label].empty()) order.push_back(label);
+    by_label[label].push_back(&r);
   }
-  for (Mutant m : order) {
-    out += fmt::format("| {} |", protocol::mutant_id(m));
+  for (const std::string& label : order) {
+    out += fmt::format("| {} |", label);
     for (const auto& p : kProfiles) {
       std::string cell = " |";
-      for (const KillRow* r : by_mutant[m])
+      for (const KillRow* r : by_label[label])
         if (r->profile == p.name)
-          cell = r->killed ? (m == Mutant::none ? " **FLAGGED** |" : " killed |") : " clean |";
+          cell =
+              r->killed ? (r->mutant == Mutant::none ? " **FLAGGED** |" : " killed |") : " clean |";
       out += cell;
     }
     out += "\n";
@@ -93,8 +106,8 @@ std::string format_kill_table(const std::vector<KillRow>& rows) {
     const std::string time = r.seconds_to_detect < 0.01
                                  ? fmt::format("{:.2f} ms", r.seconds_to_detect * 1e3)
                                  : fmt::format("{:.3f} s", r.seconds_to_detect);
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
-                       r.profile, r.killed ? "yes" : "no", time, r.schedules,
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", row_label(r), r.profile,
+                       r.killed ? "yes" : "no", time, r.schedules,
                        r.killed ? scheduler_name(r.scheduler) : "-",
                        r.killed ? counterexample_size(r.minimal) : "-",
                        r.killed ? violation_kind_name(r.minimal.kind) : "-");

@@ -90,8 +90,8 @@ bool find_in(const SimConfig& config, const Profile& profile, Mutant mutant, Vio
 }
 
 bool same_kind(const Counterexample& cx, const std::vector<Deviation>& deviations) {
-  Model model(cx.config, *find_profile(cx.profile), cx.mutant);
-  const RunResult run = run_replay(model, deviations);
+  const auto model = make_model(cx.config, *find_profile(cx.profile), cx.mutant);
+  const RunResult run = run_replay(*model, deviations);
   return run.violation && run.violation->kind == cx.kind;
 }
 
@@ -155,8 +155,8 @@ Counterexample minimise(const Counterexample& found, const MinimiseOptions& opti
   }
   // Fewer deviations; then replay once to record what the minimal schedule does.
   best.deviations = minimise_deviations(best);
-  Model model(best.config, profile, best.mutant);
-  const RunResult run = run_replay(model, best.deviations);
+  const auto model = make_model(best.config, profile, best.mutant);
+  const RunResult run = run_replay(*model, best.deviations);
   best.deviations = run.deviations;
   best.violation = run.violation->text;
   best.kind = run.violation->kind;

@@ -30,6 +30,11 @@ Model::Model(const SimConfig& config, const Profile& profile, Mutant mutant)
     : config_(config), profile_(profile), mutant_(mutant) {
   const std::string error = validate(config, profile);
   if (!error.empty()) throw std::invalid_argument(error);
+  if (protocol_of(config) != SimProtocol::lamport)
+    throw std::invalid_argument("the Lamport model runs one-shot and two-shot calls only");
+  if (!in_sim(mutant, SimProtocol::lamport))
+    throw std::invalid_argument(std::string("mutant ") + std::string(protocol::mutant_id(mutant)) +
+                                " is not in the sim's Lamport model");
   calls_ = expanded_calls(config);
   max_vectors_ = max_vectors(config);
   granularity_bytes_ = mutant == Mutant::torn_element ? 2 : profile.store_granularity_bytes;

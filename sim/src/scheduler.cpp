@@ -24,7 +24,8 @@ struct Rng {
 // The default choice: the actor that ran last goes on if it can (a thread runs until it
 // spins, a link keeps delivering), else the first enabled event. A deviation is thus a
 // preemption, and "at most k deviations" is a preemption bound as in CHESS.
-std::uint32_t default_choice(const Model& model, std::span<const Event> events, int last_actor) {
+std::uint32_t default_choice(const ProtocolModel& model, std::span<const Event> events,
+                             int last_actor) {
   if (last_actor < 0) return 0;
   for (std::uint32_t i = 0; i < events.size(); ++i)
     if (model.actor_of(events[i]) == last_actor) return i;
@@ -49,7 +50,8 @@ bool is_default(std::span<const Event> events, std::uint32_t pick, int last_acto
 // Runs the model to the end, asking `choose` for an index whenever more than one event is
 // enabled, and records the choices that differ from the default. `kNeedsDefault`: the
 // chooser takes the default index as input (replay), else it is checked afterwards.
-template <bool kNeedsDefault, class Choose> RunResult run_with(Model& model, Choose&& choose) {
+template <bool kNeedsDefault, class Choose>
+RunResult run_with(ProtocolModel& model, Choose&& choose) {
   RunResult result;
   model.reset();
   std::uint32_t step = 0;
@@ -94,7 +96,7 @@ std::uint64_t schedule_seed(std::uint64_t base, std::uint64_t i) {
   return rng.next();
 }
 
-RunResult run_replay(Model& model, const std::vector<Deviation>& deviations,
+RunResult run_replay(ProtocolModel& model, const std::vector<Deviation>& deviations,
                      std::vector<ChoicePoint>* choice_points) {
   std::size_t next = 0;
   if (choice_points) choice_points->clear();
@@ -112,14 +114,15 @@ RunResult run_replay(Model& model, const std::vector<Deviation>& deviations,
       });
 }
 
-RunResult run_random(Model& model, std::uint64_t seed) {
+RunResult run_random(ProtocolModel& model, std::uint64_t seed) {
   Rng rng{seed};
   return run_with<false>(model, [&](std::uint32_t, std::span<const Event> events, std::uint32_t) {
     return rng.below(static_cast<std::uint32_t>(events.size()));
   });
 }
 
-RunResult run_pct(Model& model, std::uint64_t seed, int depth, std::uint64_t expected_steps) {
+RunResult run_pct(ProtocolModel& model, std::uint64_t seed, int depth,
+                  std::uint64_t expected_steps) {
   Rng rng{seed};
   const int actors = model.actor_count();
   std::vector<std::uint32_t> priority(static_cast<std::size_t>(actors));
@@ -172,7 +175,7 @@ const char* scheduler_name(SchedulerKind kind) {
 namespace {
 
 struct Exhaustive {
-  Model& model;
+  ProtocolModel& model;
   const SearchOptions& options;
   SearchResult& result;
   Clock::time_point t0;
@@ -219,7 +222,8 @@ struct Exhaustive {
 SearchResult search(const SimConfig& config, const Profile& profile, Mutant mutant,
                     const SearchOptions& options) {
   SearchResult result;
-  Model model(config, profile, mutant);
+  const std::unique_ptr<ProtocolModel> owned = make_model(config, profile, mutant);
+  ProtocolModel& model = *owned;
   const auto t0 = Clock::now();
   if (options.scheduler == SchedulerKind::exhaustive) {
     Exhaustive ex{model, options, result, t0, 1.0, false, {}, {}};

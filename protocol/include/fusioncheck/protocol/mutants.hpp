@@ -42,17 +42,27 @@ enum class Mutant : std::uint8_t {
   // sentinel protocol.
   pcie_no_sanitise,
   pcie_tp2_half_from_payload,
+  // The PCIe protocol's classes that only the sim's model of it builds (the debug switches
+  // and hazards its header names).
+  pcie_no_double_buffer,
+  pcie_per_block_epoch,
+  pcie_reset_other_half,
+  pcie_arrive_before_read,
+  pcie_state_in_scratch,
+  pcie_sentinel_on_barrier_region,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
 // copy of FlashInfer's header (adapters/flashinfer/patches); rows that also exist in our
 // kernels or the sim say so with those bits.
 // kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie).
+// kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one.
 enum MutantLayer : std::uint8_t {
   kInSim = 1u,
   kInKernel = 2u,
   kInFlashInfer = 4u,
-  kInFlashInferPcie = 8u
+  kInFlashInferPcie = 8u,
+  kInSimPcie = 16u
 };
 
 struct MutantInfo {
@@ -63,7 +73,7 @@ struct MutantInfo {
   std::uint8_t layers;          // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 27> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 33> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -71,7 +81,7 @@ inline constexpr std::array<MutantInfo, 27> kMutantCatalogue{{
      "dependents triggered before outputs are written, consumer reads them", "vLLM PR 45448",
      kInSim | kInKernel},
     {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==", "FlashInfer 1136",
-     kInSim | kInKernel | kInFlashInfer | kInFlashInferPcie},
+     kInSim | kInKernel | kInFlashInfer | kInFlashInferPcie | kInSimPcie},
     {Mutant::no_canonicalize, "no-canonicalize", "producer does not map input -0 to +0",
      "TRT-LLM PR 4226 class", kInSim | kInKernel | kInFlashInfer},
     {Mutant::wrong_clear_buffer, "wrong-clear-buffer", "clears (f+1)%3 instead of (f+2)%3",
@@ -80,7 +90,7 @@ inline constexpr std::array<MutantInfo, 27> kMutantCatalogue{{
      "clears with the current call's size, not the previous", "TRT-LLM 6237",
      kInSim | kInKernel | kInFlashInfer},
     {Mutant::counter_not_reset, "counter-not-reset", "arrival counter never reset", "-",
-     kInSim | kInKernel | kInFlashInferPcie},
+     kInSim | kInKernel | kInFlashInferPcie | kInSimPcie},
     {Mutant::flag_before_arrival, "flag-before-arrival",
      "flag advanced without waiting for all blocks", "-", kInSim | kInKernel | kInFlashInfer},
     {Mutant::two_buffers, "two-buffers", "double instead of triple buffering", "-",
@@ -131,11 +141,34 @@ inline constexpr std::array<MutantInfo, 27> kMutantCatalogue{{
      "FlashInfer 0.7.2 fix, reverted", kInFlashInfer},
     {Mutant::pcie_no_sanitise, "pcie-no-sanitise",
      "+0 sentinel protocol: a real zero is pushed as +0 (not turned into -0), read as not yet written",
-     "FlashInfer pcie_ipc_all_reduce.cuh: sentinel kernels sanitise real zeros", kInFlashInferPcie},
+     "FlashInfer pcie_ipc_all_reduce.cuh: sentinel kernels sanitise real zeros",
+     kInFlashInferPcie | kInSimPcie},
     {Mutant::pcie_tp2_half_from_payload, "pcie-tp2-half-from-payload",
      "2-rank PCIe kernel sizes its epoch halves from the call's payload: a smaller call lands in "
      "the half a lagging peer still drains",
-     "FlashInfer pcie_ipc_all_reduce.cuh: rank_stride_packs from max_numel", kInFlashInferPcie},
+     "FlashInfer pcie_ipc_all_reduce.cuh: rank_stride_packs from max_numel",
+     kInFlashInferPcie | kInSimPcie},
+    {Mutant::pcie_no_double_buffer, "pcie-no-double-buffer",
+     "PCIe sentinel kernels pin every call to half 0 of their scratch region",
+     "FlashInfer pcie_ipc_all_reduce.cuh: FLASHINFER_PCIE_IPC_DEBUG_NO_BLOCK_EPOCH", kInSimPcie},
+    {Mutant::pcie_per_block_epoch, "pcie-per-block-epoch",
+     "each block keeps its own epoch parity: after a change of grid size, blocks of one call "
+     "disagree on the half",
+     "FlashInfer pcie_ipc_all_reduce.cuh: FLASHINFER_PCIE_IPC_DEBUG_PER_BLOCK_EPOCH", kInSimPcie},
+    {Mutant::pcie_reset_other_half, "pcie-reset-other-half",
+     "consumed slots left as they are, the other half's slots reset to +0 instead",
+     "clear of the wrong epoch (the Lamport wrong-clear-buffer class)", kInSimPcie},
+    {Mutant::pcie_arrive_before_read, "pcie-arrive-before-read",
+     "a block adds its arrival before it reads the epoch: the last arrival may flip the epoch "
+     "under a block that has not read it",
+     "arrival before the flag (the Lamport flag-before-arrival class)", kInSimPcie},
+    {Mutant::pcie_state_in_scratch, "pcie-state-in-scratch",
+     "the pack region's {epoch, arrival} pair lands inside the pack scratch (state slots out of "
+     "step with the ScratchRegion enum)",
+     "FlashInfer pcie_ipc_all_reduce.cuh: kScratchRegionCount comment", kInSimPcie},
+    {Mutant::pcie_sentinel_on_barrier_region, "pcie-sentinel-on-barrier-region",
+     "a sentinel kernel stages in the block region, where barrier kernels leave raw payload",
+     "FlashInfer pcie_ipc_all_reduce.cuh: ScratchRegion comment", kInSimPcie},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

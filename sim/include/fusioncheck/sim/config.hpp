@@ -43,7 +43,27 @@ inline constexpr std::array<Profile, 4> kProfiles{{
 const Profile* find_profile(std::string_view name);
 std::string profile_names();  // "a, b, c" for error messages
 
-enum class CallKind : std::uint8_t { one_shot, two_shot };
+// one_shot, two_shot: our Lamport kernels. pcie_*: the SM kernels of FlashInfer's PCIe
+// allreduce (docs/design.md "PCIe sentinel protocol"): pcie_push pushes to every rank and
+// stages in the pack region (the unstaged variant); pcie_rsag reduce-scatters then
+// all-gathers in the block region (staged, 4 ranks); pcie_flat_rsag does the same in the pack
+// region (flat staged, 8 ranks); pcie_barrier is a barrier kernel in the block region (the
+// 8-rank topology kernels): raw payload, left in place.
+enum class CallKind : std::uint8_t {
+  one_shot,
+  two_shot,
+  pcie_push,
+  pcie_rsag,
+  pcie_flat_rsag,
+  pcie_barrier
+};
+
+// Which protocol a configuration exercises: its calls say (one configuration holds one).
+enum class SimProtocol : std::uint8_t { lamport, pcie };
+const char* protocol_name(SimProtocol protocol);
+constexpr bool is_pcie(CallKind kind) {
+  return kind != CallKind::one_shot && kind != CallKind::two_shot;
+}
 
 struct CallSpec {
   CallKind kind = CallKind::one_shot;
@@ -69,18 +89,29 @@ inline constexpr int kMaxBlocks = 64;
 inline constexpr int kMaxVectorsPerBlock = 64;
 inline constexpr int kMaxTotalCalls = 1000;  // tags hold the call index in 10 bits
 
-// The configuration of an ordinary run: 2 ranks, 2 blocks of 2 vectors, token counts that
-// shrink and grow, one-shot and two-shot alternating.
-SimConfig default_config();
+SimProtocol protocol_of(const SimConfig& config);
+
+// The configuration of an ordinary run. Lamport: 2 ranks, 2 blocks of 2 vectors, token counts
+// that shrink and grow, one-shot and two-shot alternating. PCIe: 2 ranks, push and
+// reduce-scatter calls of changing size (so the grid changes too).
+SimConfig default_config(SimProtocol protocol = SimProtocol::lamport);
 // The smallest non-trivial configuration: 2 ranks, 2 blocks, 1 vector each, 4 calls.
 // Two elements per vector, so that the profiles' store splitting differs.
-SimConfig tiny_config();
+SimConfig tiny_config(SimProtocol protocol = SimProtocol::lamport);
 
-// Where a search for `mutant` starts: default_config() / tiny_config(), except for a mutant
-// whose bug needs a call pattern those sequences lack (twoshot-gather-overlap: a two-shot
-// call followed by a larger two-shot call).
-SimConfig provoking_config(protocol::Mutant mutant);
-SimConfig provoking_tiny_config(protocol::Mutant mutant);
+// The protocol a mutant's search runs: the PCIe one for a mutant only its model has, else
+// `preferred` when the mutant is in that model, else the Lamport one.
+SimProtocol mutant_protocol(protocol::Mutant mutant, SimProtocol preferred = SimProtocol::lamport);
+// Whether the sim's model of `protocol` builds `mutant` (none: always).
+bool in_sim(protocol::Mutant mutant, SimProtocol protocol);
+
+// Where a search for `mutant` starts: default_config() / tiny_config() of its protocol,
+// except for a mutant whose bug needs a call pattern those sequences lack
+// (twoshot-gather-overlap: a two-shot call followed by a larger two-shot call;
+// pcie-sentinel-on-barrier-region: barrier calls between sentinel calls).
+SimConfig provoking_config(protocol::Mutant mutant, SimProtocol protocol = SimProtocol::lamport);
+SimConfig provoking_tiny_config(protocol::Mutant mutant,
+                                SimProtocol protocol = SimProtocol::lamport);
 
 std::vector<CallSpec> expanded_calls(const SimConfig& config);
 int max_vectors(const SimConfig& config);
@@ -88,7 +119,7 @@ int max_vectors(const SimConfig& config);
 // Empty when the configuration can run on the profile, else a one-line reason.
 std::string validate(const SimConfig& config, const Profile& profile);
 
-// "os4,os2,ts4" <-> calls. parse_calls returns false on bad text.
+// "os4,os2,ts4" <-> calls (PCIe: pp, rs, rf, pb). parse_calls returns false on bad text.
 std::string format_calls(const std::vector<CallSpec>& calls);
 bool parse_calls(std::string_view text, std::vector<CallSpec>& out);
 

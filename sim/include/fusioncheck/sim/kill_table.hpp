@@ -12,6 +12,7 @@ namespace fusioncheck::sim {
 
 struct KillRow {
   Mutant mutant = Mutant::none;
+  SimProtocol protocol = SimProtocol::lamport;  // which model
   std::string profile;
   bool killed = false;
   double seconds_to_detect = 0;  // search time until the first violation
@@ -21,16 +22,21 @@ struct KillRow {
 };
 
 struct KillTableOptions {
-  std::uint64_t random_budget = 20000;         // per (mutant, profile), then as many PCT schedules
-  std::uint64_t exhaustive_budget = 1000000;   // then the exhaustive tiny search (<= 2 deviations)
-  bool include_correct = true;                 // a row per profile for the correct protocol
+  std::uint64_t random_budget = 20000;        // per (mutant, profile), then as many PCT schedules
+  std::uint64_t exhaustive_budget = 1000000;  // then the exhaustive tiny search (<= 2 deviations)
+  bool include_correct = true;                // a row per profile for each correct protocol
+  // The models, each with its mutants (kInSim, kInSimPcie).
+  std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie};
   std::function<void(const KillRow&)> on_row;  // progress
 };
 
 // One search per (mutant, profile): random, then PCT, then the bounded exhaustive search
 // of the tiny configuration (the mutant's provoking ones, see provoking_config).
-KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options);
+KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options,
+                 SimProtocol protocol = SimProtocol::lamport);
 std::vector<KillRow> kill_table(const KillTableOptions& options);
+// The row's name in the table: the mutant id, "(PCIe)" after it for the PCIe model's rows.
+std::string row_label(const KillRow& row);
 std::string format_kill_table(const std::vector<KillRow>& rows);  // Markdown
 // "2 ranks x 1 block x 1 vector x 1 elem, 3 calls, 1 deviation, 57 steps"
 std::string counterexample_size(const Counterexample& cx);

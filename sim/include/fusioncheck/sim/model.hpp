@@ -4,6 +4,7 @@
 // it lists the enabled events and executes the one a scheduler picked. A spin is not an
 // event; a spinning thread is simply not enabled until what it polls for is visible.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -97,35 +98,60 @@ struct RankMemory {
   bool initialised = false;
 };
 
-class Model {
+// What the schedulers, the minimiser and the counterexamples drive: one protocol's model.
+// The model does not choose: it lists the enabled events and executes the one a scheduler
+// picked.
+class ProtocolModel {
+ public:
+  virtual ~ProtocolModel() = default;
+  virtual void reset() = 0;
+  // Enabled events in a fixed order, so that a schedule is a list of indices into this
+  // list. The span stays valid until the next execute().
+  virtual std::span<const Event> enabled() = 0;
+  // Takes the event by value: executing it changes the list the event came from.
+  virtual void execute(Event event) = 0;
+  // After enabled() returned an empty list: true when every kernel completed.
+  virtual bool all_done() const = 0;
+  // Finishes the run: a deadlock when not all done, else the invariants at quiescence.
+  virtual void finish() = 0;
+  virtual const std::optional<Violation>& violation() const = 0;
+  virtual std::uint64_t steps() const = 0;
+  virtual std::uint64_t memory_events() const = 0;
+  virtual std::uint64_t step_bound() const = 0;
+  // Replaces the livelock guard's bound from the next reset() on (0: the default).
+  virtual void set_step_bound(std::uint64_t bound) = 0;
+  // PCT actor of an event: a thread, a link (src,dst) or a rank's init.
+  int actor_of(const Event& event) const { return event.actor; }
+  virtual int actor_count() const = 0;
+  // When set, every executed event appends one readable line.
+  virtual void set_trace(std::vector<std::string>* trace) = 0;
+};
+
+// The model of the configuration's protocol (protocol_of). Throws std::invalid_argument with
+// validate()'s reason, or when that model does not build the mutant.
+std::unique_ptr<ProtocolModel> make_model(const SimConfig& config, const Profile& profile,
+                                          Mutant mutant);
+
+// The Lamport protocol of our kernels (one-shot and two-shot calls).
+class Model final : public ProtocolModel {
  public:
   Model(const SimConfig& config, const Profile& profile, Mutant mutant);
 
-  void reset();
-  // Enabled events in a fixed order (deliveries first, then threads by rank, call, block,
-  // thread), so that a schedule is a list of indices into this list. The span stays valid
-  // until the next execute().
-  std::span<const Event> enabled();
-  // Takes the event by value: executing it changes the list the event came from.
-  void execute(Event event);
-  // After enabled() returned an empty list: true when every kernel completed.
-  bool all_done() const;
-  // Finishes the run: a deadlock when not all done, else the invariants at quiescence.
-  void finish();
+  void reset() override;
+  // Deliveries first, then threads by rank, call, block, thread.
+  std::span<const Event> enabled() override;
+  void execute(Event event) override;
+  bool all_done() const override;
+  void finish() override;
 
-  const std::optional<Violation>& violation() const { return violation_; }
-  std::uint64_t steps() const { return steps_; }
-  std::uint64_t memory_events() const { return memory_events_; }
-  std::uint64_t step_bound() const { return step_bound_; }
-  // Replaces the livelock guard's bound from the next reset() on (0: the default); lets a
-  // test show that the step-bound checker fires.
-  void set_step_bound(std::uint64_t bound) { step_bound_override_ = bound; }
-  // PCT actor of an event: a thread, a link (src,dst) or a rank's init.
-  int actor_of(const Event& event) const { return event.actor; }
-  int actor_count() const;
-
-  // When set, every executed event appends one readable line.
-  void set_trace(std::vector<std::string>* trace) { trace_ = trace; }
+  const std::optional<Violation>& violation() const override { return violation_; }
+  std::uint64_t steps() const override { return steps_; }
+  std::uint64_t memory_events() const override { return memory_events_; }
+  std::uint64_t step_bound() const override { return step_bound_; }
+  // Lets a test show that the step-bound checker fires.
+  void set_step_bound(std::uint64_t bound) override { step_bound_override_ = bound; }
+  int actor_count() const override;
+  void set_trace(std::vector<std::string>* trace) override { trace_ = trace; }
 
   const SimConfig& config() const { return config_; }
   const Profile& profile() const { return profile_; }

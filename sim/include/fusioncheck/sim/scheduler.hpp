@@ -33,12 +33,13 @@ struct ChoicePoint {
 };
 
 // A choice past the end of the enabled list falls back to the default.
-RunResult run_replay(Model& model, const std::vector<Deviation>& deviations,
+RunResult run_replay(ProtocolModel& model, const std::vector<Deviation>& deviations,
                      std::vector<ChoicePoint>* choice_points = nullptr);
-RunResult run_random(Model& model, std::uint64_t seed);
+RunResult run_random(ProtocolModel& model, std::uint64_t seed);
 // PCT (Burckhardt et al.): random actor priorities, depth-1 change points in the first
 // `expected_steps` steps, always run the highest-priority enabled actor.
-RunResult run_pct(Model& model, std::uint64_t seed, int depth, std::uint64_t expected_steps);
+RunResult run_pct(ProtocolModel& model, std::uint64_t seed, int depth,
+                  std::uint64_t expected_steps);
 
 enum class SchedulerKind : std::uint8_t { random, pct, exhaustive };
 std::optional<SchedulerKind> parse_scheduler(std::string_view name);

@@ -1,0 +1,131 @@
+#pragma once
+// The executable model of FlashInfer's PCIe allreduce protocol (docs/design.md "PCIe
+// sentinel protocol"; pcie_ipc_all_reduce.cuh): sentinel kernels that stage in one of two
+// scratch regions, each double-buffered by a rank-local {epoch, arrival} pair, poll for "not
+// +0" and reset what they consumed; and barrier kernels that leave raw payload in the block
+// region. One model thread moves one vector; grids are sized from the call (a change of size
+// changes which block moves which vector, as the header's grid-stride loops do).
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fusioncheck/sim/model.hpp"
+
+namespace fusioncheck::sim {
+
+class PcieModel final : public ProtocolModel {
+ public:
+  PcieModel(const SimConfig& config, const Profile& profile, Mutant mutant);
+
+  void reset() override;
+  // Deliverable stores first (in issue order), then threads by rank, call, block, thread.
+  std::span<const Event> enabled() override;
+  void execute(Event event) override;
+  bool all_done() const override;
+  void finish() override;
+  const std::optional<Violation>& violation() const override { return violation_; }
+  std::uint64_t steps() const override { return steps_; }
+  std::uint64_t memory_events() const override { return memory_events_; }
+  std::uint64_t step_bound() const override { return step_bound_; }
+  void set_step_bound(std::uint64_t bound) override { step_bound_override_ = bound; }
+  int actor_count() const override;
+  void set_trace(std::vector<std::string>* trace) override { trace_ = trace; }
+
+  // The header's ScratchRegion values.
+  static constexpr int kBlockRegion = 0, kPackRegion = 1;
+  // Words of a rank's slab (public for the tests of the layout).
+  std::size_t scratch_offset(int region, int half, int slot, int idx, int call_vectors) const;
+  std::size_t epoch_offset(int region) const;
+  std::size_t arrival_offset(int region) const { return epoch_offset(region) + 1; }
+  int region_of(CallKind kind) const;
+  std::size_t generation_offset(int block) const {
+    return gen_base_ + static_cast<std::size_t>(block);
+  }
+  // Overwrites one word of a rank's slab: the quiescence checks' negative controls.
+  void poke(int rank, std::size_t offset, std::uint32_t value) {
+    memory_[static_cast<std::size_t>(rank)][offset] = value;
+  }
+
+ private:
+  struct Thread {
+    int kernel, rank, call, block, tid, idx;
+    std::uint8_t pc = 0;
+    int half = 0;
+  };
+  struct Kernel {
+    CallSpec spec;
+    int grid = 0, threads = 0, triggered = 0, done = 0, in_flight = 0;
+    bool launched = false, complete = false;
+    // per block: threads present (their vector is in the call), and how many passed a step
+    std::vector<int> block_present, block_reads, block_arrived, block_pushed, block_read_raw;
+  };
+  struct Store {
+    int thread, kernel, src, dst, block_key;
+    std::size_t offset;
+    std::vector<std::uint32_t> values;
+    bool release;
+  };
+
+  // steps
+  bool thread_enabled(const Thread& t) const;
+  void step(Thread& t);
+  void step_read(Thread& t);
+  void step_arrive(const Thread& t);
+  void step_push(const Thread& t);
+  void step_consume(Thread& t);
+  void step_reset(const Thread& t);
+  void step_push_gather(const Thread& t);
+  void step_signal(const Thread& t, int phase);
+  void step_read_raw(const Thread& t);
+  void advance(Thread& t);
+  std::vector<std::uint8_t> program(const Thread& t) const;
+  std::uint32_t sanitised_input(int call, int src, int idx, int elem) const;
+
+  // memory
+  void issue(const Thread& t, int dst, std::size_t offset, const std::vector<std::uint32_t>& v,
+             bool release);
+  bool deliverable(std::size_t index) const;
+  void deliver(std::size_t index);
+  std::uint32_t& word(int rank, std::size_t offset) { return memory_[rank][offset]; }
+  std::uint32_t word(int rank, std::size_t offset) const { return memory_[rank][offset]; }
+
+  // reporting
+  std::string who(const Thread& t) const;
+  std::string describe_word(std::size_t offset) const;  // "pack region half 1 slot of rank 0 ..."
+  std::string awaited(const Thread& t) const;
+  void check_invariants();
+  void fail(ViolationKind kind, std::string text);
+  void trace(std::string line);
+
+  // helpers
+  const Kernel& kernel_of(const Thread& t) const { return kernels_[t.kernel]; }
+  int owner_of(int idx) const { return idx % config_.ranks; }
+  int kernel_index(int rank, int call) const {
+    return rank * static_cast<int>(calls_.size()) + call;
+  }
+  bool unwritten(std::uint32_t bits) const;
+  std::vector<int> consumed_slots(const Thread& t) const;
+  std::size_t consumed_offset(const Thread& t, int slot, int half) const;
+  std::size_t barrier_offset(int phase, int block, int peer) const;
+  bool barrier_reached(const Thread& t, int phase) const;
+
+  SimConfig config_;
+  Profile profile_;
+  Mutant mutant_;
+  std::vector<CallSpec> calls_;
+  int max_vectors_ = 1, piece_elems_ = 1;
+  std::size_t scratch_base_[2] = {0, 0}, state_base_ = 0, parity_base_ = 0, gen_base_ = 0,
+              barrier_base_ = 0, words_ = 0;
+  std::vector<std::vector<std::uint32_t>> memory_;
+  std::vector<Kernel> kernels_;
+  std::vector<Thread> threads_;
+  std::vector<Store> in_flight_;
+  std::vector<Event> events_;
+  std::uint64_t steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
+  std::optional<Violation> violation_;
+  std::vector<std::string>* trace_ = nullptr;
+};
+
+}  // namespace fusioncheck::sim
