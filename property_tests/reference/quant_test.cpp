@@ -14,34 +14,9 @@
 namespace fusioncheck::reference {
 namespace {
 
-// Independent decoders straight from the format definitions.
-double e4m3_by_definition(std::uint8_t c) {
-  const int s = c >> 7, e = (c >> 3) & 15, m = c & 7;
-  if (e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
-  const double mag = e == 0 ? (m / 8.0) * std::pow(2.0, -6) : (1 + m / 8.0) * std::pow(2.0, e - 7);
-  return s ? -mag : mag;
-}
-double e2m1_by_definition(std::uint8_t c) {
-  static constexpr double kMag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-  return (c & 8) ? -kMag[c & 7] : kMag[c & 7];
-}
-
-// Nearest code by search over all positive finite codes; ties to the even code; beyond the
-// largest value: saturate.
-template <typename Decode>
-std::uint8_t nearest_code(double x, int max_code, std::uint8_t sign_bit, Decode decode) {
-  const double a = std::fabs(x);
-  const auto sign = static_cast<std::uint8_t>(std::signbit(x) ? sign_bit : 0);
-  if (a >= decode(static_cast<std::uint8_t>(max_code)))
-    return static_cast<std::uint8_t>(sign | max_code);
-  int best = 0;
-  for (int c = 1; c <= max_code; ++c) {
-    const double d = std::fabs(decode(static_cast<std::uint8_t>(c)) - a);
-    const double best_d = std::fabs(decode(static_cast<std::uint8_t>(best)) - a);
-    if (d < best_d || (d == best_d && (c & 1) == 0)) best = c;
-  }
-  return static_cast<std::uint8_t>(sign | best);
-}
+using oracle::e2m1_by_definition;
+using oracle::e4m3_by_definition;
+using oracle::nearest_code;
 
 TEST(RefE4m3, DecodesAll256Codes) {
   int nans = 0;

@@ -110,6 +110,53 @@ FUSIONCHECK_ROW_KERNEL void rmsnorm_row(const float* x, const float* w, std::siz
   for (std::size_t j = 0; j < hidden; ++j) y[j] = (x[j] * r) * w[j];
 }
 
+// MXFP8 of one token (fused.hpp): a UE8M0 scale per 32 elements, e4m3 codes of the clamped
+// products. amax ignores NaN (fmaxf); the clamp's fmin/fmax turn a NaN product into +448.
+FUSIONCHECK_ROW_KERNEL void mxfp8_row(const QuantConfig& q, const float* __restrict v,
+                                      std::size_t hidden, std::size_t token, FusedOutputs& out) {
+  const std::size_t cols = hidden / kMxfp8BlockSize;
+  std::uint8_t* __restrict const codes = out.mxfp8.data() + token * hidden;
+  for (std::size_t b = 0; b < cols; ++b) {
+    const float* blk = v + b * kMxfp8BlockSize;
+    float amax = 0.0f;
+    for (int k = 0; k < kMxfp8BlockSize; ++k) amax = std::fmax(amax, std::fabs(blk[k]));
+    const std::uint8_t sf = float_to_ue8m0_ceil(amax * (1.0f / kE4m3Max));
+    const float inv = ue8m0_inverse(sf);
+    for (int k = 0; k < kMxfp8BlockSize; ++k)
+      codes[b * kMxfp8BlockSize + static_cast<std::size_t>(k)] =
+          float_to_e4m3(std::fmax(std::fmin(blk[k] * inv, kE4m3Max), -kE4m3Max));
+    const std::size_t at = nvfp4_scale_index(q.mxfp8_layout, token, b, cols);
+    out.mxfp8_scale[at] = sf;
+    out.mxfp8_scale_written[at] = 1;
+  }
+  if (q.mxfp8_layout != Nvfp4Layout::swizzled128x4) return;
+  for (std::size_t c = cols; c < (cols + 3) / 4 * 4; ++c) {  // the row's padding columns
+    const std::size_t at = nvfp4_scale_index(q.mxfp8_layout, token, c, cols);
+    out.mxfp8_scale[at] = 0;
+    out.mxfp8_scale_written[at] = 1;
+  }
+}
+
+// Per-token-group FP8 of one token (fused.hpp): codes and the packed exponent of each group's
+// power-of-two scale. The padding bytes and words stay as compute_fused_into zeroed them.
+FUSIONCHECK_ROW_KERNEL void group_fp8_row(const QuantConfig& q, const float* __restrict v,
+                                          std::size_t hidden, std::size_t token,
+                                          FusedOutputs& out) {
+  const std::size_t aligned_mn = group_fp8_aligned_mn(q, out.group_fp8.size() / hidden);
+  const auto group = static_cast<std::size_t>(q.group_size);
+  const std::size_t groups = hidden / group;
+  std::uint8_t* __restrict const codes = out.group_fp8.data() + token * hidden;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const float* grp = v + g * group;
+    float amax = 0.0f;
+    for (std::size_t k = 0; k < group; ++k) amax = std::fmax(amax, std::fabs(grp[k]));
+    const float y = group_fp8_scale(amax);
+    for (std::size_t k = 0; k < group; ++k)
+      codes[g * group + k] = float_to_e4m3(std::fmin(std::fmax(grp[k] / y, -kE4m3Max), kE4m3Max));
+    out.group_fp8_scale[group_fp8_scale_index(token, g, aligned_mn)] = ue8m0_exponent(y);
+  }
+}
+
 // The codes go through local pointers: a byte store through out.fp8_static[...] may alias the
 // vector's own pointer, which kept the loops from vectorising.
 FUSIONCHECK_ROW_KERNEL void quantise_row(const QuantConfig& q, const float* __restrict v,
@@ -134,6 +181,8 @@ FUSIONCHECK_ROW_KERNEL void quantise_row(const QuantConfig& q, const float* __re
     std::uint8_t* __restrict const codes = out.fp8_dynamic.data() + base;
     for (std::size_t j = 0; j < hidden; ++j) codes[j] = float_to_e4m3(v[j] * inv);
   }
+  if (q.mxfp8) mxfp8_row(q, v, hidden, token, out);
+  if (q.group_fp8) group_fp8_row(q, v, hidden, token, out);
   if (q.nvfp4) {
     const float g = q.nvfp4_global_scale;
     const std::size_t scale_cols = hidden / kNvfp4BlockSize;
@@ -281,7 +330,18 @@ void compute_typed(const FusedConfig& c, const FusedInputs& in, FusedOutputs& ou
   out.nvfp4.resize(q.nvfp4 ? count / 2 : 0);
   out.nvfp4_scale.assign(  // padding must read 0
       q.nvfp4 ? nvfp4_scale_storage(q.nvfp4_layout, tokens, hidden / kNvfp4BlockSize) : 0, 0);
-  const bool any_quant = q.fp8_static || q.fp8_dynamic || q.nvfp4;
+  const std::size_t mx_scale_bytes =
+      q.mxfp8 ? nvfp4_scale_storage(q.mxfp8_layout, tokens, hidden / kMxfp8BlockSize) : 0;
+  out.mxfp8.resize(q.mxfp8 ? count : 0);
+  out.mxfp8_scale.assign(mx_scale_bytes, 0);
+  out.mxfp8_scale_written.assign(mx_scale_bytes, 0);
+  out.group_fp8.resize(q.group_fp8 ? count : 0);
+  out.group_fp8_scale.assign(  // the padding words and bytes read 0
+      q.group_fp8 ? group_fp8_scale_bytes(tokens, hidden / static_cast<std::size_t>(q.group_size),
+                                          group_fp8_aligned_mn(q, tokens))
+                  : 0,
+      0);
+  const bool any_quant = q.fp8_static || q.fp8_dynamic || q.nvfp4 || q.mxfp8 || q.group_fp8;
 
   // In summation order: rank sum_from, sum_from + 1, ... (mod N); rank order by default.
   std::vector<const Bits*> rank_data;
@@ -360,6 +420,14 @@ void validate(const FusedConfig& c, const FusedInputs& in) {
   if (c.quant.fp8_static)
     require(std::isfinite(c.quant.fp8_inv_scale) && c.quant.fp8_inv_scale > 0.0f,
             "fp8_inv_scale must be finite and > 0");
+  if (c.quant.mxfp8)
+    require(c.hidden % kMxfp8BlockSize == 0, "mxfp8 needs hidden to be a multiple of 32");
+  if (c.quant.group_fp8) {
+    require(c.quant.group_size > 0 && c.hidden % c.quant.group_size == 0,
+            "group_fp8 needs a group_size > 0 that divides hidden");
+    require(c.quant.tma_aligned_mn == 0 || c.quant.tma_aligned_mn >= c.tokens,
+            "tma_aligned_mn must be 0 or at least the token count");
+  }
   if (c.quant.nvfp4) {
     require(c.hidden % kNvfp4BlockSize == 0, "nvfp4 needs hidden to be a multiple of 16");
     require(std::isfinite(c.quant.nvfp4_global_scale) && c.quant.nvfp4_global_scale > 0.0f,

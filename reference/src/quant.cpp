@@ -81,6 +81,30 @@ float e2m1_to_float(std::uint8_t code) {
   return negative ? -mag : mag;
 }
 
+std::uint8_t float_to_ue8m0_ceil(float v) {
+  if (v <= 0.0f) return 0;
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+  const std::uint32_t exp_field = (bits >> 23) & 0xffu;
+  const std::uint32_t fraction = bits & 0x7fffffu;
+  // A subnormal at or below 2^-127 (fraction 0x400000) is covered by code 0's 2^-127.
+  const std::uint32_t bump =
+      fraction != 0u && !(exp_field == 0u && fraction <= 0x400000u) ? 1u : 0u;
+  return static_cast<std::uint8_t>(std::min(exp_field + bump, 254u));
+}
+
+float ue8m0_inverse(std::uint8_t sf) {
+  if (sf == 0) return 0.0f;
+  return std::bit_cast<float>(static_cast<std::uint32_t>(std::max(254 - static_cast<int>(sf), 0))
+                              << 23);
+}
+
+float group_fp8_scale(float group_absmax) {
+  const float y = std::fmax(group_absmax / kE4m3Max, 1e-10f);
+  std::uint32_t bits = std::bit_cast<std::uint32_t>(y);
+  if ((bits & 0x7fffffu) != 0u) bits = (bits + 0x800000u) & 0x7f800000u;
+  return std::bit_cast<float>(bits);
+}
+
 float e4m3_half_spacing(float v) {
   const float a = std::fabs(v);
   const int e = a == 0.0f ? -6 : std::max(floor_log2(a), -6);

@@ -56,6 +56,17 @@
 //                Two elements per byte, element 2k in the low nibble. The GPU recipe
 //                (TensorRT-LLM / FlashInfer) uses approximate reciprocals here; the
 //                checkers in tolerance.hpp allow for that.
+//   mxfp8:       per block of 32 elements of a token (quant.hpp): sf = float_to_ue8m0_ceil(
+//                amax * (1.0f / 448)); code = e4m3(fmax(fmin(q_j * ue8m0_inverse(sf), 448),
+//                -448)) (C fmin/fmax: a NaN product clamps to +448). Scales in mxfp8_layout,
+//                the 128x4 swizzle of NVFP4; its padding columns read 0, its padding rows are
+//                not written by the kernel (mxfp8_scale_written says which bytes are).
+//   group fp8:   per group of group_size elements of a token: y = group_fp8_scale(amax);
+//                code = e4m3(fmin(fmax(q_j / y, -448), 448)); the exponent of y packed four
+//                to a word (group_fp8_scale_index), every storage byte defined (zeros for
+//                the padding). Finite inputs only (quant.hpp). Bit-exact in IEEE builds; the
+//                fast-math build divides amax by 448 approximately, so a quotient at a power
+//                of two may round to either of two scales there.
 #include <cstdint>
 #include <vector>
 
@@ -74,7 +85,18 @@ struct QuantConfig {
   bool nvfp4 = false;
   float nvfp4_global_scale = 1.0f;
   Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;
+  bool mxfp8 = false;
+  Nvfp4Layout mxfp8_layout = Nvfp4Layout::swizzled128x4;  // the same two layouts
+  bool group_fp8 = false;
+  int group_size = 128;    // block_quant_group_size
+  int tma_aligned_mn = 0;  // tokens padded for the scale storage; 0: tokens rounded up to 4
 };
+
+// The padded token count of the packed group scales (QuantConfig::tma_aligned_mn, or
+// DeepGEMM's TMA alignment: tokens rounded up to 4).
+inline std::size_t group_fp8_aligned_mn(const QuantConfig& q, std::size_t tokens) {
+  return q.tma_aligned_mn > 0 ? static_cast<std::size_t>(q.tma_aligned_mn) : (tokens + 3) / 4 * 4;
+}
 
 enum class SumOrder : std::uint8_t { rank_order, islands_of_4, pairwise_islands_of_4 };
 
@@ -101,18 +123,24 @@ struct FusedInputs {
 };
 
 struct FusedOutputs {
-  Tensor allreduce;                       // [tokens * hidden], identical on every rank
-  Tensor residual_out;                    // [tokens * hidden]
-  Tensor norm_out;                        // [tokens * hidden]
-  std::vector<std::uint8_t> fp8_static;   // [tokens * hidden] e4m3 codes
-  std::vector<std::uint8_t> fp8_dynamic;  // [tokens * hidden] e4m3 codes
-  std::vector<float> fp8_dynamic_scale;   // [tokens]
-  std::vector<std::uint8_t> nvfp4;        // [tokens * hidden / 2] packed e2m1
-  std::vector<std::uint8_t> nvfp4_scale;  // e4m3 codes in quant.nvfp4_layout, padding 0
+  Tensor allreduce;                               // [tokens * hidden], identical on every rank
+  Tensor residual_out;                            // [tokens * hidden]
+  Tensor norm_out;                                // [tokens * hidden]
+  std::vector<std::uint8_t> fp8_static;           // [tokens * hidden] e4m3 codes
+  std::vector<std::uint8_t> fp8_dynamic;          // [tokens * hidden] e4m3 codes
+  std::vector<float> fp8_dynamic_scale;           // [tokens]
+  std::vector<std::uint8_t> nvfp4;                // [tokens * hidden / 2] packed e2m1
+  std::vector<std::uint8_t> nvfp4_scale;          // e4m3 codes in quant.nvfp4_layout, padding 0
+  std::vector<std::uint8_t> mxfp8;                // [tokens * hidden] e4m3 codes
+  std::vector<std::uint8_t> mxfp8_scale;          // ue8m0 codes in quant.mxfp8_layout
+  std::vector<std::uint8_t> mxfp8_scale_written;  // 1 where the kernel writes mxfp8_scale
+  std::vector<std::uint8_t> group_fp8;            // [tokens * hidden] e4m3 codes
+  std::vector<std::uint8_t> group_fp8_scale;      // packed ue8m0 exponents (quant.hpp)
 };
 
 // Throws std::invalid_argument (one line) on a bad shape, dtype mismatch or bad config:
-// ranks in [1, 64], tokens >= 1, hidden >= 1 (a multiple of 16 when nvfp4 is on),
+// ranks in [1, 64], tokens >= 1, hidden >= 1 (a multiple of 16 when nvfp4 is on, of 32 with
+// mxfp8, of group_size with group_fp8; tma_aligned_mn 0 or >= tokens),
 // eps >= 0 and finite, scales finite and > 0; island orders on 8 ranks, per_step, from rank 0;
 // at most one of canonicalize_neg_zero and sanitise_pos_zero; fast_math in rank order only.
 void validate(const FusedConfig& config, const FusedInputs& inputs);

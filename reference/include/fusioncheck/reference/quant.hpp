@@ -56,8 +56,51 @@ float e2m1_to_float(std::uint8_t code);
 float e4m3_half_spacing(float v);
 float e2m1_half_spacing(float v);
 
+// UE8M0: an unsigned 8-bit biased exponent, the scale 2^(code - 127) (OCP MX). Two users:
+//
+// MXFP8 (FlashInfer's kARResidualRMSNorm[Out]MXFP8Quant): per 32 consecutive elements of a
+// token, sf = float_to_ue8m0_ceil(amax * (1.0f / 448)), the code of the smallest power of two
+// >= its argument; the elements are e4m3(clamp(x * ue8m0_inverse(sf), +-448)) (satfinite).
+//   float_to_ue8m0_ceil: 0 for v <= 0; a subnormal v rounds to code 0 (2^-127) up to 2^-127,
+//   else to 1; a normal v to its exponent field, plus one when its fraction is not 0; at most
+//   254 (inf and NaN give 254). ue8m0_inverse(sf) = 2^(127 - sf), built from its bits: 0 for
+//   sf 0, and +0 for sf 254 (2^-127 has no normal encoding).
+//
+// Per-token-group FP8 with packed UE8M0 scales (kARResidualRMSNorm[Out]PerTokenGroupFP8-
+// PackedQuant, DeepGEMM's layout): per group of G consecutive elements of a token,
+// y = group_fp8_scale(amax) = max(amax / 448, 1e-10f) rounded up to a power of two (its
+// fraction bits cleared after a carry into the exponent); codes e4m3(clamp(x / y, +-448));
+// the scale stored is y's exponent field. NaN inputs: the kernel's two amax reductions
+// differ (fmaxf ignores NaN, the shared-memory atomicMax on the bits does not), so the
+// reference takes finite inputs for these patterns.
+inline constexpr int kMxfp8BlockSize = 32;
+std::uint8_t float_to_ue8m0_ceil(float v);
+float ue8m0_inverse(std::uint8_t sf);
+float group_fp8_scale(float group_absmax);
+inline std::uint8_t ue8m0_exponent(float power_of_two) {
+  return static_cast<std::uint8_t>((std::bit_cast<std::uint32_t>(power_of_two) >> 23) & 0xffu);
+}
+
+// Where the packed group scales live: uint32 words [pack][mn] with mn the token padded to
+// tma_aligned_mn (pack = group / 4, byte group % 4 of the word, little-endian). The storage
+// holds (packs - 1) * tma_aligned_mn + tokens words: the last pack has no padding tokens.
+// Padding bytes and words the kernel zeroes: the bytes after the last group of a row, and
+// every word of the padding tokens in the packs before the last.
+constexpr std::size_t group_fp8_packs(std::size_t groups_per_row) {
+  return (groups_per_row + 3) / 4;
+}
+constexpr std::size_t group_fp8_scale_bytes(std::size_t tokens, std::size_t groups_per_row,
+                                            std::size_t tma_aligned_mn) {
+  return 4 * ((group_fp8_packs(groups_per_row) - 1) * tma_aligned_mn + tokens);
+}
+constexpr std::size_t group_fp8_scale_index(std::size_t token, std::size_t group,
+                                            std::size_t tma_aligned_mn) {
+  return ((group / 4) * tma_aligned_mn + token) * 4 + group % 4;
+}
+
 // NVFP4 scale layouts and their index arithmetic: protocol/vocabulary.hpp (one definition
-// for the reference and the kernels).
+// for the reference and the kernels). MXFP8's scales use the same two layouts with 32-element
+// blocks (FlashInfer's mxfp8_sf_offset is the same 128x4 swizzle).
 using protocol::Nvfp4Layout;
 using protocol::nvfp4_scale_index;
 using protocol::nvfp4_scale_storage;
