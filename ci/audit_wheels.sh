@@ -4,7 +4,8 @@
 # (wall time and peak memory, /usr/bin/time). Writes OUT/wheels.md (one row per wheel: the
 # time, the memory, the files audited, findings and notes), one JSON report per wheel and
 # OUT/kernels.md (ci/wheels_report.py: findings by file and kind, the comm kernels' sync
-# classes per architecture).
+# classes per architecture), and OUT/findings.json (ci/wheels_findings.py), checked against
+# the explanations in docs/shipped_wheels.md.
 #
 #   ci/audit_wheels.sh                                  the default set below
 #   ci/audit_wheels.sh sglang-kernel==0.4.10 vllm       these requirements (pip syntax)
@@ -12,8 +13,9 @@
 #                                                       default: the audit's, sm_90+; ARCH=all)
 #   BUILD=build/default  OUT=out/wheels  CACHE=~/.cache/fusioncheck/wheels  TIMEOUT=3000
 #
-# Exit 2 on bad settings or a failed download (one line); else 0, whatever the audits found
-# (their findings are the result; an audit that ended with bad input shows its exit code 2).
+# Exit 2 on bad settings or a failed download (one line); 1 when a finding is not explained
+# in docs/shipped_wheels.md (or an explanation of an audited wheel matches nothing); else 0.
+# An audit that ended with bad input shows its exit code 2 in the table.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source ci/lib.sh
@@ -85,5 +87,8 @@ PY
 done
 python3 ci/wheels_report.py "$OUT" >"$OUT/kernels.md" ||
   echo "audit_wheels.sh: no kernels.md (ci/wheels_report.py failed)" >&2
-echo "audit_wheels.sh: $OUT/wheels.md, $OUT/kernels.md"
+python3 ci/wheels_findings.py extract "$OUT" >"$OUT/findings.json" ||
+  { echo "audit_wheels.sh: no findings.json (ci/wheels_findings.py failed)" >&2; exit 2; }
+echo "audit_wheels.sh: $OUT/wheels.md, $OUT/kernels.md, $OUT/findings.json"
 cat "$OUT/wheels.md"
+python3 ci/wheels_findings.py check --findings "$OUT/findings.json" --doc docs/shipped_wheels.md

@@ -120,5 +120,19 @@ for args in "--cases 0" "--bogus" "--ranks 3" "latest"; do
   # shellcheck disable=SC2086
   if one_line bash "$H" $args; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: history $args: not one line on stderr"; fi
 done
+# The shipped-wheels explanation check (ci/wheels_findings.py) on fixture reports and doc.
+W="$root/ci/wheels_findings.py"
+WF="$here/fixtures/wheels"
+expect "wheels: extract keeps findings, drops notes" 0 '"kernel": "symKernel_Tma_sum"' python3 "$W" extract "$WF/reports"
+if python3 "$W" extract "$WF/reports" | cmp -s - "$WF/findings.json"; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL: wheels: extract output differs from fixtures/wheels/findings.json"; fi
+expect "wheels: every fixture finding explained" 0 "every finding is explained \(3 finding" python3 "$W" check --findings "$WF/findings.json" --doc "$WF/doc.md"
+expect "wheels: a missing explanation fails" 1 "UNEXPLAINED: wheelb-2.0-py3-none-any lib/libb.so.2 sync-differs-between-archs sm_90" python3 "$W" check --findings "$WF/findings.json" --doc "$WF/doc.md" --drop-explanation 2
+sed 's/^## After the table/| `wheela-1\\.0-.*` | `lib_a` | `nothing_like_this` | `empty-body` | `sm_90` | fixture: stale |\n\n## After the table/' "$WF/doc.md" >"$tmp/stale.md"
+expect "wheels: a stale explanation fails" 1 "STALE: explanation matches no finding: .*nothing_like_this" python3 "$W" check --findings "$WF/findings.json" --doc "$tmp/stale.md"
+echo '{"not": "a list"}' >"$tmp/bad.json"
+expect "wheels: malformed findings file" 2 "not a list of findings" python3 "$W" check --findings "$tmp/bad.json" --doc "$WF/doc.md"
+mkdir -p "$tmp/noreport"
+expect "wheels: no report" 2 "no JSON report in" python3 "$W" extract "$tmp/noreport"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
