@@ -8,11 +8,11 @@ source ci/lib.sh
 jobs=$(nproc)
 bash ci/check_format.sh  # the sources follow .clang-format
 # The adapter is built against the pinned FlashInfer and one older release (its compile probes
-# find what that release lacks): --kernel flashinfer@<release>, compiled for sm_90 alone here
-# (the CPU tests only need it to build and load). So are the patched copies but
-# pdl-wait-missing, whose defect is sm_120 code that the audit tests read.
+# find what that release lacks): --kernel flashinfer@<release>. Its instance libraries are
+# compiled for sm_90 alone here (the CPU tests only build and load them), but the
+# pdl-wait-missing copy, whose defect is sm_120 code that the audit tests read.
 cmake --preset default -DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <ci/old_flashinfer_release)" \
-  -DFUSIONCHECK_FLASHINFER_RELEASE_ARCHS=90 -DFUSIONCHECK_FLASHINFER_PATCH_ARCHS=90 >/dev/null
+  -DFUSIONCHECK_FLASHINFER_ARCHS=90 >/dev/null
 cmake --build --preset default -j "$jobs"
 ctest --preset default -j "$jobs"
 cmake --preset asan >/dev/null
