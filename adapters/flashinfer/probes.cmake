@@ -4,6 +4,8 @@
 #     <prefix>_REASON        "" when the adapter can drive the tree, else one line why not
 #     <prefix>_WEIGHT_BIAS   ON/OFF: AllReduceFusionParams::weight_bias (Gemma-style RMSNorm)
 #     <prefix>_DYNAMIC_FP8   ON/OFF: kARResidualRMSNormOutDynamicFP8Quant (pattern 11)
+#     <prefix>_BLOCK_SCALED_FP8  ON/OFF: the MXFP8 and per-token-group FP8 patterns (8, 9, 13,
+#                            14) with block_quant_group_size and tma_aligned_mn
 #     <prefix>_DEFINITIONS   the compile definitions an instance of this tree gets
 # The results are cached per tree (try_compile's result variables), so a reconfigure does not
 # compile them again. All probes compile in one translation unit first; only when that fails
@@ -36,6 +38,7 @@ function(fc_fi_probe_tree include_dir prefix)
   set(reason "")
   set(weight_bias OFF)
   set(dynamic_fp8 OFF)
+  set(block_scaled_fp8 OFF)
   if(NOT EXISTS "${header}")
     set(reason "no flashinfer/comm/trtllm_allreduce_fusion.cuh under ${include_dir}")
   else()
@@ -43,6 +46,7 @@ function(fc_fi_probe_tree include_dir prefix)
     if(all)
       set(weight_bias ON)
       set(dynamic_fp8 ON)
+      set(block_scaled_fp8 ON)
     else()
       fc_fi_try_probe("${include_dir}" launcher.cu launcher)
       if(NOT launcher)
@@ -50,11 +54,12 @@ function(fc_fi_probe_tree include_dir prefix)
       else()
         fc_fi_try_probe("${include_dir}" params_weight_bias.cu weight_bias)
         fc_fi_try_probe("${include_dir}" pattern_dynamic_fp8.cu dynamic_fp8)
+        fc_fi_try_probe("${include_dir}" pattern_block_scaled_fp8.cu block_scaled_fp8)
       endif()
     endif()
   endif()
   set(definitions "")
-  foreach(feature weight_bias dynamic_fp8)
+  foreach(feature weight_bias dynamic_fp8 block_scaled_fp8)
     string(TOUPPER ${feature} upper)
     if(${feature})
       set(${feature} ON)

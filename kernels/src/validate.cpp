@@ -34,6 +34,9 @@ void validate_common(const FusedParams& p, const LaunchLimits& limits) {
   if (p.hidden < kHiddenMultiple || p.hidden % kHiddenMultiple != 0)
     refuse("hidden=" + std::to_string(p.hidden) + " must be a positive multiple of " +
            std::to_string(kHiddenMultiple) + " (the 16-byte vector width)");
+  if (pattern_block_scaled_fp8(p.pattern))
+    refuse("pattern " + std::string(pattern_name(p.pattern)) +
+           " is not implemented by these kernels (FlashInfer's allreduce fusion runs it)");
   if (p.pattern == Pattern::nvfp4 && p.hidden % kNvfp4BlockSize != 0)
     refuse("hidden=" + std::to_string(p.hidden) + " must be a multiple of 16 for nvfp4");
   if (static_cast<std::uint64_t>(p.tokens) * static_cast<std::uint64_t>(p.hidden) >= (1ull << 40))

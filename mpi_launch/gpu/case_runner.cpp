@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #ifdef __GLIBC__  // defined by the headers above
 #include <malloc.h>
@@ -79,6 +80,11 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
   rc.quant.nvfp4 = call.pattern == k::Pattern::nvfp4;
   rc.quant.nvfp4_global_scale = kNvfp4GlobalScale;
   rc.quant.nvfp4_layout = ref::Nvfp4Layout::swizzled128x4;
+  rc.quant.mxfp8 = call.pattern == k::Pattern::mxfp8;
+  rc.quant.mxfp8_layout = call.scale_layout;
+  rc.quant.group_fp8 = call.pattern == k::Pattern::group_fp8;
+  rc.quant.group_size = call.group_size;
+  rc.quant.tma_aligned_mn = group_fp8_tma_aligned_mn(call);
   return rc;
 }
 
@@ -131,11 +137,9 @@ struct CaseRunner::CallBuffers {
   // Where a call behind a PDL producer gets its inputs made: the producer copies them over
   // the poison in input, residual_in and gamma.
   DeviceBuffer staged_input, staged_residual, staged_gamma;
-  explicit CallBuffers(std::size_t elems, std::size_t hidden, std::size_t tokens)
+  explicit CallBuffers(std::size_t elems, std::size_t hidden, std::size_t scale_bytes)
       : input(elems * 2), residual_in(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
-        residual_out(elems * 2), norm_out(elems * 2), quant_out(elems),
-        scale_out(std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
-                                                                tokens, hidden / 16))),
+        residual_out(elems * 2), norm_out(elems * 2), quant_out(elems), scale_out(scale_bytes),
         consumer_copy(elems * 2), staged_input(elems * 2), staged_residual(elems * 2),
         staged_gamma(hidden * 2) {}
   // 0xFF bytes: NaN in fp16 and bf16. What a kernel reads of an input before the producer
@@ -145,15 +149,15 @@ struct CaseRunner::CallBuffers {
     residual_in.fill(0xFF, stream, elems * 2);
     gamma.fill(0xFF, stream, hidden * 2);
   }
-  // 0xFF bytes: NaN in fp16/bf16, fp32 scales and e4m3 codes; the call's extent only.
-  void fill_canaries(cudaStream_t stream, std::size_t tokens, std::size_t hidden) {
+  // 0xFF bytes: NaN in fp16/bf16, fp32 scales and e4m3 codes; the call's extent only, and
+  // a tail past its scales (kScaleCanaryTail) that must stay so.
+  void fill_canaries(cudaStream_t stream, std::size_t tokens, std::size_t hidden,
+                     std::size_t scale_bytes) {
     const std::size_t elems = tokens * hidden;
     for (DeviceBuffer* b : {&allreduce_out, &residual_out, &norm_out, &consumer_copy})
       b->fill(0xFF, stream, elems * 2);
     quant_out.fill(0xFF, stream, elems);
-    scale_out.fill(0xFF, stream,
-                   std::max(tokens * 4, ref::nvfp4_scale_storage(ref::Nvfp4Layout::swizzled128x4,
-                                                                 tokens, hidden / 16)));
+    scale_out.fill(0xFF, stream, scale_bytes + kScaleCanaryTail);
   }
   // What the PDL consumer copies: the call's last output.
   const DeviceBuffer& consumed(k::Pattern pattern) const {
@@ -188,7 +192,8 @@ CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLi
   keep_freed_memory_for_reuse();
   const auto elems = static_cast<std::size_t>(limits.elems_per_call());
   for (int i = 0; i < std::min(limits.max_calls, kMaxCallsPerCase); ++i)
-    buffers_.push_back(std::make_unique<CallBuffers>(elems, limits.max_hidden, limits.max_tokens));
+    buffers_.push_back(
+        std::make_unique<CallBuffers>(elems, limits.max_hidden, limits.scale_out_capacity()));
   if (kernel_.scans_my_slot_everywhere()) scan_input_ = DeviceBuffer(elems * 2);
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
@@ -258,8 +263,12 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
     generate(ref::kResidualStream, residual_in, nullptr);
   }
   gamma.upload(call.inputs.gamma.data(), static_cast<std::size_t>(c.hidden) * 2, stream_);
+  const std::size_t scale_bytes = scale_out_bytes(spec, c.hidden);
+  if (scale_bytes + kScaleCanaryTail > b.scale_out.bytes())  // CaseLimits::scale_out_capacity
+    throw std::logic_error(fmt::format("scale_out of {} bytes cannot hold {} ({})",
+                                       b.scale_out.bytes(), scale_bytes, describe(spec)));
   b.fill_canaries(stream_, static_cast<std::size_t>(spec.tokens),
-                  static_cast<std::size_t>(c.hidden));
+                  static_cast<std::size_t>(c.hidden), scale_bytes);
 }
 
 void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& call) {
@@ -279,7 +288,10 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   p.weight_bias = c.weight_bias;
   p.fp8_inv_scale = call.config.quant.fp8_inv_scale;
   p.nvfp4_global_scale = call.config.quant.nvfp4_global_scale;
-  p.nvfp4_layout = k::Nvfp4Layout::swizzled128x4;
+  p.nvfp4_layout =
+      spec.pattern == k::Pattern::mxfp8 ? spec.scale_layout : k::Nvfp4Layout::swizzled128x4;
+  p.group_size = spec.group_size;
+  p.tma_aligned_mn = group_fp8_tma_aligned_mn(spec);
   p.use_pdl = spec.use_pdl;
   p.trigger = spec.trigger;
   p.cluster = spec.cluster;
@@ -295,8 +307,7 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
     p.norm_out = b.norm_out.get();
   }
   if (k::pattern_quantises(spec.pattern)) p.quant_out = b.quant_out.get();
-  if (spec.pattern == k::Pattern::fp8_dynamic || spec.pattern == k::Pattern::nvfp4)
-    p.scale_out = b.scale_out.get();
+  if (scale_out_bytes(spec, c.hidden) > 0) p.scale_out = b.scale_out.get();
   if (spec.pdl_producer) {  // the kernel before the call that writes its inputs
     const std::size_t elems = static_cast<std::size_t>(spec.tokens) * c.hidden;
     k::PdlProducerCopies copies;
@@ -330,6 +341,79 @@ void report_written_canary(const ref::Tensor& norm_out, int rank, std::uint64_t 
                                  rank, call_index, describe(spec), i, bits[i])});
       return;
     }
+}
+
+// The quantised outputs of a call: this rank's share of the codes and scales against the
+// reference (first_quant_mismatch, reported through `share_mismatch`), the scale storage's
+// padding and the canary tail past it (through `problem`). Returns `agreement` extended by
+// what every rank must agree on: the codes, and the scales but NVFP4's (every rank checks all
+// of its rows; its layout's padding rows are left out).
+std::uint64_t check_quantised(
+    const CallSpec& spec, const ref::FusedConfig& whole, const ref::FusedConfig& share_config,
+    RowShare share, const DeviceBuffer& quant_out, const DeviceBuffer& scale_out,
+    const ref::Tensor& norm_ref, const std::vector<float>& allowed,
+    const std::function<void(std::optional<ref::Mismatch>)>& share_mismatch,
+    const std::function<void(const std::string&)>& problem, std::uint64_t agreement) {
+  const ref::QuantConfig& q = whole.quant;
+  const auto hidden = static_cast<std::size_t>(whole.hidden);
+  const auto tokens = static_cast<std::size_t>(whole.tokens);
+  std::vector<std::uint8_t> codes(q.nvfp4 ? tokens * hidden / 2 : tokens * hidden);
+  quant_out.download(codes.data(), codes.size());
+  const std::size_t scale_bytes = scale_out_bytes(spec, whole.hidden);
+  std::vector<std::uint8_t> scales;
+  if (scale_bytes > 0) {
+    scales.resize(scale_bytes + kScaleCanaryTail);
+    scale_out.download(scales.data(), scales.size());
+    for (std::size_t i = scale_bytes; i < scales.size(); ++i)
+      if (scales[i] != 0xFF) {
+        problem(
+            fmt::format("scale_out byte {} was written ({:#04x}): past the {} bytes of the "
+                        "call's scales",
+                        i, scales[i], scale_bytes));
+        break;
+      }
+    scales.resize(scale_bytes);
+  }
+  const std::size_t groups = q.group_fp8 ? hidden / static_cast<std::size_t>(q.group_size) : 0;
+  const auto tma = static_cast<std::size_t>(q.tma_aligned_mn);  // reference_config resolved it
+  std::optional<ref::Mismatch> padding;
+  if (q.mxfp8)
+    padding = ref::mxfp8_scale_padding_mismatch(q.mxfp8_layout, scales, tokens,
+                                                hidden / ref::kMxfp8BlockSize);
+  if (q.group_fp8) padding = ref::group_fp8_scale_padding_mismatch(scales, tokens, groups, tma);
+  if (padding)
+    problem(fmt::format("{} {} holds {:#04x}, the kernel must zero it", padding->what,
+                        padding->index, static_cast<int>(padding->actual)));
+  if (share.count > 0) {
+    ref::QuantOutputs got;
+    const auto first = codes.begin() + static_cast<std::ptrdiff_t>(share.first * hidden);
+    const std::vector<std::uint8_t> rows(
+        first, first + static_cast<std::ptrdiff_t>(q.nvfp4 ? 0 : share.count * hidden));
+    if (q.fp8_static) got.fp8_static = rows;
+    if (q.fp8_dynamic) {
+      got.fp8_dynamic = rows;
+      got.fp8_dynamic_scale.resize(share.count);
+      std::memcpy(got.fp8_dynamic_scale.data(), scales.data() + share.first * 4, share.count * 4);
+    }
+    if (q.nvfp4) {  // all rows (row_share)
+      got.nvfp4 = codes;
+      got.nvfp4_scale = scales;
+    }
+    if (q.mxfp8) {
+      got.mxfp8 = rows;
+      got.mxfp8_scale = ref::mxfp8_scales_of_rows(
+          q.mxfp8_layout, scales, hidden / ref::kMxfp8BlockSize, share.first, share.count);
+    }
+    if (q.group_fp8) {
+      got.group_fp8 = rows;
+      got.group_fp8_scale =
+          ref::group_fp8_exponents_of_rows(scales, groups, tma, share.first, share.count);
+    }
+    share_mismatch(ref::first_quant_mismatch(share_config, norm_ref, allowed, got));
+  }
+  agreement = hash_bytes(codes.data(), codes.size(), agreement);
+  if (!q.nvfp4) agreement = hash_bytes(scales.data(), scales.size(), agreement);
+  return agreement;
 }
 
 }  // namespace
@@ -397,39 +481,14 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
     if (!spec.norm_out) report_written_canary(consumed, comm_.rank(), call.call_index, spec, out);
     agreement = hash_bytes(consumed.data(), consumed.bytes(),
                            hash_bytes(residual.data(), residual.bytes()));
-    if (k::pattern_quantises(spec.pattern)) {
-      const ref::FusedConfig& whole = call.config;
-      std::vector<std::uint8_t> codes(whole.quant.nvfp4 ? elems / 2 : elems);
-      b.quant_out.download(codes.data(), codes.size());
-      std::vector<std::uint8_t> scales;  // per token (FP8 dynamic) or per block (NVFP4), as bytes
-      if (whole.quant.fp8_dynamic) scales.resize(static_cast<std::size_t>(whole.tokens) * 4);
-      if (whole.quant.nvfp4)
-        scales.resize(
-            ref::nvfp4_scale_storage(whole.quant.nvfp4_layout, whole.tokens, hidden / 16));
-      if (!scales.empty()) b.scale_out.download(scales.data(), scales.size());
-      if (share.count > 0) {
-        ref::QuantOutputs q;
-        const auto code_rows = codes.begin() + static_cast<std::ptrdiff_t>(share.first * hidden);
-        if (whole.quant.fp8_static)
-          q.fp8_static.assign(code_rows,
-                              code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
-        if (whole.quant.fp8_dynamic) {
-          q.fp8_dynamic.assign(code_rows,
-                               code_rows + static_cast<std::ptrdiff_t>(share.count * hidden));
-          q.fp8_dynamic_scale.resize(share.count);
-          std::memcpy(q.fp8_dynamic_scale.data(), scales.data() + share.first * 4, share.count * 4);
-        }
-        if (whole.quant.nvfp4) {  // all rows (row_share)
-          q.nvfp4 = codes;
-          q.nvfp4_scale = scales;
-        }
-        report(ref::first_quant_mismatch(rc, want.norm_out, allowed, q));
-      }
-      agreement = hash_bytes(codes.data(), codes.size(), agreement);
-      // FP8 scales are compared by share, so they must agree too; NVFP4 (every row on every
-      // rank) leaves its layout's padding out of the hash.
-      if (whole.quant.fp8_dynamic) agreement = hash_bytes(scales.data(), scales.size(), agreement);
-    }
+    if (k::pattern_quantises(spec.pattern))
+      agreement = check_quantised(
+          spec, call.config, rc, share, b.quant_out, b.scale_out, want.norm_out, allowed, report,
+          [&](const std::string& problem) {
+            out.push_back({"reference", fmt::format("rank {} call {} ({}): {}", comm_.rank(),
+                                                    call.call_index, describe(spec), problem)});
+          },
+          agreement);
   }
   if (spec.pdl_consumer) {
     // The consumer read before its grid-dependency wait: it may only see the final output
@@ -594,6 +653,20 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
   return any;
 }
 
+// After a launch that did not happen: a capture in progress is ended and dropped, and the
+// calls enqueued before finish, or are released, within the kernel's bound.
+void CaseRunner::end_capture_and_wait(const char* phase) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  cudaStreamIsCapturing(stream_, &capturing);
+  if (capturing != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    cudaStreamEndCapture(stream_, &partial);
+    if (partial) cudaGraphDestroy(partial);
+  }
+  mpi::set_phase(phase);
+  kernel_.wait(stream_);
+}
+
 CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused,
                                        const std::string& refusal) {
   Timed timed(times_.exchange);
@@ -689,8 +762,15 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
                          "cudaStreamBeginCapture");
               for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
               cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
-              cuda_check(cudaGraphInstantiate(&graph_exec, graph, 0), "cudaGraphInstantiate");
+              const cudaError_t e = cudaGraphInstantiate(&graph_exec, graph, 0);
               cudaGraphDestroy(graph);
+              if (k::is_launch_configuration_error(e)) {
+                (void)cudaGetLastError();
+                throw k::LaunchFailed(fmt::format(
+                    "cudaGraphInstantiate: {}: a captured launch cannot run on this GPU",
+                    cudaGetErrorString(e)));
+              }
+              cuda_check(e, "cudaGraphInstantiate");
             }
             cuda_check(cudaGraphLaunch(graph_exec, stream_), "cudaGraphLaunch");
           }
@@ -703,17 +783,13 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
     }
   } catch (const k::InvalidLaunch& e) {
     // Refusals depend only on the case, so every rank refuses at the same call.
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    cudaStreamIsCapturing(stream_, &capturing);
-    if (capturing != cudaStreamCaptureStatusNone) {
-      cudaGraph_t partial = nullptr;
-      cudaStreamEndCapture(stream_, &partial);
-      if (partial) cudaGraphDestroy(partial);
-    }
-    // The calls enqueued before the refused one finish, or are released, within the kernel's bound.
-    mpi::set_phase("waiting for the calls before a refused one");
-    kernel_.wait(stream_);
+    end_capture_and_wait("waiting for the calls before a refused one");
     return gather_verdict({}, true, e.what());
+  } catch (const k::LaunchFailed& e) {
+    // So does a launch the GPU cannot run (the same shape on every rank): a finding.
+    end_capture_and_wait("waiting for the calls before a launch that failed");
+    return gather_verdict({{"launch", fmt::format("rank {}: {}", comm_.rank(), e.what())}}, false,
+                          "");
   }
   return gather_verdict(std::move(findings), false, "");
 }

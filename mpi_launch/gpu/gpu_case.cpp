@@ -12,6 +12,7 @@
 
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/reference/quant.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -20,13 +21,14 @@ namespace k = kernels;
 
 constexpr const char* kModeNames[] = {"checked-each-call", "back-to-back", "graph-replay"};
 constexpr const char* kClusterNames[] = {"auto", "cluster", "no-cluster"};
-// The patterns in enum order, named by protocol::pattern_name.
-constexpr k::Pattern kPatterns[] = {k::Pattern::allreduce, k::Pattern::residual_rmsnorm,
-                                    k::Pattern::fp8_static, k::Pattern::fp8_dynamic,
-                                    k::Pattern::nvfp4};
+constexpr const char* kScaleLayoutNames[] = {"linear", "swizzled128x4"};  // Nvfp4Layout order
+static_assert(static_cast<int>(k::Nvfp4Layout::linear) == 0 &&
+              static_cast<int>(k::Nvfp4Layout::swizzled128x4) == 1);
+constexpr int kMaxTmaPadding = 128;  // CallSpec::tma_aligned_mn - tokens, at most
+constexpr int kMinGroupSize = 16;
 
 k::Pattern pattern_from_name(const std::string& name) {
-  for (k::Pattern p : kPatterns)
+  for (k::Pattern p : protocol::kAllPatterns)
     if (name == protocol::pattern_name(p)) return p;
   throw BadInput(fmt::format("replay file: unknown pattern '{}'", name));
 }
@@ -44,7 +46,7 @@ int index_of(const char* const (&names)[N], const std::string& value, const char
 
 nlohmann::json to_json(const GpuCase& c) {
   nlohmann::json calls = nlohmann::json::array();
-  for (const CallSpec& call : c.calls)
+  for (const CallSpec& call : c.calls) {
     calls.push_back({{"twoshot", call.twoshot},
                      {"unfused", call.unfused},
                      {"pattern", protocol::pattern_name(call.pattern)},
@@ -58,6 +60,14 @@ nlohmann::json to_json(const GpuCase& c) {
                      {"producer_delay_ns", call.producer_delay_ns},
                      {"variant", call.variant},
                      {"norm_out", call.norm_out}});
+    // Only the patterns that have them: other cases' files stay as they were.
+    if (call.pattern == k::Pattern::mxfp8)
+      calls.back()["scale_layout"] = kScaleLayoutNames[static_cast<int>(call.scale_layout)];
+    if (call.pattern == k::Pattern::group_fp8) {
+      calls.back()["group_size"] = call.group_size;
+      calls.back()["tma_aligned_mn"] = call.tma_aligned_mn;
+    }
+  }
   return {{"seed", c.seed},
           {"ranks", c.ranks},
           {"hidden", c.hidden},
@@ -157,11 +167,11 @@ void require_known_keys(const nlohmann::json& object, std::initializer_list<cons
 
 CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   const std::string where = fmt::format("calls[{}].", index);
-  require_known_keys(
-      call,
-      {"twoshot", "unfused", "pattern", "tokens", "exact_values", "pdl", "trigger", "cluster",
-       "pdl_consumer", "pdl_producer", "producer_delay_ns", "variant", "norm_out"},
-      "calls[" + std::to_string(index) + "]");
+  require_known_keys(call,
+                     {"twoshot", "unfused", "pattern", "tokens", "exact_values", "pdl", "trigger",
+                      "cluster", "pdl_consumer", "pdl_producer", "producer_delay_ns", "variant",
+                      "norm_out", "scale_layout", "group_size", "tma_aligned_mn"},
+                     "calls[" + std::to_string(index) + "]");
   CallSpec s;
   s.twoshot = bool_field(call, "twoshot", where);
   s.unfused = bool_field_or(call, "unfused", false, where);
@@ -182,6 +192,17 @@ CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   s.producer_delay_ns = integer_field_or<std::uint32_t>(call, "producer_delay_ns", 0, where);
   s.variant = integer_field_or<int>(call, "variant", 0, where);  // absent: the only variant
   s.norm_out = bool_field_or(call, "norm_out", true, where);
+  // The block-scaled FP8 fields, for their patterns only.
+  const bool mx = s.pattern == k::Pattern::mxfp8, group = s.pattern == k::Pattern::group_fp8;
+  for (const char* key : {"scale_layout", "group_size", "tma_aligned_mn"})
+    if (call.contains(key) && (key[0] == 's' ? !mx : !group))
+      throw BadInput(fmt::format("replay file: {}{}: not a field of pattern {}", where, key,
+                                 protocol::pattern_name(s.pattern)));
+  if (call.contains("scale_layout"))
+    s.scale_layout = static_cast<k::Nvfp4Layout>(
+        index_of(kScaleLayoutNames, string_field(call, "scale_layout", where), "scale_layout"));
+  s.group_size = integer_field_or<int>(call, "group_size", s.group_size, where);
+  s.tma_aligned_mn = integer_field_or<int>(call, "tma_aligned_mn", s.tma_aligned_mn, where);
   return s;
 }
 
@@ -277,8 +298,42 @@ std::string case_problem(const GpuCase& c) {
     if (call.producer_delay_ns > k::kMaxPdlProducerDelayNs)
       return fmt::format("producer_delay_ns={} exceeds {}", call.producer_delay_ns,
                          k::kMaxPdlProducerDelayNs);
+    if (call.pattern == k::Pattern::mxfp8 && c.hidden % protocol::kMxfp8BlockSize != 0)
+      return fmt::format("mxfp8 needs hidden to be a multiple of {}, not {}",
+                         protocol::kMxfp8BlockSize, c.hidden);
+    if (call.pattern != k::Pattern::group_fp8) continue;
+    if (call.group_size < kMinGroupSize || c.hidden % call.group_size != 0)
+      return fmt::format("group_size={} must be >= {} and divide hidden={}", call.group_size,
+                         kMinGroupSize, c.hidden);
+    if (call.tma_aligned_mn != 0 &&
+        (call.tma_aligned_mn < call.tokens || call.tma_aligned_mn > call.tokens + kMaxTmaPadding))
+      return fmt::format("tma_aligned_mn={} must be 0 or within [tokens, tokens + {}] (tokens={})",
+                         call.tma_aligned_mn, kMaxTmaPadding, call.tokens);
   }
   return "";
+}
+
+int group_fp8_tma_aligned_mn(const CallSpec& call) {
+  return call.tma_aligned_mn != 0 ? call.tma_aligned_mn : (call.tokens + 3) / 4 * 4;
+}
+
+std::size_t scale_out_bytes(const CallSpec& call, int hidden) {
+  const auto tokens = static_cast<std::size_t>(call.tokens);
+  const auto h = static_cast<std::size_t>(hidden);
+  switch (call.pattern) {
+    case k::Pattern::fp8_dynamic: return tokens * 4;
+    case k::Pattern::nvfp4:
+      return protocol::nvfp4_scale_storage(k::Nvfp4Layout::swizzled128x4, tokens,
+                                           h / k::kNvfp4BlockSize);
+    case k::Pattern::mxfp8:
+      return protocol::nvfp4_scale_storage(call.scale_layout, tokens,
+                                           h / protocol::kMxfp8BlockSize);
+    case k::Pattern::group_fp8:
+      return reference::group_fp8_scale_bytes(
+          tokens, h / static_cast<std::size_t>(call.group_size),
+          static_cast<std::size_t>(group_fp8_tma_aligned_mn(call)));
+    default: return 0;
+  }
 }
 
 bool KernelTraits::runs_hidden(int hidden) const {
@@ -288,6 +343,7 @@ bool KernelTraits::runs_hidden(int hidden) const {
 }
 
 bool KernelTraits::runs_pattern(k::Pattern pattern) const {
+  if (protocol::pattern_block_scaled_fp8(pattern) && !block_scaled_fp8) return false;
   return patterns.empty() || std::find(patterns.begin(), patterns.end(), pattern) != patterns.end();
 }
 
@@ -361,13 +417,32 @@ std::string CaseLimits::does_not_fit(const GpuCase& c) const {
   return "";
 }
 
+std::size_t CaseLimits::scale_out_capacity() const {
+  // The largest of every pattern's storage over the calls within these limits: per token
+  // floats; NVFP4's scales (more than MXFP8's), rows padded to 128; group FP8's, with
+  // groups of 16 and the most padding tokens: (hidden/16 + 3) x (tokens + 128) bytes at most.
+  const auto tokens = static_cast<std::size_t>(max_tokens);
+  const auto hidden = static_cast<std::size_t>(max_hidden);
+  const auto elems = static_cast<std::size_t>(elems_per_call());
+  const std::size_t nvfp4 = protocol::nvfp4_scale_storage(k::Nvfp4Layout::swizzled128x4, tokens,
+                                                          hidden / k::kNvfp4BlockSize);
+  const std::size_t group = elems / kMinGroupSize + hidden / kMinGroupSize * kMaxTmaPadding +
+                            3 * (tokens + kMaxTmaPadding);
+  return std::max({tokens * 4, nvfp4, group}) + kScaleCanaryTail;
+}
+
 std::string describe(const CallSpec& call) {
+  std::string pattern(protocol::pattern_name(call.pattern));
+  if (call.pattern == k::Pattern::mxfp8)
+    pattern += fmt::format("({})", kScaleLayoutNames[static_cast<int>(call.scale_layout)]);
+  if (call.pattern == k::Pattern::group_fp8)
+    pattern += fmt::format("(g{} mn{})", call.group_size, group_fp8_tma_aligned_mn(call));
   return fmt::format(
       "{} {}{} tokens={} {} pdl={} trigger={} cluster={}{}{}{}",
       call.unfused   ? "unfused"
       : call.twoshot ? "two-shot"
                      : "one-shot",
-      protocol::pattern_name(call.pattern), call.norm_out ? "" : " (no norm_out)", call.tokens,
+      pattern, call.norm_out ? "" : " (no norm_out)", call.tokens,
       call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
       call.trigger == k::Trigger::early ? "early" : "end",
       kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",

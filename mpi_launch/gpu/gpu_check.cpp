@@ -83,6 +83,28 @@ GpuCase load_replay(const std::string& path, int ranks, const std::string& kerne
 // finds nothing in a drawn case). One generated value, so that RapidCheck shrinks and prints
 // the case as a whole (showValue in gpu_case.hpp). For the default traits the draws are
 // those of the suite before traits narrowed them (a seed replays the same cases).
+namespace {
+
+// The block-scaled FP8 knobs of a call whose tokens are final: mxfp8's scale layout; group
+// FP8's group (128 as DeepSeek-V3 and most FP8 block-quantised models use it, the others
+// through both of the kernel's amax reductions: warp shuffles for 32, 64, 128 and 256
+// elements, shared memory for 96 and 512) and its scales' token padding (DeepGEMM's
+// rounding up to 4, or a few more).
+void draw_block_scales(CallSpec& call, int hidden) {
+  if (call.pattern == k::Pattern::mxfp8)
+    call.scale_layout = *rc::gen::element(k::Nvfp4Layout::swizzled128x4, k::Nvfp4Layout::linear);
+  if (call.pattern != k::Pattern::group_fp8) return;
+  std::vector<int> sizes;  // each as often as its weight
+  for (const auto& [weight, size] :
+       {std::pair{4, 128}, {2, 64}, {2, 32}, {1, 96}, {1, 256}, {1, 512}})
+    if (hidden % size == 0) sizes.insert(sizes.end(), static_cast<std::size_t>(weight), size);
+  call.group_size = *rc::gen::elementOf(sizes);
+  call.tma_aligned_mn = *rc::gen::weightedOneOf<int>(
+      {{3, rc::gen::just(0)}, {1, rc::gen::inRange(call.tokens, call.tokens + 9)}});
+}
+
+}  // namespace
+
 GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   GpuCase c;
   c.seed = *rc::gen::arbitrary<std::uint32_t>();
@@ -130,9 +152,9 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     c.mode = *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back);
   }
   std::vector<k::Pattern> patterns;
-  for (k::Pattern p : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
-                       k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
-    if (traits.runs_pattern(p) && (p != k::Pattern::nvfp4 || o.nvfp4_supported))
+  for (k::Pattern p : protocol::kAllPatterns)
+    if (traits.runs_pattern(p) && (p != k::Pattern::nvfp4 || o.nvfp4_supported) &&
+        (!protocol::pattern_block_scaled_fp8(p) || c.hidden % protocol::kMxfp8BlockSize == 0))
       patterns.push_back(p);
   int ncalls = *rc::gen::inRange(1, o.limits.max_calls + 1);
   // What provokes a two-shot race (a flag seen before the data it guards, a region reused by
@@ -191,6 +213,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     std::vector<int> variants(std::max<std::size_t>(1, traits.variants.size()));
     for (std::size_t v = 0; v < variants.size(); ++v) variants[v] = static_cast<int>(v);
     call.variant = o.variant >= 0 ? o.variant : *rc::gen::elementOf(variants);
+    draw_block_scales(call, c.hidden);
     c.calls.push_back(call);
   }
   return c;

@@ -49,6 +49,25 @@ void fit_call(CallSpec& call, const GpuCase& c, const KernelTraits& traits) {
       call.use_pdl && call.trigger == k::Trigger::at_end && traits.outputs_visible_at_trigger;
 }
 
+// The block-scaled FP8 knobs of a call whose tokens are final, cycled: mxfp8's two scale
+// layouts; group FP8 in groups of 128 (or the largest of 64, 32 that divides hidden), its
+// scales' tokens padded to 4 or by 3 more.
+void fit_block_scales(CallSpec& call, int hidden, int cycle) {
+  call.scale_layout = cycle % 2 ? k::Nvfp4Layout::linear : k::Nvfp4Layout::swizzled128x4;
+  for (int size : {128, 64, 32})
+    if (hidden % size == 0) {
+      call.group_size = size;
+      break;
+    }
+  call.tma_aligned_mn = cycle % 2 ? 0 : call.tokens + 3;
+}
+
+// The block-scaled FP8 patterns need hidden to be a multiple of 32 (a case of another
+// hidden size is left out, not refused).
+bool runs_here(k::Pattern pattern, int hidden) {
+  return !protocol::pattern_block_scaled_fp8(pattern) || hidden % protocol::kMxfp8BlockSize == 0;
+}
+
 // A call's knobs that cycle with (case knob + position): tokens, PDL, trigger, cluster path.
 CallSpec cycled_call(const SmokeOptions& options, int cycle, k::Pattern pattern) {
   CallSpec call;
@@ -76,12 +95,12 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
     for (bool twoshot : {false, true}) {
       if (twoshot && fp32_lamport) continue;  // the two-shot path has no Lamport buffer
       if ((fp32_lamport && !traits.fp32_lamport) || (twoshot && !traits.twoshot)) continue;
-      for (auto pattern : {k::Pattern::allreduce, k::Pattern::residual_rmsnorm,
-                           k::Pattern::fp8_static, k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
+      for (auto pattern : protocol::kAllPatterns)
         for (auto dtype : {k::DType::bf16, k::DType::f16})
           for (bool fp32_acc : {true, false}) {
             if (!traits.runs_pattern(pattern) || (fp32_acc && !traits.fp32_accumulation)) continue;
             GpuCase c = cycled_case(options, ranks, knob, dtype, fp32_acc, traits);
+            if (!runs_here(pattern, c.hidden)) continue;
             c.fp32_lamport = fp32_lamport;
             if (knob % 4 == 1) {  // seeded injected delays in every fourth case
               c.delay_seed = static_cast<std::uint32_t>(knob) + 1;
@@ -93,6 +112,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
               fit_call(call, c, traits);
               if (twoshot && traits.twoshot_more_tokens_than_ranks)
                 call.tokens = std::max(call.tokens, ranks + 1);
+              fit_block_scales(call, c.hidden, knob + i);
               c.calls.push_back(call);
             }
             cases.push_back(c);
@@ -119,14 +139,18 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
     ++knob;
   }
   // Every quantising pattern without norm_out, where the kernel has them.
-  for (auto pattern : {k::Pattern::fp8_static, k::Pattern::fp8_dynamic, k::Pattern::nvfp4}) {
-    if (!traits.quant_without_norm_out || !traits.runs_pattern(pattern)) continue;
+  for (auto pattern : protocol::kAllPatterns) {
+    if (!k::pattern_quantises(pattern) || !traits.quant_without_norm_out ||
+        !traits.runs_pattern(pattern))
+      continue;
     GpuCase c = cycled_case(options, ranks, knob, k::DType::bf16, traits.fp32_accumulation, traits);
+    if (!runs_here(pattern, c.hidden)) continue;
     for (int i = 0; i < options.calls_per_case; ++i) {
       CallSpec call = cycled_call(options, knob + i, pattern);
       call.norm_out = false;
       call.pdl_consumer = false;
       fit_call(call, c, traits);
+      fit_block_scales(call, c.hidden, knob + i);
       c.calls.push_back(call);
     }
     cases.push_back(c);

@@ -34,7 +34,9 @@ TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
                                   Mutant::revert_0_6_15_partial_warp_reduce,
                                   Mutant::revert_0_6_17_cluster_clamp,
                                   Mutant::revert_0_7_1_inputs_before_wait,
-                                  Mutant::revert_0_7_2_twoshot_barrier_order};
+                                  Mutant::revert_0_7_2_twoshot_barrier_order,
+                                  Mutant::mxfp8_scale_nearest,
+                                  Mutant::group_fp8_padding_kept};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(patches, expected);
   // The pinned release takes every patch: none is listed as not built.

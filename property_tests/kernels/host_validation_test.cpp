@@ -116,6 +116,20 @@ TEST(KernelValidation, RefusesNvfp4BelowSm100AndAcceptsItAbove) {
   }
 }
 
+TEST(KernelValidation, RefusesTheBlockScaledFp8PatternsOnEveryArchitecture) {
+  for (fk::Pattern pattern : {fk::Pattern::mxfp8, fk::Pattern::group_fp8})
+    for (int cc : {90, 100, 120}) {
+      auto p = valid_params();
+      p.pattern = pattern;
+      p.quant_out = fake_device_memory[5];
+      p.scale_out = fake_device_memory[5];
+      auto l = limits();
+      l.compute_capability = cc;
+      EXPECT_NE(refusal(p, l).find("is not implemented by these kernels"), std::string::npos)
+          << fk::pattern_name(pattern) << " sm_" << cc;
+    }
+}
+
 TEST(KernelValidation, RefusesLamportWidthMismatchAndBadPointers) {
   auto p = valid_params();
   p.fp32_lamport = true;

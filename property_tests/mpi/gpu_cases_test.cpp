@@ -99,6 +99,109 @@ TEST(GpuCase, FilesWrittenBeforeDelaysAndConsumersStillLoad) {
   EXPECT_FALSE(c.calls[2].unfused);
 }
 
+// The block-scaled FP8 calls: their fields travel for their patterns only, are named in the
+// description, and the scale storage the harness sizes holds what the kernel writes.
+fg::GpuCase block_scaled_case() {
+  fg::GpuCase c;
+  c.hidden = 2880;  // gpt-oss: 90 MXFP8 blocks, 30 groups of 96
+  fg::CallSpec mx;
+  mx.pattern = fk::Pattern::mxfp8;
+  mx.tokens = 131;
+  mx.scale_layout = fk::Nvfp4Layout::linear;
+  fg::CallSpec group;
+  group.pattern = fk::Pattern::group_fp8;
+  group.tokens = 5;
+  group.group_size = 96;
+  group.tma_aligned_mn = 13;
+  c.calls = {mx, group};
+  return c;
+}
+
+TEST(GpuCase, BlockScaledFieldsTravelForTheirPatternsOnly) {
+  const fg::GpuCase c = block_scaled_case();
+  const auto j = fg::to_json(c);
+  EXPECT_EQ(j["calls"][0]["scale_layout"], "linear");
+  EXPECT_FALSE(j["calls"][0].contains("group_size"));
+  EXPECT_EQ(j["calls"][1]["group_size"], 96);
+  EXPECT_EQ(j["calls"][1]["tma_aligned_mn"], 13);
+  EXPECT_FALSE(fg::to_json(full_case())["calls"][0].contains("scale_layout"));
+  const fg::GpuCase back = fg::case_from_json(j);
+  EXPECT_EQ(fg::to_json(back), j);
+  EXPECT_EQ(back.calls[0].scale_layout, fk::Nvfp4Layout::linear);
+  EXPECT_NE(fg::describe(back.calls[0]).find("mxfp8(linear)"), std::string::npos);
+  EXPECT_NE(fg::describe(back.calls[1]).find("group_fp8(g96 mn13)"), std::string::npos);
+  // Storage: MXFP8 linear 131 x 90; group FP8 8 packs, (8 - 1) x 13 + 5 words.
+  EXPECT_EQ(fg::scale_out_bytes(back.calls[0], 2880), 131u * 90);
+  EXPECT_EQ(fg::scale_out_bytes(back.calls[1], 2880), 4u * (7 * 13 + 5));
+  fg::CallSpec swizzled = back.calls[0];
+  swizzled.scale_layout = fk::Nvfp4Layout::swizzled128x4;
+  EXPECT_EQ(fg::scale_out_bytes(swizzled, 2880), 256u * 92);
+  fg::CallSpec rounded = back.calls[1];
+  rounded.tma_aligned_mn = 0;  // DeepGEMM's alignment: 5 tokens padded to 8
+  EXPECT_EQ(fg::group_fp8_tma_aligned_mn(rounded), 8);
+  EXPECT_EQ(fg::scale_out_bytes(fg::CallSpec{}, 2880), 0u);  // residual_rmsnorm: none
+}
+
+TEST(GpuCase, BlockScaledFieldsOutOfRangeOrOnAnotherPatternAreRefused) {
+  struct Edit {
+    const char* expect;
+    void (*apply)(nlohmann::json&);
+  };
+  const Edit edits[] = {
+      {"mxfp8 needs hidden to be a multiple of 32", [](nlohmann::json& j) { j["hidden"] = 2064; }},
+      {"group_size=100 must be >= 16 and divide hidden=2880",
+       [](nlohmann::json& j) { j["calls"][1]["group_size"] = 100; }},
+      {"group_size=8 must be >= 16", [](nlohmann::json& j) { j["calls"][1]["group_size"] = 8; }},
+      {"tma_aligned_mn=4 must be 0 or within [tokens, tokens + 128]",
+       [](nlohmann::json& j) { j["calls"][1]["tma_aligned_mn"] = 4; }},
+      {"tma_aligned_mn=134 must be 0",
+       [](nlohmann::json& j) { j["calls"][1]["tma_aligned_mn"] = 134; }},
+      {"calls[0].group_size: not a field of pattern mxfp8",
+       [](nlohmann::json& j) { j["calls"][0]["group_size"] = 128; }},
+      {"calls[1].scale_layout: not a field of pattern group_fp8",
+       [](nlohmann::json& j) { j["calls"][1]["scale_layout"] = "linear"; }},
+      {"unknown scale_layout 'tiled'",
+       [](nlohmann::json& j) { j["calls"][0]["scale_layout"] = "tiled"; }},
+  };
+  EXPECT_NO_THROW(fg::case_from_json(fg::to_json(block_scaled_case())));
+  for (const Edit& e : edits) {
+    auto j = fg::to_json(block_scaled_case());
+    e.apply(j);
+    try {
+      fg::case_from_json(j);
+      ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
+    } catch (const fusioncheck::gpu::BadInput& err) {
+      EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
+    }
+  }
+}
+
+// The scale_out the harness allocates holds every call within the limits, tail included.
+TEST(CaseLimits, ScaleOutCapacityHoldsEveryPatternsStorage) {
+  fg::CaseLimits limits;
+  limits.max_tokens = 300;
+  limits.max_hidden = 4096;
+  limits.max_elems = 300 * 4096;
+  const std::size_t capacity = limits.scale_out_capacity();
+  std::size_t largest = 0;
+  for (int hidden : {2880, 4096, 1024, 32 * 3})
+    for (int tokens : {1, 7, 128, 129, 300})
+      for (auto pattern : fusioncheck::protocol::kAllPatterns)
+        for (int group : {16, 32, 96, 128}) {
+          if (hidden % group != 0 || static_cast<std::int64_t>(tokens) * hidden > limits.max_elems)
+            continue;
+          fg::CallSpec call;
+          call.pattern = pattern;
+          call.tokens = tokens;
+          call.group_size = group;
+          call.tma_aligned_mn = tokens + 128;
+          call.scale_layout = fk::Nvfp4Layout::swizzled128x4;
+          largest = std::max(largest, fg::scale_out_bytes(call, hidden));
+        }
+  EXPECT_GE(capacity, largest + fg::kScaleCanaryTail);
+  EXPECT_LT(capacity, 4 * (largest + fg::kScaleCanaryTail));  // and not far beyond
+}
+
 // Each edit makes the case unrunnable; the file is refused with a line that says why.
 TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
   struct Edit {

@@ -4,6 +4,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <set>
 
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
@@ -223,5 +224,51 @@ TEST(DrawCase, CallsWithoutNormOutOnlyForKernelsThatHaveThem) {
   call.pdl_consumer = false;
   c.calls.push_back(call);
   EXPECT_NE(fg::outside_traits(c, fg::KernelTraits{}).find("without norm_out"), std::string::npos);
+  EXPECT_EQ(fg::outside_traits(c, with), "");
+}
+
+// The block-scaled FP8 patterns are drawn only for a kernel that runs them, with a group that
+// divides hidden and scales padded to tokens or a few more; every such case is runnable and
+// inside the traits. The fixed seeds draw both patterns and each group reduction path.
+TEST(DrawCase, BlockScaledFp8OnlyForKernelsThatRunThem) {
+  fg::DrawSettings s;
+  fg::KernelTraits with;
+  with.block_scaled_fp8 = true;
+  with.hidden_sizes = {2880, 4096, 7168, 1040};
+  std::set<int> groups;
+  int mx = 0, linear = 0, padded = 0;
+  for (const fg::KernelTraits& traits : {with, fg::KernelTraits{}}) {
+    const auto gen = rc::gen::exec([&] { return fg::draw_case(s, traits); });
+    for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+      const fg::GpuCase c = gen(rc::Random(seed), 50).value();
+      EXPECT_TRUE(fg::case_problem(c).empty()) << "seed " << seed << ": " << fg::case_problem(c);
+      EXPECT_EQ(fg::outside_traits(c, traits), "") << "seed " << seed;
+      for (const fg::CallSpec& call : c.calls) {
+        if (!fk::pattern_block_scaled_fp8(call.pattern)) continue;
+        EXPECT_TRUE(traits.block_scaled_fp8) << "seed " << seed;
+        EXPECT_EQ(c.hidden % 32, 0) << "seed " << seed;
+        if (call.pattern == fk::Pattern::mxfp8) {
+          ++mx;
+          linear += call.scale_layout == fk::Nvfp4Layout::linear;
+          continue;
+        }
+        EXPECT_EQ(c.hidden % call.group_size, 0) << "seed " << seed;
+        groups.insert(call.group_size);
+        padded += call.tma_aligned_mn != 0;
+      }
+    }
+  }
+  EXPECT_GT(mx, 0);
+  EXPECT_GT(linear, 0);
+  EXPECT_LT(linear, mx);
+  EXPECT_GT(padded, 0);
+  EXPECT_TRUE(groups.count(128) && groups.count(96) && groups.count(32)) << groups.size();
+  // Outside a kernel's traits when it does not run them.
+  fg::GpuCase c;
+  c.hidden = 2880;
+  fg::CallSpec call;
+  call.pattern = fk::Pattern::mxfp8;
+  c.calls.push_back(call);
+  EXPECT_NE(fg::outside_traits(c, fg::KernelTraits{}).find("pattern"), std::string::npos);
   EXPECT_EQ(fg::outside_traits(c, with), "");
 }

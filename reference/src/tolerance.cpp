@@ -364,6 +364,82 @@ std::optional<Mismatch> first_norm_mismatch(const Tensor& expected, const Tensor
   return std::nullopt;
 }
 
+namespace {
+
+// The reals the amax of elements [from, to) of a token may take, from their magnitude
+// intervals.
+Interval amax_of(const double* mag_lo, const double* mag_hi, std::size_t from, std::size_t to) {
+  Interval amax{0.0, 0.0};
+  for (std::size_t k = from; k < to; ++k) {
+    amax.lo = std::max(amax.lo, mag_lo[k]);
+    amax.hi = std::max(amax.hi, mag_hi[k]);
+  }
+  return amax;
+}
+
+double ue8m0_value(std::uint8_t code) { return std::ldexp(1.0, static_cast<int>(code) - 127); }
+
+// MXFP8 of token t (tolerance.hpp): each block's scale code, then its codes against it.
+std::optional<Mismatch> mxfp8_token_mismatch(const FusedConfig& c, std::size_t t,
+                                             const std::vector<float>& norm,
+                                             const std::vector<float>& allowed,
+                                             const double* mag_lo, const double* mag_hi,
+                                             const QuantOutputs& gpu) {
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const std::size_t cols = hidden / kMxfp8BlockSize;
+  const double inv448 = 1.0f / kE4m3Max;  // the kernel's float constant
+  for (std::size_t b = 0; b < cols; ++b) {
+    const std::size_t from = b * kMxfp8BlockSize, to = from + kMxfp8BlockSize;
+    const Interval amax = amax_of(mag_lo, mag_hi, from, to);
+    const double lo = amax.lo * inv448 * (1 - kU), hi = amax.hi * inv448 * (1 + kU);
+    std::uint8_t sf_lo = float_to_ue8m0_ceil(down_to_float(lo));
+    const std::uint8_t sf_hi = float_to_ue8m0_ceil(up_to_float(hi));
+    if (c.fast_math && lo < 0x1p-126) sf_lo = 0;  // the product flushed to zero
+    const std::uint8_t sf = gpu.mxfp8_scale[t * cols + b];
+    const std::size_t first = t * hidden + from;
+    if (sf < sf_lo || sf > sf_hi)
+      return make_mismatch(first, {ue8m0_value(sf_lo), ue8m0_value(sf_hi)}, ue8m0_value(sf),
+                           "mxfp8_scale (index = first element of block)");
+    const double inv = ue8m0_inverse(sf);  // exact: a power of two, or 0
+    if (auto m = check_fp8_codes(first, kMxfp8BlockSize, c.dtype, norm, allowed, inv, inv,
+                                 gpu.mxfp8, "mxfp8"))
+      return m;
+  }
+  return std::nullopt;
+}
+
+// Group FP8 of token t (tolerance.hpp): each group's scale exponent, then its codes.
+std::optional<Mismatch> group_fp8_token_mismatch(const FusedConfig& c, std::size_t t,
+                                                 const std::vector<float>& norm,
+                                                 const std::vector<float>& allowed,
+                                                 const double* mag_lo, const double* mag_hi,
+                                                 const QuantOutputs& gpu) {
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const auto size = static_cast<std::size_t>(c.quant.group_size);
+  const std::size_t groups = hidden / size;
+  const double fm = c.fast_math ? 4 * kU : 0.0;
+  // group_fp8_scale divides its argument by 448 once more (one rounding): the ends moved
+  // outward by 2u cover that and the kernel's own division.
+  const double d = 2 * kU + fm;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const Interval amax = amax_of(mag_lo, mag_hi, g * size, (g + 1) * size);
+    const float y_lo = group_fp8_scale(down_to_float(amax.lo * (1 - d)));
+    const float y_hi = group_fp8_scale(up_to_float(amax.hi * (1 + d)));
+    const std::uint8_t e = gpu.group_fp8_scale[t * groups + g];
+    const std::size_t first = t * hidden + g * size;
+    if (e < ue8m0_exponent(y_lo) || e > ue8m0_exponent(y_hi))
+      return make_mismatch(first, {y_lo, y_hi}, ue8m0_value(e),
+                           "group_fp8_scale (index = first element of group)");
+    const double inv = 1.0 / ue8m0_value(e);  // x / y: exact for a power of two
+    if (auto m = check_fp8_codes(first, size, c.dtype, norm, allowed, inv * (1 - fm),
+                                 inv * (1 + fm), gpu.group_fp8, "group_fp8"))
+      return m;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor& norm_ref,
                                              const std::vector<float>& allowed,
                                              const QuantOutputs& gpu) {
@@ -383,6 +459,12 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
     need(gpu.nvfp4.size() == count / 2 &&
              gpu.nvfp4_scale.size() == nvfp4_scale_storage(q.nvfp4_layout, tokens, hidden / 16),
          "nvfp4");
+  if (q.mxfp8)
+    need(gpu.mxfp8.size() == count && gpu.mxfp8_scale.size() == count / kMxfp8BlockSize, "mxfp8");
+  if (q.group_fp8)
+    need(gpu.group_fp8.size() == count && q.group_size > 0 &&
+             gpu.group_fp8_scale.size() == count / static_cast<std::size_t>(q.group_size),
+         "group_fp8");
 
   const std::vector<float> norm = values_of(norm_ref);
   // The fast-math build divides approximately (<= 2 ulp, 4u): its reciprocal of the FP8 scale,
@@ -401,7 +483,7 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
     const bool claim = token_has_claim(norm, allowed, base, hidden);
     // Every element's magnitude interval (magnitude(quant_input(...))), for the amax bounds.
     thread_local std::vector<double> mag_lo, mag_hi;
-    if ((q.fp8_dynamic || q.nvfp4) && claim) {
+    if ((q.fp8_dynamic || q.nvfp4 || q.mxfp8 || q.group_fp8) && claim) {
       mag_lo.resize(hidden);
       mag_hi.resize(hidden);
       input_magnitudes(c.dtype, norm.data() + base, allowed.data() + base, hidden, mag_lo.data(),
@@ -456,6 +538,12 @@ std::optional<Mismatch> first_quant_mismatch(const FusedConfig& c, const Tensor&
         }
       }
     }
+    if (q.mxfp8 && claim)
+      if (auto m = mxfp8_token_mismatch(c, t, norm, allowed, mag_lo.data(), mag_hi.data(), gpu))
+        return m;
+    if (q.group_fp8 && claim)
+      if (auto m = group_fp8_token_mismatch(c, t, norm, allowed, mag_lo.data(), mag_hi.data(), gpu))
+        return m;
     return std::nullopt;
   };
   std::vector<std::optional<Mismatch>> per_token(tokens);

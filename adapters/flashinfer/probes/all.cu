@@ -2,3 +2,4 @@
 #include "launcher.cu"
 #include "params_weight_bias.cu"
 #include "pattern_dynamic_fp8.cu"
+#include "pattern_block_scaled_fp8.cu"

@@ -16,7 +16,9 @@ struct FiCall {
   int hidden = 8;
   bool bf16 = true;            // else fp16
   int pattern = 1;             // FlashInfer's AllReduceFusionPattern value
-  int sf_layout = 0;           // FlashInfer's QuantizationSFLayout value (NVFP4 scales)
+  int sf_layout = 0;           // FlashInfer's QuantizationSFLayout value (NVFP4, MXFP8 scales)
+  int group_size = 0;          // block_quant_group_size (per-token-group FP8)
+  int tma_aligned_mn = 0;      // padded token count of its packed scales (>= tokens)
   void** workspace = nullptr;  // device: the 3N+1 pointer table
   const void* input = nullptr;
   const void* residual_in = nullptr;

@@ -36,6 +36,8 @@ int fi_pattern(k::Pattern p, bool norm_out) {
     case k::Pattern::fp8_static: return norm_out ? 4 : 2;     // kARResidualRMSNorm(Out)FP8Quant
     case k::Pattern::fp8_dynamic: return norm_out ? 11 : 10;  // ...(Out)DynamicFP8Quant
     case k::Pattern::nvfp4: return norm_out ? 5 : 3;          // ...(Out)FP4Quant
+    case k::Pattern::group_fp8: return norm_out ? 9 : 8;      // ...(Out)PerTokenGroupFP8PackedQuant
+    case k::Pattern::mxfp8: return norm_out ? 14 : 13;        // ...(Out)MXFP8Quant
   }
   return -1;
 }
@@ -298,6 +300,19 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
                            std::string(k::pattern_name(p.pattern)));
   c.pattern = fi_pattern(p.pattern, p.write_norm_out);
   c.sf_layout = p.nvfp4_layout == k::Nvfp4Layout::linear ? 2 : 0;  // LINEAR : SWIZZLED_128x4
+  if (k::pattern_block_scaled_fp8(p.pattern) && !instance->block_scaled_fp8)
+    throw k::InvalidLaunch("pattern " + std::string(k::pattern_name(p.pattern)) +
+                           " is not built into this FlashInfer instance (main tree only, where "
+                           "its compile probe finds patterns 8, 9, 13 and 14)");
+  if (p.pattern == k::Pattern::group_fp8) {
+    // FlashInfer's launcher takes tma_aligned_mn unchecked: one below tokens would overlap the
+    // packs (the Python API sizes it); refused here instead.
+    if (p.tma_aligned_mn < p.tokens)
+      throw k::InvalidLaunch("group_fp8: tma_aligned_mn " + std::to_string(p.tma_aligned_mn) +
+                             " is below tokens " + std::to_string(p.tokens));
+    c.group_size = p.group_size;
+    c.tma_aligned_mn = p.tma_aligned_mn;
+  }
   c.workspace = current_->table();
   c.input = p.input;
   c.residual_in = p.residual_in;
@@ -329,6 +344,11 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
                            std::to_string(p.ranks) + " ranks");
   if (e == cudaErrorInvalidValue && message[0] != '\0')
     throw k::InvalidLaunch("FlashInfer: " + check_text(message));
+  if (k::is_launch_configuration_error(e)) {
+    (void)cudaGetLastError();  // not sticky: the context stays usable
+    throw k::LaunchFailed(std::string("FlashInfer's launcher made a launch this GPU cannot run: ") +
+                          cudaGetErrorString(e));
+  }
   k::cuda_check(e, "FlashInfer allreduce_fusion launch");
   PendingCall call;
   call.twoshot = twoshot;

@@ -70,6 +70,7 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
     t.twoshot_more_tokens_than_ranks = true;  // as its Python API asserts
     t.outputs_visible_at_trigger = false;     // no fence before its trigger (docs/flashinfer.md)
     t.quant_without_norm_out = bf16_.no_norm_out;  // patterns 2, 3 and 10
+    t.block_scaled_fp8 = bf16_.block_scaled_fp8;   // patterns 8, 9, 13 and 14
     // What the tree has, from its compile probes (an older release lacks these).
     t.weight_bias = bf16_.weight_bias;
     if (!bf16_.dynamic_fp8)

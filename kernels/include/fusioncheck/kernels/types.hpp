@@ -22,6 +22,16 @@ struct InvalidLaunch : std::invalid_argument {
 struct CudaError : std::runtime_error {
   explicit CudaError(const std::string& what) : std::runtime_error(what) {}
 };
+// A kernel's own launcher chose a launch the GPU cannot run (too many threads for its
+// registers, say): a finding of the case, where InvalidLaunch is a documented refusal.
+struct LaunchFailed : std::runtime_error {
+  explicit LaunchFailed(const std::string& what) : std::runtime_error(what) {}
+};
+// The CUDA errors that say a launch's configuration cannot run on this GPU (not sticky).
+inline bool is_launch_configuration_error(int cuda_error) {
+  return cuda_error == 701 /* cudaErrorLaunchOutOfResources */ ||
+         cuda_error == 9 /* cudaErrorInvalidConfiguration */;
+}
 
 // The shared vocabulary (protocol/vocabulary.hpp). The kernels take f16 or bf16 inputs;
 // f32 only as the Lamport buffer element (FusedParams::fp32_lamport).
@@ -32,6 +42,7 @@ using protocol::kNvfp4BlockSize;
 using protocol::Nvfp4Layout;
 using protocol::Pattern;
 using protocol::pattern_name;
+using protocol::pattern_block_scaled_fp8;
 using protocol::pattern_quantises;
 enum class Trigger : std::uint8_t { early, at_end };  // PDL launch_dependents position
 enum class ClusterMode : std::uint8_t { automatic, force_cluster, force_no_cluster };
@@ -53,9 +64,11 @@ struct FusedParams {
   bool write_norm_out = true;
   float eps = 1e-6f;
   float weight_bias = 0.0f;
-  float fp8_inv_scale = 1.0f;       // fp8_static
-  float nvfp4_global_scale = 1.0f;  // nvfp4
-  Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;
+  float fp8_inv_scale = 1.0f;                             // fp8_static
+  float nvfp4_global_scale = 1.0f;                        // nvfp4
+  Nvfp4Layout nvfp4_layout = Nvfp4Layout::swizzled128x4;  // the scales of nvfp4 and mxfp8
+  int group_size = 128;    // group_fp8: elements per scale group of a token
+  int tma_aligned_mn = 0;  // group_fp8: padded token count of the scale storage (>= tokens)
   bool use_pdl = true;
   // The call is launched right behind a PDL producer (launch_pdl_producer) that writes its
   // inputs: an adapter enqueues nothing in between (a pause kernel there would be the call's
@@ -80,7 +93,9 @@ struct FusedParams {
   void* residual_out = nullptr;       // [tokens x hidden]
   void* norm_out = nullptr;           // [tokens x hidden]
   void* quant_out = nullptr;          // uint8: e4m3 [tokens x hidden] or e2m1 [tokens x hidden/2]
-  void* scale_out = nullptr;          // fp8_dynamic: float [tokens]; nvfp4: uint8 e4m3 scales
+  // fp8_dynamic: float [tokens]; nvfp4: uint8 e4m3 scales; mxfp8: uint8 ue8m0 scales;
+  // group_fp8: ue8m0 exponents packed 4 per word (reference/quant.hpp)
+  void* scale_out = nullptr;
 };
 
 // Written by a kernel whose bounded wait expired, into host-mapped memory; first writer wins.

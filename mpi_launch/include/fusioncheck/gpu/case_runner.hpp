@@ -72,6 +72,7 @@ class CaseRunner {
   bool check_calls(const GpuCase& c, int first, int count, const kernels::ControlState& before,
                    const std::vector<CallData>& calls, std::vector<Finding>& out);
   CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);
+  void end_capture_and_wait(const char* phase);
 
   mpi::MpiComm& comm_;
   KernelUnderTest& kernel_;

@@ -51,6 +51,12 @@ struct CallSpec {
   // 10 beside 4, 5 and 11), whose norm_out must stay as the canary left it. Not with
   // pdl_consumer (the consumer copies norm_out) or the unfused baseline.
   bool norm_out = true;
+  // Block-scaled FP8 (KernelTraits::block_scaled_fp8): the layout of mxfp8's scales; the
+  // group of group_fp8 (a divisor of hidden, >= 16) and the padded token count of its packed
+  // scales (0: tokens rounded up to 4, DeepGEMM's TMA alignment; else in [tokens, tokens + 128]).
+  kernels::Nvfp4Layout scale_layout = kernels::Nvfp4Layout::swizzled128x4;
+  int group_size = 128;
+  int tma_aligned_mn = 0;
 };
 
 struct GpuCase {
@@ -122,7 +128,16 @@ struct CaseLimits {
   int max_tokens_for(int hidden) const;
   // Why the case does not fit these limits (calls, shapes); "" if it fits.
   std::string does_not_fit(const GpuCase& c) const;
+  // Bytes a call's scale_out holds: enough for the scales of every pattern of any call
+  // within these limits (scale_out_bytes), and a tail that must stay as the canary left it.
+  std::size_t scale_out_capacity() const;
 };
+inline constexpr std::size_t kScaleCanaryTail = 256;
+// The bytes of a call's scale_out that its pattern writes (0 without one): per token floats
+// (fp8_dynamic), the NVFP4 or MXFP8 storage in its layout, the packed group FP8 storage.
+std::size_t scale_out_bytes(const CallSpec& call, int hidden);
+// The padded token count of a group_fp8 call's scale storage, as the kernel is given it.
+int group_fp8_tma_aligned_mn(const CallSpec& call);
 
 // focus_late_blocks cases: the delay spread of every case, and the fewest tokens per call.
 constexpr std::uint32_t kLateBlocksDelayNs = 200'000;

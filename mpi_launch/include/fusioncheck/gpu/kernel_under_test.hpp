@@ -52,13 +52,16 @@ struct KernelTraits {
   // what is visible after the wait).
   bool outputs_visible_at_trigger = true;
   // Preconditions of a kernel narrower than ours (FlashInfer's older Lamport kernel):
-  int max_tokens = 0;                      // tokens per call at most; 0: no limit
-  std::vector<int> hidden_sizes;           // the hidden sizes it runs; empty: any multiple of 16
-  std::vector<kernels::Pattern> patterns;  // the patterns it runs; empty: every pattern
-  bool fp32_accumulation = true;           // else it rounds the rank sum after every add
-  bool weight_bias = true;                 // a weight_bias added to gamma (Gemma's 1 + gamma)
-  bool early_trigger = true;               // Trigger::early (else it triggers at its end)
-  bool graph_replay = true;                // a captured graph replays correctly
+  int max_tokens = 0;             // tokens per call at most; 0: no limit
+  std::vector<int> hidden_sizes;  // the hidden sizes it runs; empty: any multiple of 16
+  // The patterns it runs; empty: every pattern (the block-scaled FP8 ones only with
+  // block_scaled_fp8).
+  std::vector<kernels::Pattern> patterns;
+  bool block_scaled_fp8 = false;  // mxfp8 and group_fp8 (FlashInfer's patterns 8, 9, 13, 14)
+  bool fp32_accumulation = true;  // else it rounds the rank sum after every add
+  bool weight_bias = true;        // a weight_bias added to gamma (Gemma's 1 + gamma)
+  bool early_trigger = true;      // Trigger::early (else it triggers at its end)
+  bool graph_replay = true;       // a captured graph replays correctly
   // Calls of different tokens x hidden may follow each other without a host sync between
   // them (else the workspace is re-initialised, all ranks idle, when the shape changes).
   bool shape_changes_without_sync = true;

@@ -50,6 +50,9 @@ enum class Mutant : std::uint8_t {
   pcie_arrive_before_read,
   pcie_state_in_scratch,
   pcie_sentinel_on_barrier_region,
+  // Controls of the block-scaled FP8 checks: patched copies of FlashInfer's quantisers.
+  mxfp8_scale_nearest,
+  group_fp8_padding_kept,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
@@ -73,7 +76,7 @@ struct MutantInfo {
   std::uint8_t layers;          // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 33> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 35> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -169,6 +172,12 @@ inline constexpr std::array<MutantInfo, 33> kMutantCatalogue{{
     {Mutant::pcie_sentinel_on_barrier_region, "pcie-sentinel-on-barrier-region",
      "a sentinel kernel stages in the block region, where barrier kernels leave raw payload",
      "FlashInfer pcie_ipc_all_reduce.cuh: ScratchRegion comment", kInSimPcie},
+    {Mutant::mxfp8_scale_nearest, "mxfp8-scale-nearest",
+     "MXFP8 block scale rounded to the nearest power of two, not up: the largest elements saturate",
+     "scale rules without the round-up (FlashInfer's quantisers round up)", kInFlashInfer},
+    {Mutant::group_fp8_padding_kept, "group-fp8-padding-kept",
+     "per-token-group FP8: the bytes after a token's last group in its packed word are not zeroed",
+     "DeepGEMM's packed UE8M0 layout (FlashInfer's K-padding)", kInFlashInfer},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

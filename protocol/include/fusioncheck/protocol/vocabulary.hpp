@@ -27,12 +27,28 @@ enum class Pattern : std::uint8_t {
   fp8_static,        // + quant_out (e4m3, code = e4m3(norm * fp8_inv_scale))
   fp8_dynamic,       // + quant_out, scale_out (per token float)
   nvfp4,             // + quant_out (packed e2m1), scale_out (e4m3 block scales); sm_100+
+  // Block-scaled FP8 (FlashInfer's kernel; fusioncheck's kernels refuse them):
+  mxfp8,      // + quant_out (e4m3), scale_out (ue8m0 per 32 elements, NVFP4's two layouts)
+  group_fp8,  // + quant_out (e4m3), scale_out (ue8m0 per token group, packed 4 per word)
 };
 
 // The patterns with a quantised output (quant_out).
 constexpr bool pattern_quantises(Pattern p) {
-  return p == Pattern::fp8_static || p == Pattern::fp8_dynamic || p == Pattern::nvfp4;
+  return p != Pattern::allreduce && p != Pattern::residual_rmsnorm;
 }
+
+// The block-scaled FP8 patterns: a kernel runs them only where it says so.
+constexpr bool pattern_block_scaled_fp8(Pattern p) {
+  return p == Pattern::mxfp8 || p == Pattern::group_fp8;
+}
+
+// Every pattern, in enum order.
+inline constexpr Pattern kAllPatterns[] = {Pattern::allreduce,  Pattern::residual_rmsnorm,
+                                           Pattern::fp8_static, Pattern::fp8_dynamic,
+                                           Pattern::nvfp4,      Pattern::mxfp8,
+                                           Pattern::group_fp8};
+// MXFP8: one scale per block of this many elements of a row.
+inline constexpr int kMxfp8BlockSize = 32;
 
 constexpr std::string_view pattern_name(Pattern p) {
   switch (p) {
@@ -41,6 +57,8 @@ constexpr std::string_view pattern_name(Pattern p) {
     case Pattern::fp8_static: return "fp8_static";
     case Pattern::fp8_dynamic: return "fp8_dynamic";
     case Pattern::nvfp4: return "nvfp4";
+    case Pattern::mxfp8: return "mxfp8";
+    case Pattern::group_fp8: return "group_fp8";
   }
   return "?";
 }

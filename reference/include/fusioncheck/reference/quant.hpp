@@ -73,7 +73,7 @@ float e2m1_half_spacing(float v);
 // the scale stored is y's exponent field. NaN inputs: the kernel's two amax reductions
 // differ (fmaxf ignores NaN, the shared-memory atomicMax on the bits does not), so the
 // reference takes finite inputs for these patterns.
-inline constexpr int kMxfp8BlockSize = 32;
+using protocol::kMxfp8BlockSize;  // 32
 std::uint8_t float_to_ue8m0_ceil(float v);
 float ue8m0_inverse(std::uint8_t sf);
 float group_fp8_scale(float group_absmax);

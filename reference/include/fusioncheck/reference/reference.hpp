@@ -1,5 +1,6 @@
 #pragma once
 // The Eigen CPU reference of the fused allreduce + residual + RMSNorm (+ quantise) call.
+#include "fusioncheck/reference/block_scales.hpp"
 #include "fusioncheck/reference/element.hpp"
 #include "fusioncheck/reference/fused.hpp"
 #include "fusioncheck/reference/generators.hpp"

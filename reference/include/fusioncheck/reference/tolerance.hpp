@@ -52,6 +52,13 @@
 // checkers compute the interval of codes reachable from the input interval and accept a
 // GPU code inside it (compared by decoded value). Dynamic and block scales are checked
 // the same way, and the element codes are then checked against the GPU's own scale.
+//   MXFP8: the block scale code sf = ue8m0_ceil(amax * (1/448)) from the interval of the
+//   block's amax, one rounding of the product (fast math: its flushed product, sf 0, is
+//   allowed where amax / 448 is below 2^-126); the codes against the GPU's sf, whose inverse
+//   is exact. Group FP8: the scale y from the interval of amax / 448 (one rounding, or the
+//   approximate division), its exponent byte within that of the interval's ends; the codes
+//   against the GPU's y (x / y is exact for a power of two; fast math: 4u). The scales reach
+//   the checker row by row (block_scales.hpp reads them out of the kernel's layouts).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -93,6 +100,10 @@ struct QuantOutputs {
   std::vector<float> fp8_dynamic_scale;
   std::vector<std::uint8_t> nvfp4;
   std::vector<std::uint8_t> nvfp4_scale;
+  std::vector<std::uint8_t> mxfp8;            // [tokens * hidden] e4m3
+  std::vector<std::uint8_t> mxfp8_scale;      // [tokens * hidden / 32] ue8m0, row-major
+  std::vector<std::uint8_t> group_fp8;        // [tokens * hidden] e4m3
+  std::vector<std::uint8_t> group_fp8_scale;  // [tokens * hidden / group_size] exponents, row-major
 };
 
 // Checks every quantised output enabled in config.quant against the reference's norm_out
