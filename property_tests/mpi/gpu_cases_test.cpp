@@ -60,6 +60,26 @@ fg::GpuCase full_case() {
   return c;
 }
 
+// A case edited so that it cannot run: each edit must be refused as BadInput naming `expect`.
+struct Edit {
+  const char* expect;
+  void (*apply)(nlohmann::json&);
+};
+template <std::size_t N>
+void expect_each_edit_refused(const fg::GpuCase& base, const Edit (&edits)[N]) {
+  EXPECT_NO_THROW(fg::case_from_json(fg::to_json(base)));  // the unedited case is fine
+  for (const Edit& e : edits) {
+    auto j = fg::to_json(base);
+    e.apply(j);
+    try {
+      fg::case_from_json(j);
+      ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
+    } catch (const fusioncheck::gpu::BadInput& err) {
+      EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
+    }
+  }
+}
+
 TEST(GpuCase, JsonRoundTripKeepsEveryField) {
   const fg::GpuCase c = full_case();
   const auto j = fg::to_json(c);
@@ -143,10 +163,6 @@ TEST(GpuCase, BlockScaledFieldsTravelForTheirPatternsOnly) {
 }
 
 TEST(GpuCase, BlockScaledFieldsOutOfRangeOrOnAnotherPatternAreRefused) {
-  struct Edit {
-    const char* expect;
-    void (*apply)(nlohmann::json&);
-  };
   const Edit edits[] = {
       {"mxfp8 needs hidden to be a multiple of 32", [](nlohmann::json& j) { j["hidden"] = 2064; }},
       {"group_size=100 must be >= 16 and divide hidden=2880",
@@ -163,17 +179,7 @@ TEST(GpuCase, BlockScaledFieldsOutOfRangeOrOnAnotherPatternAreRefused) {
       {"unknown scale_layout 'tiled'",
        [](nlohmann::json& j) { j["calls"][0]["scale_layout"] = "tiled"; }},
   };
-  EXPECT_NO_THROW(fg::case_from_json(fg::to_json(block_scaled_case())));
-  for (const Edit& e : edits) {
-    auto j = fg::to_json(block_scaled_case());
-    e.apply(j);
-    try {
-      fg::case_from_json(j);
-      ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
-    } catch (const fusioncheck::gpu::BadInput& err) {
-      EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
-    }
-  }
+  expect_each_edit_refused(block_scaled_case(), edits);
 }
 
 // The scale_out the harness allocates holds every call within the limits, tail included.
@@ -204,10 +210,6 @@ TEST(CaseLimits, ScaleOutCapacityHoldsEveryPatternsStorage) {
 
 // Each edit makes the case unrunnable; the file is refused with a line that says why.
 TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
-  struct Edit {
-    const char* expect;
-    void (*apply)(nlohmann::json&);
-  };
   const Edit edits[] = {
       {"at least one call", [](nlohmann::json& j) { j["calls"] = nlohmann::json::array(); }},
       {"at most 16 per case",
@@ -234,17 +236,7 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
       {"norm_out=false needs a quantising pattern",
        [](nlohmann::json& j) { j["calls"][2]["norm_out"] = false; }},
   };
-  EXPECT_NO_THROW(fg::case_from_json(fg::to_json(full_case())));  // the unedited case is fine
-  for (const Edit& e : edits) {
-    auto j = fg::to_json(full_case());
-    e.apply(j);
-    try {
-      fg::case_from_json(j);
-      ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
-    } catch (const fusioncheck::gpu::BadInput& err) {
-      EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
-    }
-  }
+  expect_each_edit_refused(full_case(), edits);
 }
 
 TEST(BaselineAllreduce, NcclOnlyWhereItCanRun) {
@@ -636,10 +628,6 @@ TEST(RowShare, SlicesAndIndicesMapToTheWholeOutput) {
 
 // Replay values are read strictly: each edit is refused naming the field, none is bent.
 TEST(GpuCaseStrict, NumbersOfTheWrongKindOrRangeAreRefused) {
-  struct Edit {
-    const char* expect;
-    void (*apply)(nlohmann::json&);
-  };
   const Edit edits[] = {
       {"ranks = 4294967298: out of range", [](nlohmann::json& j) { j["ranks"] = 4294967298ull; }},
       {"ranks = 2.7: not an integer", [](nlohmann::json& j) { j["ranks"] = 2.7; }},
