@@ -250,6 +250,11 @@ void add_check_options(CLI::App* cmd, GpuCliOptions& o) {
                   "Largest hidden size drawn (a multiple of 16)")
       ->check(integer_in<int>(16, gpu::CaseLimits::kMaxHidden))
       ->check(multiple_of_16());
+  cmd->add_option("--hidden", c.hidden_sizes,
+                  "Draw the hidden size from these (a model's, e.g. 2880,4096,7168) instead of "
+                  "random multiples of 16 up to --max-hidden")
+      ->check(integer_in<int>(16, gpu::CaseLimits::kMaxHidden))
+      ->check(multiple_of_16());
   cmd->add_option("--max-elems", c.limits.max_elems,
                   "Largest tokens x hidden of one call (>= --max-hidden)")
       ->check(integer_in<std::int64_t>(16, gpu::CaseLimits::kMaxElems));
@@ -333,7 +338,8 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
     // the buffers, and the file is checked against them).
     if (!o->check.replay_file.empty())
       refuse_options(*check,
-                     {"--seed", "--cases", "--no-delays", "--no-pdl-producer", "--twoshot-percent"},
+                     {"--seed", "--cases", "--no-delays", "--no-pdl-producer", "--twoshot-percent",
+                      "--hidden"},
                      "with --replay", "the replay file holds the whole case");
     refuse_empty_values(*check);
     check_paths(*o);
@@ -360,6 +366,10 @@ void add_kill_table(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_c
   table->add_option("--mutants", o->mutants,
                     "Mutant ids (default: every compiled kernel mutant, plus none)");
   table->add_option("--out", o->table_out, "Write the table as Markdown (rank 0)");
+  table
+      ->add_option("--variant", o->check.variant,
+                   "Draw only this launch variant of the kernel in every run, numbered from 0")
+      ->check(integer_in<int>(0, gpu::kMaxVariant));
   add_kernel_option(table, *o);
   table->callback([o, table, &exit_code] {
     refuse_empty_values(*table);

@@ -20,7 +20,8 @@ std::string layers_text(std::uint8_t layers) {
                            {kInKernel, "kernel"},
                            {kInFlashInfer, "flashinfer"},
                            {kInFlashInferPcie, "flashinfer-pcie"},
-                           {kInSimPcie, "sim-pcie"}})
+                           {kInSimPcie, "sim-pcie"},
+                           {kInFlashInferMoe, "flashinfer-moe"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }

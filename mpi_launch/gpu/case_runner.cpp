@@ -17,6 +17,7 @@
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/reference/reference.hpp"
 #include "fusioncheck/gpu/device_inputs.hpp"
+#include "fusioncheck/gpu/moe_inputs.hpp"
 #include "fusioncheck/gpu/row_share.hpp"
 
 namespace fusioncheck::gpu {
@@ -137,6 +138,7 @@ struct CaseRunner::CallBuffers {
   // Where a call behind a PDL producer gets its inputs made: the producer copies them over
   // the poison in input, residual_in and gamma.
   DeviceBuffer staged_input, staged_residual, staged_gamma;
+  std::unique_ptr<MoeBuffers> moe;  // a MoE kernel's expert inputs
   explicit CallBuffers(std::size_t elems, std::size_t hidden, std::size_t scale_bytes)
       : input(elems * 2), residual_in(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
         residual_out(elems * 2), norm_out(elems * 2), quant_out(elems), scale_out(scale_bytes),
@@ -191,9 +193,11 @@ CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLi
     : comm_(comm), kernel_(kernel), limits_(limits) {
   keep_freed_memory_for_reuse();
   const auto elems = static_cast<std::size_t>(limits.elems_per_call());
-  for (int i = 0; i < std::min(limits.max_calls, kMaxCallsPerCase); ++i)
+  for (int i = 0; i < std::min(limits.max_calls, kMaxCallsPerCase); ++i) {
     buffers_.push_back(
         std::make_unique<CallBuffers>(elems, limits.max_hidden, limits.scale_out_capacity()));
+    if (kernel_.traits().moe) buffers_.back()->moe = std::make_unique<MoeBuffers>(limits);
+  }
   if (kernel_.scans_my_slot_everywhere()) scan_input_ = DeviceBuffer(elems * 2);
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
@@ -216,7 +220,9 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   const bool last_of_group =
       c.mode == IssueMode::checked_each_call || position + 1 == static_cast<int>(c.calls.size());
   const bool lamport_scan = last_of_group && !spec.twoshot && kernel_.own_protocol() == nullptr;
-  const bool scan_needs_all = lamport_scan && !kernel_.scans_my_slot_everywhere();
+  // A MoE call's rank inputs are reductions of expert outputs, made on the host whole.
+  const bool moe = spec.moe_experts > 0;
+  const bool scan_needs_all = (lamport_scan && !kernel_.scans_my_slot_everywhere()) || moe;
   const RowShare share = checked_rows(c, spec, comm_.rank(), kernel_.traits().rotated_reduction);
   ref::PartialInputs partial;
   if (!scan_needs_all) {
@@ -246,6 +252,12 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   DeviceBuffer& residual_in = spec.pdl_producer ? b.staged_residual : b.residual_in;
   DeviceBuffer& gamma = spec.pdl_producer ? b.staged_gamma : b.gamma;
   if (spec.pdl_producer) b.fill_poison(stream_, elems, static_cast<std::size_t>(c.hidden));
+  if (moe) {
+    if (!b.moe)
+      throw std::logic_error("a MoE call for a kernel without MoE buffers (KernelTraits::moe)");
+    b.moe->prepare(c, spec, call_index, kernel_.traits(), comm_.rank(), spec.pdl_producer,
+                   call.inputs, stream_);
+  }
   if (call.complete_inputs) {
     input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), elems * 2,
                  stream_);
@@ -306,6 +318,7 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
     p.residual_out = b.residual_out.get();
     p.norm_out = b.norm_out.get();
   }
+  if (spec.moe_experts > 0) p.moe = b.moe->params(spec, kernel_.traits());
   if (k::pattern_quantises(spec.pattern)) p.quant_out = b.quant_out.get();
   if (scale_out_bytes(spec, c.hidden) > 0) p.scale_out = b.scale_out.get();
   if (spec.pdl_producer) {  // the kernel before the call that writes its inputs
@@ -315,6 +328,7 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
     copies.copy[1] = {b.staged_residual.get(), b.residual_in.get(), elems * 2};
     copies.copy[2] = {b.staged_gamma.get(), b.gamma.get(), static_cast<std::size_t>(c.hidden) * 2};
     copies.count = 3;
+    if (spec.moe_experts > 0) b.moe->add_producer_copies(copies);
     k::launch_pdl_producer(copies, spec.producer_delay_ns, stream_);
     p.follows_pdl_producer = true;
   }
@@ -481,6 +495,12 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
     if (!spec.norm_out) report_written_canary(consumed, comm_.rank(), call.call_index, spec, out);
     agreement = hash_bytes(consumed.data(), consumed.bytes(),
                            hash_bytes(residual.data(), residual.bytes()));
+    if (spec.moe_allreduce_out) {  // the MoE reduction kernel's sum, beside its epilogue
+      const ref::Tensor sum = download(b.allreduce_out);
+      if (share.count > 0)
+        report(ref::first_bit_mismatch(want.allreduce, mine(sum), "allreduce_out"));
+      agreement = hash_bytes(sum.data(), sum.bytes(), agreement);
+    }
     if (k::pattern_quantises(spec.pattern))
       agreement = check_quantised(
           spec, call.config, rc, share, b.quant_out, b.scale_out, want.norm_out, allowed, report,

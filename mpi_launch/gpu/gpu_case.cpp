@@ -12,6 +12,7 @@
 
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/reference/moe.hpp"
 #include "fusioncheck/reference/quant.hpp"
 
 namespace fusioncheck::gpu {
@@ -66,6 +67,13 @@ nlohmann::json to_json(const GpuCase& c) {
     if (call.pattern == k::Pattern::group_fp8) {
       calls.back()["group_size"] = call.group_size;
       calls.back()["tma_aligned_mn"] = call.tma_aligned_mn;
+    }
+    if (call.moe_experts > 0) {  // MoE calls only
+      calls.back()["moe_experts"] = call.moe_experts;
+      calls.back()["moe_expert_scales"] = call.moe_expert_scales;
+      calls.back()["moe_shared_expert"] = call.moe_shared_expert;
+      calls.back()["moe_routed_scaling"] = call.moe_routed_scaling;
+      calls.back()["moe_allreduce_out"] = call.moe_allreduce_out;
     }
   }
   return {{"seed", c.seed},
@@ -167,10 +175,17 @@ void require_known_keys(const nlohmann::json& object, std::initializer_list<cons
 
 CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   const std::string where = fmt::format("calls[{}].", index);
-  require_known_keys(call,
-                     {"twoshot", "unfused", "pattern", "tokens", "exact_values", "pdl", "trigger",
-                      "cluster", "pdl_consumer", "pdl_producer", "producer_delay_ns", "variant",
-                      "norm_out", "scale_layout", "group_size", "tma_aligned_mn"},
+  require_known_keys(call, {"twoshot",           "unfused",
+                            "pattern",           "tokens",
+                            "exact_values",      "pdl",
+                            "trigger",           "cluster",
+                            "pdl_consumer",      "pdl_producer",
+                            "producer_delay_ns", "variant",
+                            "norm_out",          "scale_layout",
+                            "group_size",        "tma_aligned_mn",
+                            "moe_experts",       "moe_expert_scales",
+                            "moe_shared_expert", "moe_routed_scaling",
+                            "moe_allreduce_out"},
                      "calls[" + std::to_string(index) + "]");
   CallSpec s;
   s.twoshot = bool_field(call, "twoshot", where);
@@ -203,6 +218,20 @@ CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
         index_of(kScaleLayoutNames, string_field(call, "scale_layout", where), "scale_layout"));
   s.group_size = integer_field_or<int>(call, "group_size", s.group_size, where);
   s.tma_aligned_mn = integer_field_or<int>(call, "tma_aligned_mn", s.tma_aligned_mn, where);
+  // The MoE fields: all of them in a MoE call, none in another.
+  if (call.contains("moe_experts")) {
+    s.moe_experts = integer_field<int>(call, "moe_experts", where);
+    s.moe_expert_scales = bool_field(call, "moe_expert_scales", where);
+    s.moe_shared_expert = bool_field(call, "moe_shared_expert", where);
+    s.moe_routed_scaling = float_field(call, "moe_routed_scaling", where);
+    s.moe_allreduce_out = bool_field(call, "moe_allreduce_out", where);
+  } else {
+    for (const char* key :
+         {"moe_expert_scales", "moe_shared_expert", "moe_routed_scaling", "moe_allreduce_out"})
+      if (call.contains(key))
+        throw BadInput(
+            fmt::format("replay file: {}{}: a field of MoE calls (moe_experts)", where, key));
+  }
   return s;
 }
 
@@ -265,6 +294,31 @@ GpuCase read_replay_case(const std::string& path) {
   return case_from_json(j.contains("case") ? j.at("case") : j);
 }
 
+namespace {
+
+// What a MoE call cannot hold: experts outside [0, kMaxMoeExperts], a routed scaling that is
+// not positive, options without experts, a pattern the MoE kernels do not have.
+std::string moe_problem(const CallSpec& call) {
+  if (call.moe_experts < 0 || call.moe_experts > reference::kMaxMoeExperts)
+    return fmt::format("moe_experts={} is outside [0, {}]", call.moe_experts,
+                       reference::kMaxMoeExperts);
+  if (!(call.moe_routed_scaling > 0.0f))
+    return fmt::format("moe_routed_scaling={} is not positive", call.moe_routed_scaling);
+  if (call.moe_experts == 0) {
+    if (!call.moe_expert_scales || call.moe_shared_expert || call.moe_routed_scaling != 1.0f ||
+        call.moe_allreduce_out)
+      return "MoE options without moe_experts";
+    return "";
+  }
+  if (call.pattern != k::Pattern::residual_rmsnorm && call.pattern != k::Pattern::nvfp4)
+    return fmt::format("a MoE call has pattern residual_rmsnorm or nvfp4, not {}",
+                       protocol::pattern_name(call.pattern));
+  if (call.twoshot || call.unfused) return "a MoE call is one-shot and fused";
+  return "";
+}
+
+}  // namespace
+
 std::string case_problem(const GpuCase& c) {
   if (c.calls.empty()) return "a case needs at least one call";
   for (const CallSpec& call : c.calls)
@@ -301,6 +355,7 @@ std::string case_problem(const GpuCase& c) {
     if (call.pattern == k::Pattern::mxfp8 && c.hidden % protocol::kMxfp8BlockSize != 0)
       return fmt::format("mxfp8 needs hidden to be a multiple of {}, not {}",
                          protocol::kMxfp8BlockSize, c.hidden);
+    if (const std::string moe = moe_problem(call); !moe.empty()) return moe;
     if (call.pattern != k::Pattern::group_fp8) continue;
     if (call.group_size < kMinGroupSize || c.hidden % call.group_size != 0)
       return fmt::format("group_size={} must be >= {} and divide hidden={}", call.group_size,
@@ -361,6 +416,8 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
       return fmt::format("{}: more than {} tokens", what, t.max_tokens);
     if (!t.runs_pattern(call.pattern)) return what + ": pattern";
     if (!call.norm_out && !t.quant_without_norm_out) return what + ": a pattern without norm_out";
+    if ((call.moe_experts > 0) != t.moe)
+      return what + (t.moe ? ": not a MoE call (the kernel's calls are)" : ": a MoE call");
     if (call.variant >= std::max<int>(1, static_cast<int>(t.variants.size())))
       return fmt::format("{}: the kernel has {} launch variant(s)", what,
                          std::max<std::size_t>(1, t.variants.size()));
@@ -431,6 +488,24 @@ std::size_t CaseLimits::scale_out_capacity() const {
   return std::max({tokens * 4, nvfp4, group}) + kScaleCanaryTail;
 }
 
+std::size_t CaseLimits::moe_rows_capacity() const {
+  // [experts][tokens][hidden], or [tokens x top_k + padding][hidden], of any call within these.
+  return static_cast<std::size_t>(reference::kMaxMoeExperts) *
+             static_cast<std::size_t>(elems_per_call()) +
+         static_cast<std::size_t>(reference::kMaxMoePaddedRows) * max_hidden;
+}
+
+namespace {
+std::string describe_moe(const CallSpec& call) {
+  if (call.moe_experts == 0) return "";
+  return fmt::format(
+      " moe(experts={}{}{}{}{})", call.moe_experts, call.moe_expert_scales ? "" : " unscaled",
+      call.moe_shared_expert ? " +shared" : "",
+      call.moe_routed_scaling != 1.0f ? fmt::format(" routed={}", call.moe_routed_scaling) : "",
+      call.moe_allreduce_out ? " +allreduce_out" : "");
+}
+}  // namespace
+
 std::string describe(const CallSpec& call) {
   std::string pattern(protocol::pattern_name(call.pattern));
   if (call.pattern == k::Pattern::mxfp8)
@@ -438,16 +513,17 @@ std::string describe(const CallSpec& call) {
   if (call.pattern == k::Pattern::group_fp8)
     pattern += fmt::format("(g{} mn{})", call.group_size, group_fp8_tma_aligned_mn(call));
   return fmt::format(
-      "{} {}{} tokens={} {} pdl={} trigger={} cluster={}{}{}{}",
-      call.unfused   ? "unfused"
-      : call.twoshot ? "two-shot"
-                     : "one-shot",
-      pattern, call.norm_out ? "" : " (no norm_out)", call.tokens,
-      call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
-      call.trigger == k::Trigger::early ? "early" : "end",
-      kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",
-      call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "",
-      call.variant != 0 ? fmt::format(" variant={}", call.variant) : "");
+             "{} {}{} tokens={} {} pdl={} trigger={} cluster={}{}{}{}",
+             call.unfused   ? "unfused"
+             : call.twoshot ? "two-shot"
+                            : "one-shot",
+             pattern, call.norm_out ? "" : " (no norm_out)", call.tokens,
+             call.exact_values ? "exact" : "random", call.use_pdl ? "on" : "off",
+             call.trigger == k::Trigger::early ? "early" : "end",
+             kClusterNames[static_cast<int>(call.cluster)], call.pdl_consumer ? " +consumer" : "",
+             call.pdl_producer ? fmt::format(" +producer({}ns)", call.producer_delay_ns) : "",
+             call.variant != 0 ? fmt::format(" variant={}", call.variant) : "") +
+         describe_moe(call);
 }
 
 std::string describe(const GpuCase& c) {
@@ -508,7 +584,7 @@ std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& r
       {"ranks", std::to_string(r.ranks)},           {"seed", std::to_string(r.seed)},
       {"cases", std::to_string(r.cases)},           {"mutant", r.mutant},
       {"max_tokens", std::to_string(r.max_tokens)}, {"max_hidden", std::to_string(r.max_hidden)},
-      {"variant", std::to_string(r.variant)}};
+      {"variant", std::to_string(r.variant)},       {"hidden_sizes", r.hidden_sizes}};
 }
 
 }  // namespace fusioncheck::gpu

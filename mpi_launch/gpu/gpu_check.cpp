@@ -19,6 +19,7 @@
 #include "fusioncheck/gpu/gpu_check.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
+#include "fusioncheck/reference/moe.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -103,6 +104,25 @@ void draw_block_scales(CallSpec& call, int hidden) {
       {{3, rc::gen::just(0)}, {1, rc::gen::inRange(call.tokens, call.tokens + 9)}});
 }
 
+// A MoE call's experts and options, once its variant (which of the two kernels) is drawn: the
+// active experts or top_k as models route them (8: DeepSeek-V3, Qwen3's MoE; 4: gpt-oss; 2:
+// Mixtral; 1: Llama 4), now and then any count up to the most the suite draws; the finalize
+// kernel's scales, shared expert and routed scaling (DeepSeek-V3's 2.5; exact calls 1 or 2,
+// which keep their sums exact); the reduction kernel's sum written out as well.
+void draw_moe(CallSpec& call, const KernelTraits& traits) {
+  if (!traits.moe) return;
+  call.moe_experts = *rc::gen::weightedOneOf<int>(
+      {{3, rc::gen::element(8, 4, 2, 1)}, {1, rc::gen::inRange(1, reference::kMaxMoeExperts + 1)}});
+  if (traits.variants.at(static_cast<std::size_t>(call.variant)).moe_finalize) {
+    call.moe_expert_scales = *rc::gen::element(true, false);
+    call.moe_shared_expert = *rc::gen::element(false, true);
+    call.moe_routed_scaling =
+        call.exact_values ? *rc::gen::element(1.0f, 2.0f) : *rc::gen::element(1.0f, 2.5f, 0.5f);
+  } else {
+    call.moe_allreduce_out = *rc::gen::element(false, true);
+  }
+}
+
 }  // namespace
 
 GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
@@ -110,7 +130,12 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   c.seed = *rc::gen::arbitrary<std::uint32_t>();
   c.ranks = o.ranks;
   const int hidden_units = o.limits.max_hidden / 16;
-  if (traits.hidden_sizes.empty()) {
+  if (!o.hidden_sizes.empty()) {  // the user's shapes that the kernel runs (run_check checks one)
+    std::vector<int> sizes;
+    for (int h : o.hidden_sizes)
+      if (h <= o.limits.max_hidden && traits.runs_hidden(h)) sizes.push_back(h);
+    c.hidden = *rc::gen::elementOf(sizes);
+  } else if (traits.hidden_sizes.empty()) {
     c.hidden = 16 * *rc::gen::weightedOneOf<int>(
                         {{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
                          {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
@@ -214,6 +239,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     for (std::size_t v = 0; v < variants.size(); ++v) variants[v] = static_cast<int>(v);
     call.variant = o.variant >= 0 ? o.variant : *rc::gen::elementOf(variants);
     draw_block_scales(call, c.hidden);
+    draw_moe(call, traits);
     c.calls.push_back(call);
   }
   return c;
@@ -259,6 +285,20 @@ void require_hidden_size_within(const KernelTraits& traits, int max_hidden,
                     max_hidden, kernel.name(), smallest));
 }
 
+// --hidden: every size within --max-hidden, and one the kernel runs.
+void require_listed_hidden_size(const KernelTraits& traits, const CheckOptions& o,
+                                const KernelUnderTest& kernel) {
+  if (o.hidden_sizes.empty()) return;
+  bool runs_one = false;
+  for (int h : o.hidden_sizes) {
+    if (h > o.limits.max_hidden)
+      throw BadInput(fmt::format("--hidden {}: above --max-hidden {}", h, o.limits.max_hidden));
+    runs_one = runs_one || traits.runs_hidden(h);
+  }
+  if (!runs_one)
+    throw BadInput(fmt::format("--hidden: {} runs none of these hidden sizes", kernel.name()));
+}
+
 DrawSettings draw_settings(const CheckOptions& o, int ranks, const GpuPlacement& placement) {
   DrawSettings draw;
   draw.ranks = ranks;
@@ -269,6 +309,7 @@ DrawSettings draw_settings(const CheckOptions& o, int ranks, const GpuPlacement&
   draw.pdl_producer = o.pdl_producer;
   draw.twoshot_percent = o.twoshot_percent;
   draw.variant = o.variant;
+  draw.hidden_sizes = o.hidden_sizes;
   draw.focus_twoshot = o.focus_twoshot;
   draw.focus_late_blocks = o.focus_late_blocks;
   return draw;
@@ -427,6 +468,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   const KernelTraits traits = kernel.traits();
   const DrawSettings draw = draw_settings(o, comm.size(), placement);
   require_hidden_size_within(traits, o.limits.max_hidden, kernel);
+  require_listed_hidden_size(traits, o, kernel);
   if (o.variant >= std::max<int>(1, static_cast<int>(traits.variants.size())))
     throw BadInput(fmt::format("--variant {}: {} has {} launch variant(s), numbered from 0",
                                o.variant, kernel.name(),
@@ -455,6 +497,7 @@ RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutant
   c.max_tokens = o.limits.max_tokens;
   c.max_hidden = o.limits.max_hidden;
   c.variant = o.variant;
+  c.hidden_sizes = fmt::format("{}", fmt::join(o.hidden_sizes, ","));
   return c;
 }
 

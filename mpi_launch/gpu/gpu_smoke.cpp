@@ -49,6 +49,21 @@ void fit_call(CallSpec& call, const GpuCase& c, const KernelTraits& traits) {
       call.use_pdl && call.trigger == k::Trigger::at_end && traits.outputs_visible_at_trigger;
 }
 
+// A MoE kernel's knobs, cycled: which of its kernels (unless `keep_variant`), the experts (as
+// models route them), the finalize kernel's scales, shared expert and routed scaling, the
+// reduction kernel's sum written out.
+void fit_moe(CallSpec& call, int cycle, const KernelTraits& traits, bool keep_variant) {
+  if (!traits.moe) return;
+  if (!keep_variant) call.variant = cycle % static_cast<int>(traits.variants.size());
+  constexpr int kExperts[] = {8, 4, 2, 1, 6};
+  call.moe_experts = kExperts[cycle % 5];
+  const bool finalize = traits.variants.at(static_cast<std::size_t>(call.variant)).moe_finalize;
+  call.moe_expert_scales = !finalize || cycle % 3 != 2;
+  call.moe_shared_expert = finalize && cycle % 2 == 1;
+  call.moe_routed_scaling = finalize && cycle % 4 == 1 ? 2.0f : 1.0f;
+  call.moe_allreduce_out = !finalize && cycle % 4 >= 2;
+}
+
 // The block-scaled FP8 knobs of a call whose tokens are final, cycled: mxfp8's two scale
 // layouts; group FP8 in groups of 128 (or the largest of 64, 32 that divides hidden), its
 // scales' tokens padded to 4 or by 3 more.
@@ -113,6 +128,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
               if (twoshot && traits.twoshot_more_tokens_than_ranks)
                 call.tokens = std::max(call.tokens, ranks + 1);
               fit_block_scales(call, c.hidden, knob + i);
+              fit_moe(call, knob + i, traits, false);
               c.calls.push_back(call);
             }
             cases.push_back(c);
@@ -133,6 +149,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
       CallSpec call = cycled_call(options, knob + i, pattern);
       call.variant = static_cast<int>(v);
       fit_call(call, c, traits);
+      fit_moe(call, knob + i, traits, true);
       c.calls.push_back(call);
     }
     cases.push_back(c);
@@ -151,6 +168,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
       call.pdl_consumer = false;
       fit_call(call, c, traits);
       fit_block_scales(call, c.hidden, knob + i);
+      fit_moe(call, knob + i, traits, false);
       c.calls.push_back(call);
     }
     cases.push_back(c);

@@ -38,6 +38,40 @@ struct FiCall {
   cudaStream_t stream = nullptr;
 };
 
+// One call of FlashInfer's MoE allreduce fusion (trtllm_moe_allreduce_fusion.cuh): the
+// reduction kernel (moereduction_allreduce_fusion_op) or the finalize kernel
+// (moefinalize_allreduce_fusion_op), as its Python binding fills their parameters.
+struct FiMoeCall {
+  int nranks = 2;
+  int rank = 0;
+  int tokens = 1;
+  int hidden = 8;
+  bool bf16 = true;  // else fp16
+  bool finalize = false;
+  void** workspace = nullptr;               // device: the 3N+1 pointer table (the fusion kernel's)
+  int experts = 1;                          // moe_reduction_device_num_experts, or top_k
+  const void* expert_rows = nullptr;        // active_experts_token_input, or allreduce_in
+  const float* reduction_scales = nullptr;  // moe_reduction_scale_input
+  const void* token_rows = nullptr;         // moe_reduction_token_input, or shared_expert_output
+  const std::int32_t* permuted_index = nullptr;  // expanded_idx_to_permuted_idx
+  const void* topk_scales = nullptr;             // expert_scale_factor
+  float routed_scaling = 1.0f;
+  const void* residual_in = nullptr;
+  const void* gamma = nullptr;
+  void* allreduce_out = nullptr;  // moe_allreduce_out (reduction only)
+  void* residual_out = nullptr;
+  void* norm_out = nullptr;
+  void* quant_out = nullptr;
+  void* scale_out = nullptr;
+  float scale_factor = 1.0f;  // NVFP4 global scale (a value here, not a pointer)
+  int sf_layout = 0;
+  float eps = 1e-6f;
+  float weight_bias = 0.0f;
+  bool pdl = true;
+  cudaStream_t stream = nullptr;
+};
+using MoeLaunchFn = cudaError_t (*)(const FiMoeCall& call, char* message, std::size_t message_size);
+
 // Launches one call; cudaSuccess, or the error with FlashInfer's message (its checks throw)
 // in `message` (at most `message_size` bytes, NUL-terminated).
 using LaunchFn = cudaError_t (*)(const FiCall& call, char* message, std::size_t message_size);

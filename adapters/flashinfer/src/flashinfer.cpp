@@ -151,6 +151,12 @@ std::string flashinfer_pcie_unavailable_reason() {
   return "this build has no FlashInfer adapter: " + flashinfer_unavailable_reason();
 }
 std::vector<protocol::Mutant> flashinfer_pcie_patches() { return {}; }
+std::string flashinfer_moe_unavailable_reason() { return flashinfer_pcie_unavailable_reason(); }
+std::vector<protocol::Mutant> flashinfer_moe_patches() { return {}; }
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
+                                                          protocol::Mutant mutant) {
+  return make_flashinfer(bootstrap, mutant);
+}
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
                                                            protocol::Mutant mutant) {
   return make_flashinfer(bootstrap, mutant);
@@ -173,6 +179,14 @@ gpu::KernelChoice flashinfer_pcie_choice() {
   choice.share_sms =
       true;  // its grids do not shrink for ranks sharing a GPU, and every block spins
   choice.mutant_ranks = {2, 4, 8};  // a patched copy is a whole library: every rank count
+  return choice;
+}
+
+gpu::KernelChoice flashinfer_moe_choice() {
+  gpu::KernelChoice choice;
+  choice.name = "flashinfer-moe";
+  choice.make = make_flashinfer_moe;
+  choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
   return choice;
 }
 

@@ -210,20 +210,25 @@ std::vector<std::pair<protocol::Mutant, std::string>> FlashInferKernels::mutants
   return out;
 }
 
-void FlashInferKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
+std::uint64_t lamport_comm_size(int ranks, std::uint64_t max_elems_per_rank, bool fp32_lamport) {
   if (fp32_lamport)
     throw k::InvalidLaunch(
         "FlashInfer uses fp32 Lamport elements only with fp32 inputs (use_fp32_lamport == "
         "(dtype == float32))");
-  const int n = bootstrap_.size();
   // As FlashInfer sizes it: one Lamport buffer holds every rank's slot of the largest call.
   const std::uint64_t comm_size =
-      std::max<std::uint64_t>(64u << 10, std::bit_ceil(n * max_elems_per_rank * 2));
+      std::max<std::uint64_t>(64u << 10, std::bit_ceil(ranks * max_elems_per_rank * 2));
   if (comm_size >= kMaxCommSize)
     throw k::InvalidLaunch(
         "FlashInfer's Lamport buffer must stay below 1 GiB (its clear_offset * comm_size is an int "
         "product); this run needs " +
         std::to_string(comm_size) + " bytes");
+  return comm_size;
+}
+
+void FlashInferKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
+  const std::uint64_t comm_size =
+      lamport_comm_size(bootstrap_.size(), max_elems_per_rank, fp32_lamport);
   // Workspaces are kept by size class; the two-shot buffer (this rank's input, then the
   // reduced rows: 2 x size elements) gets the class's size too, which holds N >= 2 of them.
   auto& slot = workspaces_[comm_size];
@@ -367,49 +372,56 @@ void FlashInferKernels::wait(cudaStream_t stream) {
 
 // What the stuck kernel awaited, read from its buffers beside it: the first sentinel left in
 // the call's slots, or the first barrier flag that still holds the previous value.
+k::HangRecord lamport_hang_record(const FiWorkspace& ws, HostBoundedWait& waiter,
+                                  const PendingCall& call, double seconds) {
+  std::int32_t ctrl[kCtrlWords] = {};
+  waiter.read_back(ctrl, ws.ctrl(), sizeof(ctrl), "hang: ctrl");
+  k::HangRecord hang = hang_base(ws.rank(), call, seconds);
+  hang.counter = static_cast<std::uint32_t>(ctrl[0]);
+  hang.what = k::HangSite::host_bound_lamport;
+  hang.flag = static_cast<std::uint32_t>(ctrl[2]);
+  std::vector<std::uint16_t> data(static_cast<std::size_t>(ws.ranks()) * call.elems);
+  const std::uint8_t* buffer =
+      ws.lamport() + static_cast<std::uint64_t>(ctrl[2] % 3) * ws.comm_size();
+  waiter.read_back(data.data(), buffer, data.size() * 2, "hang: data");
+  if (const std::size_t index = first_sentinel(data); index < data.size()) {
+    hang.awaited_slot = static_cast<std::uint32_t>(index / call.elems);
+    hang.token =
+        static_cast<std::uint32_t>((index % call.elems) / static_cast<std::uint64_t>(call.hidden));
+  }
+  return hang;
+}
+
+// A value that is no sentinel (bf16 1.0, fp16 1.875) in every element of this rank's Lamport
+// buffers, a flag value (3) that no barrier waits for.
+void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter) {
+  waiter.fill(ws.lamport(), 3 * ws.comm_size(), 0x3F80u, 2);
+  waiter.fill(ws.barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * ws.ranks() * 4, 3u, 4);
+}
+
 k::HangRecord FlashInferKernels::record_hang(const PendingCall& call, double seconds) {
+  if (!call.twoshot) return lamport_hang_record(*current_, waiter_, call, seconds);
   std::int32_t ctrl[kCtrlWords] = {};
   waiter_.read_back(ctrl, current_->ctrl(), sizeof(ctrl), "hang: ctrl");
   k::HangRecord hang = hang_base(current_->rank(), call, seconds);
   hang.counter = static_cast<std::uint32_t>(ctrl[0]);
   const int n = current_->ranks();
-  if (!call.twoshot) {
-    hang.what = k::HangSite::host_bound_lamport;
-    hang.flag = static_cast<std::uint32_t>(ctrl[2]);
-    std::vector<std::uint16_t> data(static_cast<std::size_t>(n) * call.elems);
-    const std::uint8_t* buffer =
-        current_->lamport() + static_cast<std::uint64_t>(ctrl[2] % 3) * current_->comm_size();
-    waiter_.read_back(data.data(), buffer, data.size() * 2, "hang: data");
-    if (const std::size_t index = first_sentinel(data); index < data.size()) {
-      hang.awaited_slot = static_cast<std::uint32_t>(index / call.elems);
-      hang.token = static_cast<std::uint32_t>((index % call.elems) /
-                                              static_cast<std::uint64_t>(call.hidden));
-    }
-  } else {
-    hang.what = k::HangSite::host_bound_twoshot;
-    hang.flag = static_cast<std::uint32_t>(ctrl[1]);
-    std::vector<std::int32_t> flags(static_cast<std::size_t>(kBarrierRows) * n);
-    waiter_.read_back(flags.data(), current_->barrier_flags(), flags.size() * 4,
-                      "hang: barrier flags");
-    const std::int32_t previous = ctrl[1];  // the flag the call started from
-    const auto it = std::find(flags.begin(), flags.end(), previous);
-    if (it != flags.end()) {
-      const auto index = static_cast<std::uint32_t>(it - flags.begin());
-      hang.block = index / static_cast<std::uint32_t>(n);
-      hang.awaited_slot = index % static_cast<std::uint32_t>(n);
-    }
+  hang.what = k::HangSite::host_bound_twoshot;
+  hang.flag = static_cast<std::uint32_t>(ctrl[1]);
+  std::vector<std::int32_t> flags(static_cast<std::size_t>(kBarrierRows) * n);
+  waiter_.read_back(flags.data(), current_->barrier_flags(), flags.size() * 4,
+                    "hang: barrier flags");
+  const std::int32_t previous = ctrl[1];  // the flag the call started from
+  const auto it = std::find(flags.begin(), flags.end(), previous);
+  if (it != flags.end()) {
+    const auto index = static_cast<std::uint32_t>(it - flags.begin());
+    hang.block = index / static_cast<std::uint32_t>(n);
+    hang.awaited_slot = index % static_cast<std::uint32_t>(n);
   }
   return hang;
 }
 
-// Lets the stuck kernel finish: a value that is no sentinel (bf16 1.0, fp16 1.875) in every
-// element of this rank's Lamport buffers, and a flag value (3) that no barrier waits for. The
-// workspace is not trusted afterwards (the runner resets it).
-void FlashInferKernels::release_current_call() {
-  waiter_.fill(current_->lamport(), 3 * current_->comm_size(), 0x3F80u, 2);
-  waiter_.fill(current_->barrier_flags(),
-               static_cast<std::uint64_t>(kBarrierRows) * current_->ranks() * 4, 3u, 4);
-}
+void FlashInferKernels::release_current_call() { release_lamport(*current_, waiter_); }
 
 void FlashInferKernels::reset() {
   reset_on_every_rank(bootstrap_, "FlashInfer workspace", [this] {

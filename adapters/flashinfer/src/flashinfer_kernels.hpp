@@ -52,6 +52,17 @@ class FiWorkspace {
   std::unique_ptr<kernels::PeerMappings> peers_;
 };
 
+// The Lamport buffer size of a workspace for calls of up to max_elems_per_rank elements, as
+// FlashInfer sizes it; InvalidLaunch for fp32 elements or 1 GiB and more.
+std::uint64_t lamport_comm_size(int ranks, std::uint64_t max_elems_per_rank, bool fp32_lamport);
+// A one-shot call stuck at the host's bound: the first sentinel left in its slots (what it
+// awaited), read beside the running kernel.
+kernels::HangRecord lamport_hang_record(const FiWorkspace& ws, HostBoundedWait& waiter,
+                                        const PendingCall& call, double seconds);
+// Lets a stuck kernel finish: no sentinel left in this rank's Lamport buffers, no barrier flag
+// value anyone waits for. The workspace is not trusted afterwards.
+void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter);
+
 class FlashInferKernels final : public gpu::KernelUnderTest {
  public:
   // instance_f16 may be null (the patched copies are bf16 only). fast_bf16 and fast_f16: the

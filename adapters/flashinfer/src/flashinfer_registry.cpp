@@ -92,6 +92,30 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                           (have.empty() ? std::string("none") : have) + ")");
                     },
                 .protocol = "pcie-sentinel"});
+  registry.add(
+      {.name = "flashinfer-moe",
+       .description = "FlashInfer's MoE allreduce fusion, trtllm_moe_allreduce_fusion.cuh; "
+                      "variants: reduction, finalize" +
+                      missing,
+       .choose =
+           [](const std::string&) {
+             require_adapter();
+             if (const std::string why = flashinfer_moe_unavailable_reason(); !why.empty())
+               throw gpu::BadInput(why);
+             return flashinfer_moe_choice();
+           },
+       .check_mutant =
+           [](protocol::Mutant mutant) {
+             const auto patches = flashinfer_moe_patches();
+             if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
+             std::string have;
+             for (auto m : patches)
+               have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+             throw gpu::BadInput(
+                 "FlashInfer's MoE allreduce fusion has no patched copy for this mutant "
+                 "(patched copies: " +
+                 (have.empty() ? std::string("none") : have) + ")");
+           }});
   registry.add({.name = kReleasePrefix,
                 .description = "another flashinfer-python release built beside the main tree, "
                                "-DFUSIONCHECK_FLASHINFER_RELEASES; " +

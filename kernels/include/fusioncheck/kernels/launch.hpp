@@ -81,7 +81,7 @@ void launch_pdl_consumer_copy(const void* src, void* dst, std::size_t bytes, boo
 // it with PDL must not read a dst before its grid-dependency wait; the caller fills the dsts
 // with poison first.
 struct PdlProducerCopies {
-  static constexpr int kMax = 4;
+  static constexpr int kMax = 8;  // inputs, residual, gamma; a MoE call's expert parts
   struct Copy {
     const void* src = nullptr;
     void* dst = nullptr;

@@ -50,6 +50,21 @@ enum class ClusterMode : std::uint8_t { automatic, force_cluster, force_no_clust
 inline constexpr int kHiddenMultiple = 8;
 inline constexpr std::uint32_t kMaxInjectedDelayNs = 10'000'000;  // 10 ms
 
+// FlashInfer's MoE allreduce fusion (trtllm_moe_allreduce_fusion.cuh): the expert outputs a
+// call reduces to the rank's allreduce input first (reference/moe.hpp). experts == 0: not a MoE
+// call. Device pointers, element type FusedParams::dtype unless noted.
+struct MoeParams {
+  int experts = 0;                          // reduction: active experts; finalize: top_k
+  bool finalize = false;                    // moefinalize (permuted rows) instead of moereduction
+  float routed_scaling = 1.0f;              // finalize
+  const void* expert_rows = nullptr;        // [experts][tokens][hidden] or [rows][hidden]
+  const float* reduction_scales = nullptr;  // reduction: fp32 [experts][tokens]
+  const void* token_rows = nullptr;         // reduction: fc2; finalize: shared expert or null
+  const std::int32_t* permuted_index = nullptr;  // finalize: [tokens][top_k], -1: not routed here
+  const void* topk_scales = nullptr;             // finalize: [tokens][top_k], or null
+  bool write_allreduce_out = false;  // reduction: the reduced sum into FusedParams::allreduce_out
+};
+
 struct FusedParams {
   int ranks = 2;
   int rank = 0;
@@ -96,6 +111,7 @@ struct FusedParams {
   // fp8_dynamic: float [tokens]; nvfp4: uint8 e4m3 scales; mxfp8: uint8 ue8m0 scales;
   // group_fp8: ue8m0 exponents packed 4 per word (reference/quant.hpp)
   void* scale_out = nullptr;
+  MoeParams moe;  // a MoE call's expert inputs (input unused then)
 };
 
 // Written by a kernel whose bounded wait expired, into host-mapped memory; first writer wins.

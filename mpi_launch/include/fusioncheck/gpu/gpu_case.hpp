@@ -57,6 +57,16 @@ struct CallSpec {
   kernels::Nvfp4Layout scale_layout = kernels::Nvfp4Layout::swizzled128x4;
   int group_size = 128;
   int tma_aligned_mn = 0;
+  // A MoE call (KernelTraits::moe; its launch variant says which of the two kernels,
+  // KernelVariant::moe_finalize): the active experts (reduction) or top_k (finalize) whose
+  // outputs each rank reduces to its allreduce input first (reference/moe.hpp); 0 for other
+  // kernels. The finalize kernel's options: per (token, k) scales, a shared expert output, the
+  // routed scaling. The reduction kernel's: its sum written to allreduce_out as well.
+  int moe_experts = 0;
+  bool moe_expert_scales = true;
+  bool moe_shared_expert = false;
+  float moe_routed_scaling = 1.0f;
+  bool moe_allreduce_out = false;
 };
 
 struct GpuCase {
@@ -131,6 +141,8 @@ struct CaseLimits {
   // Bytes a call's scale_out holds: enough for the scales of every pattern of any call
   // within these limits (scale_out_bytes), and a tail that must stay as the canary left it.
   std::size_t scale_out_capacity() const;
+  // Elements a MoE call's expert rows hold: reference::moe_rows_capacity at the largest call.
+  std::size_t moe_rows_capacity() const;
 };
 inline constexpr std::size_t kScaleCanaryTail = 256;
 // The bytes of a call's scale_out that its pattern writes (0 without one): per token floats
@@ -152,7 +164,8 @@ struct DrawSettings {
   bool delays = true;
   bool pdl_producer = true;  // CheckOptions::pdl_producer
   int twoshot_percent = 25;
-  int variant = -1;  // CheckOptions::variant
+  int variant = -1;               // CheckOptions::variant
+  std::vector<int> hidden_sizes;  // CheckOptions::hidden_sizes
   bool focus_twoshot = false;
   bool focus_late_blocks = false;  // CheckOptions::focus_late_blocks
 };
@@ -173,6 +186,7 @@ struct RunConfig {
   int max_tokens = 0;
   int max_hidden = 0;
   int variant = -1;
+  std::string hidden_sizes;  // CheckOptions::hidden_sizes, comma-separated
 };
 std::vector<std::pair<std::string, std::string>> named_fields(const RunConfig& config);
 

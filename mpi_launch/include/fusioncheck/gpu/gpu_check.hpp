@@ -30,6 +30,8 @@ struct CheckOptions {
   bool pdl_producer = true;
   int twoshot_percent = 25;  // share of two-shot calls in cases with 16-bit Lamport buffers
   int variant = -1;          // draw only this launch variant (KernelTraits::variants); -1: all
+  // Draw the hidden size from these (a model's shapes); empty: random multiples of 16.
+  std::vector<int> hidden_sizes;
   // Cases that provoke two-shot races: only two-shot calls, max_calls of them, back to back
   // or in a graph, of changing sizes (the kill table's runs of two-shot mutants and their
   // control).

@@ -37,6 +37,8 @@ struct KernelVariant {
   // Compiled with -use_fast_math: the reference flushes subnormals as it does
   // (reference::FusedConfig::fast_math).
   bool fast_math = false;
+  // A MoE kernel's variant: the finalize kernel (permuted rows), else the reduction kernel.
+  bool moe_finalize = false;
 };
 
 // What a kernel under test can run, so that cases draw only what it supports (a refused
@@ -74,6 +76,8 @@ struct KernelTraits {
   bool rotated_reduction = false;
   // Its quantising patterns also run without writing norm_out (CallSpec::norm_out).
   bool quant_without_norm_out = false;
+  // FlashInfer's MoE allreduce fusion: every call is a MoE call (CallSpec::moe_experts > 0).
+  bool moe = false;
   // Its launch variants (CallSpec::variant indexes them); empty: one, summed in rank order.
   std::vector<KernelVariant> variants;
 

@@ -53,19 +53,23 @@ enum class Mutant : std::uint8_t {
   // Controls of the block-scaled FP8 checks: patched copies of FlashInfer's quantisers.
   mxfp8_scale_nearest,
   group_fp8_padding_kept,
+  // FlashInfer's MoE allreduce fusion (adapters/flashinfer/patches_moe).
+  moe_remote_read,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
 // copy of FlashInfer's header (adapters/flashinfer/patches); rows that also exist in our
 // kernels or the sim say so with those bits.
-// kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie).
+// kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie);
+// kInFlashInferMoe: of its MoE allreduce fusion (patches_moe).
 // kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one.
 enum MutantLayer : std::uint8_t {
   kInSim = 1u,
   kInKernel = 2u,
   kInFlashInfer = 4u,
   kInFlashInferPcie = 8u,
-  kInSimPcie = 16u
+  kInSimPcie = 16u,
+  kInFlashInferMoe = 32u
 };
 
 struct MutantInfo {
@@ -76,7 +80,7 @@ struct MutantInfo {
   std::uint8_t layers;          // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 35> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 36> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -84,18 +88,19 @@ inline constexpr std::array<MutantInfo, 35> kMutantCatalogue{{
      "dependents triggered before outputs are written, consumer reads them", "vLLM PR 45448",
      kInSim | kInKernel},
     {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==", "FlashInfer 1136",
-     kInSim | kInKernel | kInFlashInfer | kInFlashInferPcie | kInSimPcie},
+     kInSim | kInKernel | kInFlashInfer | kInFlashInferPcie | kInSimPcie | kInFlashInferMoe},
     {Mutant::no_canonicalize, "no-canonicalize", "producer does not map input -0 to +0",
      "TRT-LLM PR 4226 class", kInSim | kInKernel | kInFlashInfer},
     {Mutant::wrong_clear_buffer, "wrong-clear-buffer", "clears (f+1)%3 instead of (f+2)%3",
      "rotation bugs", kInSim | kInKernel},
     {Mutant::clear_size_current, "clear-size-current",
      "clears with the current call's size, not the previous", "TRT-LLM 6237",
-     kInSim | kInKernel | kInFlashInfer},
+     kInSim | kInKernel | kInFlashInfer | kInFlashInferMoe},
     {Mutant::counter_not_reset, "counter-not-reset", "arrival counter never reset", "-",
      kInSim | kInKernel | kInFlashInferPcie | kInSimPcie},
     {Mutant::flag_before_arrival, "flag-before-arrival",
-     "flag advanced without waiting for all blocks", "-", kInSim | kInKernel | kInFlashInfer},
+     "flag advanced without waiting for all blocks", "-",
+     kInSim | kInKernel | kInFlashInfer | kInFlashInferMoe},
     {Mutant::two_buffers, "two-buffers", "double instead of triple buffering", "-",
      kInSim | kInKernel},
     {Mutant::sentinel_width, "sentinel-width", "16-bit sentinel fill read as fp32",
@@ -121,7 +126,8 @@ inline constexpr std::array<MutantInfo, 35> kMutantCatalogue{{
      "fusioncheck: H200 smoke with injected delays", kInSim | kInKernel},
     {Mutant::no_pdl_wait, "no-pdl-wait",
      "launched with PDL, grid-dependency wait compiled out on every architecture",
-     "FlashInfer PR 3903 class, on every GPU", kInKernel | kInFlashInfer | kInFlashInferPcie},
+     "FlashInfer PR 3903 class, on every GPU",
+     kInKernel | kInFlashInfer | kInFlashInferPcie | kInFlashInferMoe},
     {Mutant::inputs_before_wait, "inputs-before-wait",
      "residual and gamma loaded before the grid-dependency wait, launched with PDL behind their producer",
      "FlashInfer 0.7.1 fix (FusedOp before the wait)", kInKernel},
@@ -178,6 +184,12 @@ inline constexpr std::array<MutantInfo, 35> kMutantCatalogue{{
     {Mutant::group_fp8_padding_kept, "group-fp8-padding-kept",
      "per-token-group FP8: the bytes after a token's last group in its packed word are not zeroed",
      "DeepGEMM's packed UE8M0 layout (FlashInfer's K-padding)", kInFlashInfer},
+    {Mutant::moe_remote_read, "moe-remote-read",
+     "a rank polls each peer's slot in that peer's own Lamport buffer, which the peer clears in "
+     "its next call: a rank that finishes first clears what a slower one has not read (a hang), "
+     "and a buffer not cleared yet shows an older call's data as arrived",
+     "FlashInfer 0.7.4 trtllm_moe_allreduce_fusion.cuh: the finalize kernel reads data_bufs[r]",
+     kInFlashInferMoe},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

@@ -134,6 +134,18 @@ struct PcieStateAfterCalls {
 };
 // This rank's violations of P1-P5, one line each ("PCIe invariant P<n>: ...").
 std::vector<std::string> pcie_state_violations(const PcieStateAfterCalls& state);
+// FlashInfer's MoE allreduce fusion (flashinfer/comm/trtllm_moe_allreduce_fusion.cuh: the MoE
+// reduction and finalize kernels, one-shot Lamport on the fusion kernel's workspace) from the
+// same headers ("flashinfer-moe"; docs/flashinfer.md). Its negative controls are patched copies
+// of that header (adapters/flashinfer/patches_moe). Throws kernels::InvalidLaunch where this
+// build has none.
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
+                                                          protocol::Mutant patch);
+gpu::KernelChoice flashinfer_moe_choice();
+std::vector<protocol::Mutant> flashinfer_moe_patches();
+// Why this build has no flashinfer-moe kernel; "" when it has one.
+std::string flashinfer_moe_unavailable_reason();
+
 // Registers FlashInfer's families: flashinfer, flashinfer-legacy and flashinfer@VERSION. They
 // are registered in every build; where this build lacks the adapter or a release, choosing
 // one throws gpu::BadInput with the reason.

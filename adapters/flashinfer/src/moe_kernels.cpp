@@ -1,0 +1,218 @@
+#include "moe_kernels.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "fusioncheck/kernels/cuda_check.hpp"
+
+namespace fusioncheck::adapters::fi {
+namespace {
+
+namespace k = kernels;
+
+}  // namespace
+
+FlashInferMoeKernels::FlashInferMoeKernels(k::Bootstrap& bootstrap,
+                                           const MoeInstance& instance_bf16,
+                                           const MoeInstance* instance_f16, protocol::Mutant patch)
+    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {}
+
+std::string FlashInferMoeKernels::name() const {
+  return "FlashInfer MoE allreduce fusion (" + std::string(kSource) + ")" +
+         (patch_ == protocol::Mutant::none
+              ? std::string()
+              : ", patched: " + std::string(protocol::mutant_id(patch_)));
+}
+
+gpu::KernelTraits FlashInferMoeKernels::traits() const {
+  gpu::KernelTraits t;
+  t.moe = true;
+  t.fp32_lamport = false;       // only with fp32 inputs
+  t.unfused = false;            // no separate baseline on this workspace
+  t.forced_cluster = false;     // it picks the cluster size itself
+  t.twoshot = false;            // one-shot only (more than 128 tokens: a warning, still one-shot)
+  t.fp32_accumulation = false;  // vec_add: every rank's addition rounded to T
+  t.early_trigger = false;      // it triggers its dependents at its end
+  t.outputs_visible_at_trigger = false;  // no fence before the trigger
+  // NormOut is always compiled in (rms_gamma is required); NVFP4 on sm_100 and newer.
+  t.patterns = {k::Pattern::residual_rmsnorm, k::Pattern::nvfp4};
+  gpu::KernelVariant reduction;
+  reduction.name = "moereduction_allreduce_fusion (expert outputs x scales + token input)";
+  reduction.neg_zero_sentinel = true;
+  gpu::KernelVariant finalize = reduction;
+  finalize.name = "moefinalize_allreduce_fusion (permuted rows, top-k, shared expert)";
+  finalize.moe_finalize = true;
+  t.variants = {reduction, finalize};
+  return t;
+}
+
+std::vector<protocol::Mutant> FlashInferMoeKernels::mutants() const {
+  std::vector<protocol::Mutant> out;
+  for (const MoeInstance& i : kMoeInstances)
+    if (i.launch != nullptr && i.mutant != protocol::Mutant::none &&
+        std::find(out.begin(), out.end(), i.mutant) == out.end())
+      out.push_back(i.mutant);
+  return out;
+}
+
+std::vector<std::pair<protocol::Mutant, std::string>> FlashInferMoeKernels::mutants_not_built()
+    const {
+  std::vector<std::pair<protocol::Mutant, std::string>> out;
+  for (const MoeNotBuilt& n : kMoePatchesNotBuilt)
+    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
+  return out;
+}
+
+void FlashInferMoeKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
+  const std::uint64_t comm_size =
+      lamport_comm_size(bootstrap_.size(), max_elems_per_rank, fp32_lamport);
+  auto& slot = workspaces_[comm_size];
+  // The two-shot data buffers of the fusion kernel's table are unused here: the smallest.
+  if (!slot) slot = std::make_unique<FiWorkspace>(bootstrap_, comm_size, 256);
+  current_ = slot.get();
+}
+
+void FlashInferMoeKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream_t stream) {
+  if (current_ == nullptr) throw k::InvalidLaunch("FlashInfer MoE adapter: launch before prepare");
+  if (p.moe.experts <= 0)
+    throw k::InvalidLaunch("FlashInfer's MoE kernels take MoE calls only (experts and their rows)");
+  if (twoshot) throw k::InvalidLaunch("FlashInfer's MoE kernels are one-shot only");
+  if (p.dtype != k::DType::bf16 && p.dtype != k::DType::f16)
+    throw k::InvalidLaunch("FlashInfer MoE adapter: inputs are bf16 or f16");
+  if (p.variant < 0 || p.variant > 1)
+    throw k::InvalidLaunch("FlashInfer MoE adapter: launch variant " + std::to_string(p.variant) +
+                           " (0: reduction, 1: finalize)");
+  if (p.moe.finalize != (p.variant == 1))
+    throw k::InvalidLaunch("FlashInfer MoE adapter: the call's inputs are for the other kernel");
+  const MoeInstance* instance = p.dtype == k::DType::bf16 ? &bf16_ : f16_;
+  if (instance == nullptr)
+    throw k::InvalidLaunch("the patched FlashInfer MoE copies are built for bf16 only");
+  if (p.ranks != current_->ranks() || p.rank != current_->rank())
+    throw k::InvalidLaunch("FlashInfer MoE adapter: the call's ranks differ from the workspace's");
+  if (p.cluster != k::ClusterMode::automatic)
+    throw k::InvalidLaunch("FlashInfer chooses its cluster size itself (no forced cluster path)");
+  if (p.trigger != k::Trigger::at_end)
+    throw k::InvalidLaunch("FlashInfer's MoE kernels trigger their dependents at their end only");
+  if (cc_major_ == 0) {
+    int device = 0;
+    FC_CUDA_CHECK(cudaGetDevice(&device));
+    FC_CUDA_CHECK(cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, device));
+  }
+  if (p.pattern == k::Pattern::nvfp4 && cc_major_ < 10)
+    throw k::InvalidLaunch(
+        "pattern nvfp4 needs sm_100 or newer (FlashInfer's conversion writes zeros below it)");
+  if (p.pattern != k::Pattern::residual_rmsnorm && p.pattern != k::Pattern::nvfp4)
+    throw k::InvalidLaunch("FlashInfer's MoE kernels have residual + RMSNorm (+ NVFP4) only, not " +
+                           std::string(k::pattern_name(p.pattern)));
+  const std::uint64_t elems = static_cast<std::uint64_t>(p.tokens) * p.hidden;
+  if (!protocol::fits_lamport_buffer(p.ranks, elems, 2, current_->comm_size()))
+    throw k::InvalidLaunch("tokens x hidden beyond the FlashInfer workspace (" +
+                           std::to_string(current_->comm_size()) + " bytes per Lamport buffer)");
+
+  FiMoeCall c;
+  c.nranks = p.ranks;
+  c.rank = p.rank;
+  c.tokens = p.tokens;
+  c.hidden = p.hidden;
+  c.bf16 = p.dtype == k::DType::bf16;
+  c.finalize = p.moe.finalize;
+  c.workspace = current_->table();
+  c.experts = p.moe.experts;
+  c.expert_rows = p.moe.expert_rows;
+  c.reduction_scales = p.moe.reduction_scales;
+  c.token_rows = p.moe.token_rows;
+  c.permuted_index = p.moe.permuted_index;
+  c.topk_scales = p.moe.topk_scales;
+  c.routed_scaling = p.moe.routed_scaling;
+  c.residual_in = p.residual_in;
+  c.gamma = p.gamma;
+  c.allreduce_out = p.moe.write_allreduce_out ? p.allreduce_out : nullptr;
+  c.residual_out = p.residual_out;
+  c.norm_out = p.write_norm_out ? p.norm_out : nullptr;
+  c.quant_out = p.quant_out;
+  c.scale_out = p.scale_out;
+  c.scale_factor = p.nvfp4_global_scale;
+  c.sf_layout = p.nvfp4_layout == k::Nvfp4Layout::linear ? 2 : 0;  // LINEAR : SWIZZLED_128x4
+  c.eps = p.eps;
+  c.weight_bias = p.weight_bias;
+  c.pdl = p.use_pdl;
+  c.stream = stream;
+
+  const std::uint32_t call_index = calls_++;
+  pause_before(p, call_index, stream, waiter_);
+  char message[512] = {};
+  const cudaError_t e = instance->launch(c, message, sizeof(message));
+  if (e == cudaErrorNotSupported && message[0] == '\0')
+    throw k::InvalidLaunch("FlashInfer MoE instance has no kernel for this element type");
+  if ((e == cudaErrorInvalidValue || e == cudaErrorNotSupported) && message[0] != '\0')
+    throw k::InvalidLaunch("FlashInfer: " + check_text(message));
+  if (k::is_launch_configuration_error(e)) {
+    (void)cudaGetLastError();  // not sticky: the context stays usable
+    throw k::LaunchFailed(std::string("FlashInfer's launcher made a launch this GPU cannot run: ") +
+                          cudaGetErrorString(e));
+  }
+  k::cuda_check(e, "FlashInfer MoE allreduce fusion launch");
+  PendingCall call;
+  call.elems = elems;
+  call.hidden = p.hidden;
+  call.call_index = call_index;
+  waiter_.enqueued(call, stream);
+}
+
+void FlashInferMoeKernels::wait(cudaStream_t stream) {
+  waiter_.wait(
+      stream, current_->rank(),
+      [this](const PendingCall& call, double seconds) {
+        return lamport_hang_record(*current_, waiter_, call, seconds);
+      },
+      [this] { release_lamport(*current_, waiter_); });
+}
+
+void FlashInferMoeKernels::reset() {
+  reset_on_every_rank(bootstrap_, "FlashInfer MoE workspace", [this] {
+    workspaces_.clear();
+    current_ = nullptr;
+  });
+}
+
+}  // namespace fusioncheck::adapters::fi
+
+namespace fusioncheck::adapters {
+namespace {
+
+const fi::MoeInstance* find_moe_instance(protocol::Mutant mutant, bool bf16) {
+  for (const fi::MoeInstance& i : fi::kMoeInstances)
+    if (i.launch != nullptr && i.mutant == mutant && i.bf16 == bf16) return &i;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string flashinfer_moe_unavailable_reason() {
+  return find_moe_instance(protocol::Mutant::none, true) != nullptr
+             ? ""
+             : "this FlashInfer tree has no flashinfer/comm/trtllm_moe_allreduce_fusion.cuh";
+}
+
+std::vector<protocol::Mutant> flashinfer_moe_patches() {
+  std::vector<protocol::Mutant> out;
+  for (const fi::MoeInstance& i : fi::kMoeInstances)
+    if (i.launch != nullptr && i.mutant != protocol::Mutant::none) out.push_back(i.mutant);
+  return out;
+}
+
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
+                                                          protocol::Mutant patch) {
+  if (const std::string why = flashinfer_moe_unavailable_reason(); !why.empty())
+    throw kernels::InvalidLaunch(why);
+  const fi::MoeInstance* bf16 = find_moe_instance(patch, true);
+  if (bf16 == nullptr)
+    throw kernels::InvalidLaunch(
+        "FlashInfer's MoE allreduce fusion has no patched copy for mutant " +
+        std::string(protocol::mutant_id(patch)));
+  return std::make_unique<fi::FlashInferMoeKernels>(bootstrap, *bf16,
+                                                    find_moe_instance(patch, false), patch);
+}
+
+}  // namespace fusioncheck::adapters

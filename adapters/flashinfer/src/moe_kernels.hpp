@@ -1,0 +1,55 @@
+#pragma once
+// FlashInfer's MoE allreduce fusion (trtllm_moe_allreduce_fusion.cuh) behind KernelUnderTest:
+// the reduction kernel (launch variant 0) and the finalize kernel (variant 1), one-shot Lamport
+// kernels on the fusion kernel's workspace (FiWorkspace), whose protocol and invariants are the
+// fusion kernel's one-shot ones; the host bounds their waits as for the fusion kernel.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fi_moe_instances.hpp"
+#include "flashinfer_kernels.hpp"
+#include "host_wait.hpp"
+
+namespace fusioncheck::adapters::fi {
+
+class FlashInferMoeKernels final : public gpu::KernelUnderTest {
+ public:
+  // instance_f16 may be null (the patched copies are bf16 only).
+  FlashInferMoeKernels(kernels::Bootstrap& bootstrap, const MoeInstance& instance_bf16,
+                       const MoeInstance* instance_f16, protocol::Mutant patch);
+
+  std::string name() const override;
+  gpu::KernelTraits traits() const override;
+  std::vector<protocol::Mutant> mutants() const override;
+  std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
+  // As for the fusion kernel: the early flag shows only to a block that starts late.
+  bool mutant_needs_late_blocks(protocol::Mutant m) const override {
+    return m == protocol::Mutant::flag_before_arrival;
+  }
+  void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
+  void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
+  kernels::ControlState read_state(kernels::LamportCopy lamport) override {
+    return current_->read_state(lamport);
+  }
+  void wait(cudaStream_t stream) override;
+  kernels::HangRecord hang_record() override { return waiter_.hang(); }
+  void clear_hang_record() override { waiter_.clear_hang(); }
+  void reset() override;
+
+ private:
+  kernels::Bootstrap& bootstrap_;
+  const MoeInstance& bf16_;
+  const MoeInstance* f16_;
+  protocol::Mutant patch_;
+  std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
+  FiWorkspace* current_ = nullptr;
+  HostBoundedWait waiter_{"FlashInfer MoE kernel"};
+  std::uint32_t calls_ = 0;
+  int cc_major_ = 0;  // compute capability of this rank's GPU, read on the first launch
+};
+
+}  // namespace fusioncheck::adapters::fi

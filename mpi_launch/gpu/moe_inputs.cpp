@@ -1,0 +1,118 @@
+#include "fusioncheck/gpu/moe_inputs.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace fusioncheck::gpu {
+namespace {
+
+namespace ref = reference;
+
+std::size_t align16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+}  // namespace
+
+ref::MoeConfig moe_config(const CallSpec& call, const KernelTraits& traits) {
+  ref::MoeConfig moe;
+  const bool finalize = !traits.variants.empty() &&
+                        traits.variants.at(static_cast<std::size_t>(call.variant)).moe_finalize;
+  moe.kind = finalize ? ref::MoeKind::finalize : ref::MoeKind::reduction;
+  moe.experts = call.moe_experts;
+  moe.expert_scales = call.moe_expert_scales;
+  moe.shared_expert = call.moe_shared_expert;
+  moe.routed_scaling = call.moe_routed_scaling;
+  return moe;
+}
+
+MoeBuffers::MoeBuffers(const CaseLimits& limits) {
+  const auto tokens = static_cast<std::size_t>(limits.max_tokens);
+  const auto pairs = static_cast<std::size_t>(ref::kMaxMoeExperts) * tokens;
+  const auto elems = static_cast<std::size_t>(limits.elems_per_call());
+  auto make = [](Part& part, std::size_t bytes) {
+    part.live = DeviceBuffer(align16(bytes));
+    part.staged = DeviceBuffer(align16(bytes));
+  };
+  make(rows_, limits.moe_rows_capacity() * 2);
+  make(scales_, pairs * 4);
+  make(token_rows_, elems * 2);
+  make(index_, pairs * 4);
+  make(topk_scales_, pairs * 2);
+}
+
+// `bound`: the most bytes a call of this spec holds in the part (its finalize rows vary with
+// the draw). The PDL producer copies that many, so that a graph captured for one replay copies
+// everything the next replay's inputs hold.
+void MoeBuffers::upload(Part& part, const void* host, std::size_t bytes, std::size_t bound,
+                        bool staged, cudaStream_t stream) {
+  part.bytes = align16(bound);
+  if (bytes > bound || part.bytes > part.live.bytes())
+    throw std::logic_error("a MoE input beyond its buffer (CaseLimits::moe_rows_capacity)");
+  if (bytes == 0) return;
+  if (staged) part.live.fill(0xFF, stream, part.bytes);  // NaN, and -1 in the routing rows
+  (staged ? part.staged : part.live).upload(host, bytes, stream);
+}
+
+void MoeBuffers::prepare(const GpuCase& c, const CallSpec& call, std::uint64_t call_index,
+                         const KernelTraits& traits, int rank, bool staged,
+                         ref::FusedInputs& inputs, cudaStream_t stream) {
+  const ref::MoeConfig moe = moe_config(call, traits);
+  const ref::ExactSpec exact{c.seed, call_index, c.ranks, c.neg_zero_inputs};
+  ref::SpecialsSpec specials;
+  specials.with_neg_zero = c.neg_zero_inputs;
+  if (inputs.rank_inputs.size() != static_cast<std::size_t>(c.ranks))
+    throw std::logic_error("MoE inputs: every rank's input is replaced, so all must be there");
+  for (int r = 0; r < c.ranks; ++r) {
+    const ref::MoeInputs in = ref::make_moe_inputs(moe, c.dtype, call.tokens, c.hidden, exact,
+                                                   specials, call.exact_values, r);
+    inputs.rank_inputs[static_cast<std::size_t>(r)] =
+        ref::moe_combine(moe, c.dtype, call.tokens, c.hidden, in);
+    if (r != rank) continue;
+    const auto tokens = static_cast<std::size_t>(call.tokens);
+    const auto hidden = static_cast<std::size_t>(c.hidden);
+    const auto experts = static_cast<std::size_t>(moe.experts);
+    const bool finalize = moe.kind == ref::MoeKind::finalize;
+    const std::size_t rows =
+        finalize ? tokens * experts + static_cast<std::size_t>(ref::kMaxMoePaddedRows)
+                 : experts * tokens;
+    upload(rows_, in.expert_rows.data(), in.expert_rows.bytes(), rows * hidden * 2, staged, stream);
+    upload(scales_, in.reduction_scales.data(), in.reduction_scales.size() * 4,
+           finalize ? 0 : experts * tokens * 4, staged, stream);
+    upload(token_rows_, in.token_rows.data(), in.token_rows.bytes(),
+           !finalize || moe.shared_expert ? tokens * hidden * 2 : 0, staged, stream);
+    upload(index_, in.permuted_index.data(), in.permuted_index.size() * 4,
+           finalize ? tokens * experts * 4 : 0, staged, stream);
+    upload(topk_scales_, in.topk_scales.data(), in.topk_scales.bytes(),
+           finalize && moe.expert_scales ? tokens * experts * 2 : 0, staged, stream);
+  }
+}
+
+kernels::MoeParams MoeBuffers::params(const CallSpec& call, const KernelTraits& traits) const {
+  const ref::MoeConfig moe = moe_config(call, traits);
+  kernels::MoeParams p;
+  p.experts = call.moe_experts;
+  p.finalize = moe.kind == ref::MoeKind::finalize;
+  p.routed_scaling = moe.routed_scaling;
+  p.expert_rows = rows_.live.get();
+  if (p.finalize) {
+    p.permuted_index = static_cast<const std::int32_t*>(index_.live.get());
+    p.topk_scales = moe.expert_scales ? topk_scales_.live.get() : nullptr;
+    p.token_rows = moe.shared_expert ? token_rows_.live.get() : nullptr;
+  } else {
+    p.reduction_scales = static_cast<const float*>(scales_.live.get());
+    p.token_rows = token_rows_.live.get();
+    p.write_allreduce_out = call.moe_allreduce_out;
+  }
+  return p;
+}
+
+void MoeBuffers::add_producer_copies(kernels::PdlProducerCopies& copies) const {
+  for (const Part* part : {&rows_, &scales_, &token_rows_, &index_, &topk_scales_}) {
+    if (part->bytes == 0) continue;
+    if (copies.count == kernels::PdlProducerCopies::kMax)
+      throw std::logic_error("the PDL producer has no room for the MoE inputs");
+    copies.copy[copies.count++] = {part->staged.get(), part->live.get(), part->bytes};
+  }
+}
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,48 @@
+#pragma once
+// The inputs of a MoE call (FlashInfer's MoE allreduce fusion, CallSpec::moe_experts): every
+// rank's expert outputs generated on the host (reference/moe.hpp), reduced to the rank inputs
+// the reference sums, and this rank's own copied where the kernel reads them. With a PDL
+// producer they are staged beside the call's buffers (poison in those), like the other inputs.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "fusioncheck/gpu/device_buffer.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/reference/fused.hpp"
+#include "fusioncheck/reference/moe.hpp"
+
+namespace fusioncheck::gpu {
+
+// The MoE configuration of a call of a MoE kernel (its variant names the kernel).
+reference::MoeConfig moe_config(const CallSpec& call, const KernelTraits& traits);
+
+// One call's MoE buffers, sized for the largest call within the limits.
+class MoeBuffers {
+ public:
+  explicit MoeBuffers(const CaseLimits& limits);
+
+  // Generates every rank's MoE inputs of the call, replaces inputs.rank_inputs (complete, as
+  // make_*_inputs made them) with their reductions, and uploads this rank's: into the staged
+  // buffers, the call's own ones filled with poison, when `staged`.
+  void prepare(const GpuCase& c, const CallSpec& call, std::uint64_t call_index,
+               const KernelTraits& traits, int rank, bool staged, reference::FusedInputs& inputs,
+               cudaStream_t stream);
+  // The kernel's view of the call's buffers (after prepare).
+  kernels::MoeParams params(const CallSpec& call, const KernelTraits& traits) const;
+  // The PDL producer's copies of the staged MoE inputs over the call's (after prepare).
+  void add_producer_copies(kernels::PdlProducerCopies& copies) const;
+
+ private:
+  struct Part {
+    DeviceBuffer live, staged;
+    std::size_t bytes = 0;  // the current call's bound, a multiple of 16
+  };
+  Part rows_, scales_, token_rows_, index_, topk_scales_;
+  void upload(Part& part, const void* host, std::size_t bytes, std::size_t bound, bool staged,
+              cudaStream_t stream);
+};
+
+}  // namespace fusioncheck::gpu
