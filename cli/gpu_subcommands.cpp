@@ -253,6 +253,7 @@ void add_check_options(CLI::App* cmd, GpuCliOptions& o) {
   cmd->add_option("--hidden", c.hidden_sizes,
                   "Draw the hidden size from these (a model's, e.g. 2880,4096,7168) instead of "
                   "random multiples of 16 up to --max-hidden")
+      ->delimiter(',')
       ->check(integer_in<int>(16, gpu::CaseLimits::kMaxHidden))
       ->check(multiple_of_16());
   cmd->add_option("--max-elems", c.limits.max_elems,
