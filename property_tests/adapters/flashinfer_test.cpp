@@ -247,6 +247,33 @@ TEST(FlashInferLegacy, ResidualCaseIsInsideTheTraitsWithAPdlProducer) {
 
 }  // namespace
 
+// --- FlashInfer's MoE allreduce fusion: its patched copies, built or applied and named.
+
+namespace {
+
+TEST(FlashInferMoe, EveryPatchedCopyIsBuiltOrNamedAsNotBuilt) {
+  ASSERT_EQ(fa::flashinfer_moe_unavailable_reason(), "");
+  EXPECT_EQ(fa::flashinfer_moe_choice().name, "flashinfer-moe");
+  auto have = fa::flashinfer_moe_patches();
+  for (const auto& [mutant, why] : fa::flashinfer_moe_patches_not_built()) {
+    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_MOE_COPIES=OFF"), std::string::npos) << why;
+    have.push_back(mutant);
+  }
+  std::sort(have.begin(), have.end());
+  std::vector<Mutant> expected = {Mutant::float_sentinel, Mutant::flag_before_arrival,
+                                  Mutant::clear_size_current, Mutant::no_pdl_wait,
+                                  Mutant::moe_remote_read};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(have, expected);
+  // The catalogue marks exactly these as patched copies of the MoE header.
+  for (const auto& info : fusioncheck::protocol::kMutantCatalogue)
+    EXPECT_EQ((info.layers & fusioncheck::protocol::kInFlashInferMoe) != 0,
+              std::find(expected.begin(), expected.end(), info.mutant) != expected.end())
+        << info.id;
+}
+
+}  // namespace
+
 // --- FlashInfer's PCIe allreduce: its variants, its refusals, the cases drawn for it.
 
 namespace {

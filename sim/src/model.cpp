@@ -281,10 +281,12 @@ void Model::execute(Event event) {
                                    : p.region == Region::ts_start ? kChangedStartFlags
                                    : p.region == Region::ts_end   ? kChangedEndFlags
                                                                   : 0;
-      if (changed != 0) {
-        std::uint8_t& dirty = rank_dirty_[p.dst_rank];
-        dirty = std::max(dirty, kDirtySome);
-        rank_changes_[p.dst_rank] |= changed;
+      // moe-remote-read polls the peers' memory: a Lamport delivery concerns every rank.
+      const bool every_rank = changed == kChangedLamport && mutant_ == Mutant::moe_remote_read;
+      for (std::size_t r = 0; r < rank_dirty_.size() && changed != 0; ++r) {
+        if (!every_rank && static_cast<int>(r) != p.dst_rank) continue;
+        rank_dirty_[r] = std::max(rank_dirty_[r], kDirtySome);
+        rank_changes_[r] |= changed;
       }
       deliver(event.id);
       break;

@@ -117,8 +117,9 @@ bool Model::thread_enabled(const Thread& t) const {
       const std::uint32_t base = t.data_buffer * lamport_stride();
       for (int r = 0; r < config_.ranks; ++r) {
         const std::uint32_t off = base + static_cast<std::uint32_t>((r * size + t.idx) * E);
+        const RankMemory& src = polled_memory(t.rank, r);
         for (int e = 0; e < E; ++e)
-          if (!arrived(mem.lamport[off + e], mutant_)) return false;
+          if (!arrived(src.lamport[off + e], mutant_)) return false;
       }
       return true;
     }
@@ -303,14 +304,20 @@ void Model::step_clear(const Thread& t, const Kernel& kernel, const std::string&
                       cleared, t.clear_buffer, t.idx, grid));
 }
 
+// Where a rank polls peer r's slot: its own buffer (every rank pushes into every buffer);
+// moe-remote-read polls it in rank r's own buffer, which rank r alone clears.
+const RankMemory& Model::polled_memory(int rank, int r) const {
+  return memory_[static_cast<std::size_t>(mutant_ == Mutant::moe_remote_read ? r : rank)];
+}
+
 void Model::step_poll(const Thread& t, const Kernel& kernel, const std::string& who) {
-  const RankMemory& mem = memory_[t.rank];
   const int N = config_.ranks, E = config_.elems_per_vector, size = kernel.spec.vectors;
   const std::uint32_t base = t.data_buffer * lamport_stride();
   for (int r = 0; r < N && !violation_; ++r)
     for (int e = 0; e < E; ++e) {
       const std::uint32_t got =
-          mem.lamport[base + static_cast<std::uint32_t>((r * size + t.idx) * E + e)];
+          polled_memory(t.rank, r)
+              .lamport[base + static_cast<std::uint32_t>((r * size + t.idx) * E + e)];
       const std::uint32_t want = expected_value(t.call, r, t.idx, e);
       if (got != want) {
         fail(ViolationKind::wrong_value,

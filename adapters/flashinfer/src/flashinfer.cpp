@@ -153,6 +153,9 @@ std::string flashinfer_pcie_unavailable_reason() {
 std::vector<protocol::Mutant> flashinfer_pcie_patches() { return {}; }
 std::string flashinfer_moe_unavailable_reason() { return flashinfer_pcie_unavailable_reason(); }
 std::vector<protocol::Mutant> flashinfer_moe_patches() { return {}; }
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built() {
+  return {};
+}
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
                                                           protocol::Mutant mutant) {
   return make_flashinfer(bootstrap, mutant);

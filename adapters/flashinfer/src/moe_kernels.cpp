@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
 
 namespace fusioncheck::adapters::fi {
@@ -58,10 +59,7 @@ std::vector<protocol::Mutant> FlashInferMoeKernels::mutants() const {
 
 std::vector<std::pair<protocol::Mutant, std::string>> FlashInferMoeKernels::mutants_not_built()
     const {
-  std::vector<std::pair<protocol::Mutant, std::string>> out;
-  for (const MoeNotBuilt& n : kMoePatchesNotBuilt)
-    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
-  return out;
+  return adapters::flashinfer_moe_patches_not_built();
 }
 
 void FlashInferMoeKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
@@ -199,6 +197,13 @@ std::vector<protocol::Mutant> flashinfer_moe_patches() {
   std::vector<protocol::Mutant> out;
   for (const fi::MoeInstance& i : fi::kMoeInstances)
     if (i.launch != nullptr && i.mutant != protocol::Mutant::none) out.push_back(i.mutant);
+  return out;
+}
+
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built() {
+  std::vector<std::pair<protocol::Mutant, std::string>> out;
+  for (const fi::MoeNotBuilt& n : fi::kMoePatchesNotBuilt)
+    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
   return out;
 }
 

@@ -189,7 +189,7 @@ inline constexpr std::array<MutantInfo, 36> kMutantCatalogue{{
      "its next call: a rank that finishes first clears what a slower one has not read (a hang), "
      "and a buffer not cleared yet shows an older call's data as arrived",
      "FlashInfer 0.7.4 trtllm_moe_allreduce_fusion.cuh: the finalize kernel reads data_bufs[r]",
-     kInFlashInferMoe},
+     kInSim | kInFlashInferMoe},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

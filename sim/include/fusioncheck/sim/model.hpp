@@ -240,6 +240,7 @@ class Model final : public ProtocolModel {
   void step_arrive(const Thread& t, const Kernel& kernel, const std::string& who);
   void step_push(const Thread& t, const Kernel& kernel, const std::string& who);
   void step_clear(const Thread& t, const Kernel& kernel, const std::string& who);
+  const RankMemory& polled_memory(int rank, int r) const;
   void step_poll(const Thread& t, const Kernel& kernel, const std::string& who);
   void step_update(const Thread& t, const Kernel& kernel, const std::string& who);
   bool step_trigger(const std::string& who);

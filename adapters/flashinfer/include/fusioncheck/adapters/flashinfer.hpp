@@ -143,6 +143,8 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bo
                                                           protocol::Mutant patch);
 gpu::KernelChoice flashinfer_moe_choice();
 std::vector<protocol::Mutant> flashinfer_moe_patches();
+// Patched copies of the MoE header this build applied but did not compile, each with why.
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built();
 // Why this build has no flashinfer-moe kernel; "" when it has one.
 std::string flashinfer_moe_unavailable_reason();
 
