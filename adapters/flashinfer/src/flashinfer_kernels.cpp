@@ -347,14 +347,7 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
     throw k::InvalidLaunch("FlashInfer instance has no kernel for pattern " +
                            std::string(k::pattern_name(p.pattern)) + " with " +
                            std::to_string(p.ranks) + " ranks");
-  if (e == cudaErrorInvalidValue && message[0] != '\0')
-    throw k::InvalidLaunch("FlashInfer: " + check_text(message));
-  if (k::is_launch_configuration_error(e)) {
-    (void)cudaGetLastError();  // not sticky: the context stays usable
-    throw k::LaunchFailed(std::string("FlashInfer's launcher made a launch this GPU cannot run: ") +
-                          cudaGetErrorString(e));
-  }
-  k::cuda_check(e, "FlashInfer allreduce_fusion launch");
+  throw_launch_error(e, message, "FlashInfer allreduce_fusion launch");
   PendingCall call;
   call.twoshot = twoshot;
   call.elems = elems;

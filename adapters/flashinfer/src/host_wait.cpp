@@ -160,6 +160,19 @@ std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t s
   return data.size();
 }
 
+void throw_launch_error(cudaError_t e, const char* message, const char* what) {
+  if (e == cudaSuccess) return;
+  if (message[0] != '\0' && (e == cudaErrorInvalidValue || e == cudaErrorNotSupported))
+    throw kernels::InvalidLaunch("FlashInfer: " + check_text(message));
+  if (kernels::is_launch_configuration_error(e)) {
+    (void)cudaGetLastError();  // not sticky: the context stays usable
+    throw kernels::LaunchFailed(
+        std::string("FlashInfer's launcher made a launch this GPU cannot run: ") +
+        cudaGetErrorString(e));
+  }
+  kernels::cuda_check(e, what);
+}
+
 std::string check_text(const std::string& message) {
   const auto at = message.find("' at ");
   const auto line = message.find(": ", at == std::string::npos ? 0 : at);

@@ -91,6 +91,11 @@ std::size_t first_sentinel(const std::vector<std::uint16_t>& data, std::size_t s
 // FLASHINFER_CHECK's text without the path of the header (it differs between machines), so
 // that refusals group by their reason.
 std::string check_text(const std::string& message);
+// After an instance's launch returned `e` (with FlashInfer's check text in `message` for a
+// refusal): throws InvalidLaunch for a refusal, LaunchFailed for a launch its launcher chose
+// that this GPU cannot run (clearing that error: the context stays usable), CudaError naming
+// `what` for any other error; returns on cudaSuccess.
+void throw_launch_error(cudaError_t e, const char* message, const char* what);
 // The seeded pause before a call (FlashInfer's kernels take no delays of their own): a paused
 // rank's call starts later than its peers' — as a whole (a pause kernel before it), or, for
 // half of the delayed calls, block by block (an SM hog on `waiter`'s side stream that frees

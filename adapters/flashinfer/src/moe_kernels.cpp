@@ -143,14 +143,7 @@ void FlashInferMoeKernels::launch(const k::FusedParams& p, bool twoshot, cudaStr
   const cudaError_t e = instance->launch(c, message, sizeof(message));
   if (e == cudaErrorNotSupported && message[0] == '\0')
     throw k::InvalidLaunch("FlashInfer MoE instance has no kernel for this element type");
-  if ((e == cudaErrorInvalidValue || e == cudaErrorNotSupported) && message[0] != '\0')
-    throw k::InvalidLaunch("FlashInfer: " + check_text(message));
-  if (k::is_launch_configuration_error(e)) {
-    (void)cudaGetLastError();  // not sticky: the context stays usable
-    throw k::LaunchFailed(std::string("FlashInfer's launcher made a launch this GPU cannot run: ") +
-                          cudaGetErrorString(e));
-  }
-  k::cuda_check(e, "FlashInfer MoE allreduce fusion launch");
+  throw_launch_error(e, message, "FlashInfer MoE allreduce fusion launch");
   PendingCall call;
   call.elems = elems;
   call.hidden = p.hidden;
