@@ -12,11 +12,11 @@ bash ci/check_format.sh  # the sources follow .clang-format
 # sm_90 and the FlashInfer instances for 2 ranks alone here: the CPU tests only build and load
 # them; the audit tests read the sm_100 and sm_120 code of fixtures built for those
 # architectures and of the pdl-wait-missing copy, which every build compiles for sm_120. The
-# patched copies of the MoE header are applied (configuration fails if one stops applying) but
-# not compiled: they are the GPU kill table's.
+# other patched copies of the fusion and MoE headers are applied (configuration fails if one
+# stops applying) but not compiled: they are the GPU kill table's.
 cmake --preset default -DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <ci/old_flashinfer_release)" \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DFUSIONCHECK_FLASHINFER_RANKS=2 \
-  -DFUSIONCHECK_FLASHINFER_MOE_COPIES=OFF >/dev/null
+  -DFUSIONCHECK_FLASHINFER_COPIES=OFF >/dev/null
 cmake --build --preset default -j "$jobs"
 ctest --preset default -j "$jobs"
 cmake --preset asan >/dev/null

@@ -387,7 +387,7 @@ void run_wait_profile_mode(const CLI::App& bench, std::shared_ptr<GpuCliOptions>
                            int& exit_code) {
   refuse_options(bench,
                  {"--compare", "--graph-calls", "--repeats", "--no-eager", "--iters", "--warmup",
-                  "--allreduce", "--cluster", "--no-pdl", "--trigger"},
+                  "--allreduce", "--cluster", "--no-pdl", "--trigger", "--pattern"},
                  "with --wait-profile", "it profiles the one-shot kernel at one configuration");
   if (o->bench.tokens.size() != 1 && bench.count("--tokens") > 0)
     throw UsageError("--wait-profile profiles one configuration: give one --tokens value");
@@ -427,6 +427,16 @@ void add_bench_paths(CLI::App* bench, std::shared_ptr<GpuCliOptions> o) {
           "One-shot RMSNorm path: auto, cluster or no-cluster")
       ->check(CLI::IsMember({"auto", "cluster", "no-cluster"}))
       ->default_str("auto");
+  static const std::map<std::string, kernels::Pattern> pattern{
+      {"residual-rmsnorm", kernels::Pattern::residual_rmsnorm},
+      {"allreduce", kernels::Pattern::allreduce}};
+  bench
+      ->add_option_function<std::string>(
+          "--pattern", [o](const std::string& v) { o->bench.pattern = pattern.at(v); },
+          "What every call computes: residual-rmsnorm (fused; with the unfused baseline) or "
+          "allreduce (the allreduce alone, e.g. for --compare flashinfer-pcie)")
+      ->check(CLI::IsMember({"residual-rmsnorm", "allreduce"}))
+      ->default_str("residual-rmsnorm");
   bench->add_flag_callback(
       "--no-pdl", [o] { o->bench.use_pdl = false; }, "Launch the fused kernels without PDL");
   static const std::map<std::string, kernels::Trigger> trigger{{"end", kernels::Trigger::at_end},

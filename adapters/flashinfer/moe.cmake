@@ -6,9 +6,6 @@
 # FlashInfer's entry points dispatch every rank count (2, 4, 8, 16) themselves. A tree without
 # the header has no flashinfer-moe kernel.
 set(_fi_moe_header "${_fi_include}/flashinfer/comm/trtllm_moe_allreduce_fusion.cuh")
-# The patched copies are GPU controls (the kill table); CPU CI checks that they apply and
-# leaves their compilation out with OFF.
-option(FUSIONCHECK_FLASHINFER_MOE_COPIES "Build the patched copies of the MoE header" ON)
 set(_fi_moe_declarations "")
 set(_fi_moe_table "")
 function(fc_fi_moe_instance name mutant dtype header)
@@ -48,11 +45,11 @@ if(EXISTS "${_fi_moe_header}")
   if(FUSIONCHECK_FLASHINFER_PATCHES)
     fc_fi_patched_copies("${_fi_moe_header}" patches_moe _names _mutants _copies _fi_moe_not_built)
     foreach(name mutant copy IN ZIP_LISTS _names _mutants _copies)
-      if(FUSIONCHECK_FLASHINFER_MOE_COPIES)
+      if(FUSIONCHECK_FLASHINFER_COPIES)
         fc_fi_moe_instance(${name}_bf16 ${mutant} bf16 "${copy}")
       else()  # applied (a patch that stopped applying still stops the configuration), not built
         fc_fi_enum("${mutant}" enum)
-        string(APPEND _fi_moe_not_built "    {protocol::Mutant::${enum}, \"not built in this configuration (-DFUSIONCHECK_FLASHINFER_MOE_COPIES=OFF)\"},\n")
+        string(APPEND _fi_moe_not_built "    {protocol::Mutant::${enum}, \"${_fi_copies_off_reason}\"},\n")
       endif()
     endforeach()
   endif()

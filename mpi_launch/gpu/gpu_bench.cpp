@@ -23,8 +23,9 @@ namespace k = kernels;
 
 // oneshot_unbounded: our one-shot compiled without the time bound on its polls (benchmark
 // only: a hang there spins for ever), timed beside it (graphs interleaved) to show what the bound
-// costs. other_*: the same calls through another kernel under test (BenchOptions::compare).
-enum class Variant {
+// costs. other_*: the same calls through another kernel under test (BenchOptions::compare), one
+// column per launch variant of it.
+enum class Path {
   oneshot,
   oneshot_unbounded,
   twoshot,
@@ -33,10 +34,17 @@ enum class Variant {
   other_oneshot,
   other_twoshot
 };
-constexpr const char* kVariantName[] = {
+constexpr const char* kPathName[] = {
     "one-shot", "one-shot unbounded polls", "two-shot",      "auto",
     "unfused",  "other one-shot",           "other two-shot"};
-constexpr const char* kUnboundedColumn = kVariantName[static_cast<int>(Variant::oneshot_unbounded)];
+constexpr const char* kUnboundedColumn = kPathName[static_cast<int>(Path::oneshot_unbounded)];
+
+struct Column {
+  Path path;
+  int other_variant = 0;  // other_*: the compared kernel's launch variant
+  bool operator==(const Column&) const = default;
+  bool other() const { return path == Path::other_oneshot || path == Path::other_twoshot; }
+};
 // Per row: our one-shot's median over the unbounded instance's (graph and eager); the cost of
 // the bounded polls is this ratio minus 1.
 constexpr const char* kBoundRatioKey = "bounded / unbounded";
@@ -114,7 +122,16 @@ class BenchRunner {
 
   std::vector<std::string> columns() const {
     std::vector<std::string> out;
-    for (Variant v : variants_) out.push_back(column(v));
+    for (const Column& c : columns_) out.push_back(column(c));
+    return out;
+  }
+
+  // The compared kernel's launch variants, as its columns name them ("v0", ...); empty when it
+  // has one.
+  std::vector<std::string> other_variant_names() const {
+    std::vector<std::string> out;
+    if (other_variants_.size() > 1)
+      for (const KernelVariant& v : other_variants_) out.push_back(v.name);
     return out;
   }
 
@@ -131,16 +148,31 @@ class BenchRunner {
     if (baseline_uses_nccl(options_.allreduce, placement_.ranks_share_gpu,
                            k::NcclAllReduce::available()))
       nccl_ = std::make_unique<k::NcclAllReduce>(bootstrap_);
-    variants_ = {Variant::oneshot};
+    columns_ = {{Path::oneshot}};
     if (k::oneshot_unbounded_polls_compiled(comm_.size()))
-      variants_.push_back(Variant::oneshot_unbounded);
-    for (Variant v : {Variant::twoshot, Variant::automatic, Variant::unfused})
-      variants_.push_back(v);
+      columns_.push_back({Path::oneshot_unbounded});
+    columns_.push_back({Path::twoshot});
+    columns_.push_back({Path::automatic});
+    // The unfused baseline is an allreduce and a residual + RMSNorm kernel: with the allreduce
+    // pattern alone there is nothing to fuse.
+    if (options_.pattern != k::Pattern::allreduce) columns_.push_back({Path::unfused});
     if (options_.compare) {
       other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
       other_->prepare(max_elems_, false);
-      variants_.push_back(Variant::other_oneshot);
-      variants_.push_back(Variant::other_twoshot);
+      other_traits_ = other_->traits();
+      const KernelTraits& traits = other_traits_;
+      if (!traits.runs_pattern(options_.pattern))  // the same on every rank
+        throw BadInput(fmt::format("--compare {}: it does not run the {} pattern{}",
+                                   options_.compare->name, k::pattern_name(options_.pattern),
+                                   traits.runs_pattern(k::Pattern::allreduce)
+                                       ? " (time it with --pattern allreduce)"
+                                       : ""));
+      other_variants_ = traits.variants;
+      if (other_variants_.empty()) other_variants_.push_back(KernelVariant{});
+      for (int i = 0; i < static_cast<int>(other_variants_.size()); ++i) {
+        columns_.push_back({Path::other_oneshot, i});
+        if (traits.twoshot) columns_.push_back({Path::other_twoshot, i});
+      }
     }
   }
 
@@ -161,7 +193,7 @@ class BenchRunner {
         p.tokens = tokens;
         p.hidden = hidden;
         p.dtype = k::DType::bf16;
-        p.pattern = k::Pattern::residual_rmsnorm;
+        p.pattern = options_.pattern;
         p.cluster = options_.cluster;
         p.use_pdl = options_.use_pdl;
         p.trigger = options_.trigger;
@@ -170,25 +202,27 @@ class BenchRunner {
         p.gamma = gamma.get();
         p.residual_out = residual_out.get();
         p.norm_out = norm_out.get();
+        if (options_.pattern == k::Pattern::allreduce) p.allreduce_out = allreduced.get();
         nlohmann::json row{{"tokens", tokens},
                            {"hidden", hidden},
                            {"graph", nlohmann::json::object()},
                            {"eager", nlohmann::json::object()},
                            {"blocks", nlohmann::json::object()}};
-        std::vector<Variant> captured;
+        std::vector<Column> captured;
         std::vector<std::unique_ptr<CallGraph>> graphs;
-        for (Variant v : variants_) {
+        for (const Column& v : columns_) {
           const std::string name = column(v);
           try {
             warm_up(v, p, allreduced.get());
-            if (v == Variant::oneshot || v == Variant::oneshot_unbounded || v == Variant::twoshot)
+            if (v.path == Path::oneshot || v.path == Path::oneshot_unbounded ||
+                v.path == Path::twoshot)
               row["blocks"][name] = last_.grid;
-            if (v == Variant::oneshot ||
-                v == Variant::oneshot_unbounded) {  // which one-shot build ran
+            if (v.path == Path::oneshot ||
+                v.path == Path::oneshot_unbounded) {  // which one-shot build ran
               row["cluster_size"][name] = last_.cluster_size;
               row["cluster_free_build"][name] = last_.cluster_free;
             }
-            if (v == Variant::automatic)
+            if (v.path == Path::automatic)
               row["auto picks"] = last_.twoshot ? "two-shot" : "one-shot";
             row["eager"][name] =
                 options_.eager ? nlohmann::json(time_eager(v, p, allreduced.get())) : nullptr;
@@ -225,16 +259,20 @@ class BenchRunner {
     return bounded > 0 && unbounded > 0 ? nlohmann::json(bounded / unbounded) : nlohmann::json();
   }
 
-  std::string column(Variant v) const {
-    if (v == Variant::other_oneshot) return options_.compare->name + " one-shot";
-    if (v == Variant::other_twoshot) return options_.compare->name + " two-shot";
-    return kVariantName[static_cast<int>(v)];
+  // "<kernel> one-shot"; with several launch variants "<kernel> v<i> one-shot"; without a
+  // two-shot path the path is left out.
+  std::string column(const Column& c) const {
+    if (!c.other()) return kPathName[static_cast<int>(c.path)];
+    std::string name = options_.compare->name;
+    if (other_variants_.size() > 1) name += " v" + std::to_string(c.other_variant);
+    if (!other_traits_.twoshot) return name;
+    return name + (c.path == Path::other_oneshot ? " one-shot" : " two-shot");
   }
 
   // Waits for the calls on the stream; the other kernel bounds its own wait (a hang there is
   // an error of the run: the bench is not a check).
-  void wait_all(Variant v) {
-    if (v == Variant::other_oneshot || v == Variant::other_twoshot) {
+  void wait_all(const Column& v) {
+    if (v.other()) {
       other_->wait(stream_);
       if (other_->hang_record().valid)
         throw RunFailure("bench: " + k::describe(other_->hang_record()));
@@ -244,24 +282,31 @@ class BenchRunner {
     workspace_->throw_if_hung();
   }
 
-  void launch(Variant v, const k::FusedParams& p, void* allreduced) {
-    switch (v) {
-      case Variant::other_oneshot: other_->launch(p, false, stream_); break;
-      case Variant::other_twoshot: other_->launch(p, true, stream_); break;
-      case Variant::oneshot: last_ = k::launch_oneshot(p, *workspace_, stream_); break;
-      case Variant::oneshot_unbounded:
+  void launch(const Column& v, const k::FusedParams& p, void* allreduced) {
+    if (v.other()) {
+      k::FusedParams q = p;
+      q.variant = v.other_variant;
+      q.fp32_accumulation = other_traits_.fp32_accumulation;  // the sum it has
+      other_->launch(q, v.path == Path::other_twoshot, stream_);
+      return;
+    }
+    switch (v.path) {
+      case Path::other_oneshot:
+      case Path::other_twoshot: break;  // above
+      case Path::oneshot: last_ = k::launch_oneshot(p, *workspace_, stream_); break;
+      case Path::oneshot_unbounded:
         last_ = k::launch_oneshot_unbounded_polls(p, *workspace_, stream_);
         break;
-      case Variant::twoshot: last_ = k::launch_twoshot(p, *workspace_, stream_); break;
-      case Variant::automatic: last_ = k::launch_automatic(p, *workspace_, stream_); break;
-      case Variant::unfused:
+      case Path::twoshot: last_ = k::launch_twoshot(p, *workspace_, stream_); break;
+      case Path::automatic: last_ = k::launch_automatic(p, *workspace_, stream_); break;
+      case Path::unfused:
         k::launch_unfused_baseline(p, *workspace_, allreduced, stream_, nccl_.get());
         break;
     }
   }
 
   // The first launch refuses what the kernel cannot run (InvalidLaunch), before any timing.
-  void warm_up(Variant v, const k::FusedParams& p, void* allreduced) {
+  void warm_up(const Column& v, const k::FusedParams& p, void* allreduced) {
     // Phases for the rank watchdog: a full launch queue blocks inside the launch call.
     for (int i = 0; i < std::max(1, options_.warmup); ++i) {
       mpi::set_phase("bench: enqueueing warm-up calls");
@@ -284,7 +329,7 @@ class BenchRunner {
 
   // Eager: an event pair around each of `iters` back-to-back calls launched from the host, one
   // sync at the end; the slowest rank's median.
-  double time_eager(Variant v, const k::FusedParams& p, void* allreduced) {
+  double time_eager(const Column& v, const k::FusedParams& p, void* allreduced) {
     comm_.barrier("bench start");
     std::vector<EventPair> events(static_cast<std::size_t>(options_.iters));
     for (auto& e : events) {
@@ -301,7 +346,8 @@ class BenchRunner {
   }
 
   // Graph: graph_calls calls captured in one CUDA graph, launched once untimed (the upload).
-  std::unique_ptr<CallGraph> capture_graph(Variant v, const k::FusedParams& p, void* allreduced) {
+  std::unique_ptr<CallGraph> capture_graph(const Column& v, const k::FusedParams& p,
+                                           void* allreduced) {
     auto graph = std::make_unique<CallGraph>();
     mpi::set_phase("bench: capturing a graph");
     cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed),
@@ -334,7 +380,7 @@ class BenchRunner {
   // the graph waits behind a spin kernel, an event pair around it; per call = graph time /
   // calls. Per variant: median and p10/p90 over repeats of the slowest rank.
   std::vector<nlohmann::json> time_graphs_interleaved(
-      const std::vector<Variant>& variants, const std::vector<std::unique_ptr<CallGraph>>& graphs) {
+      const std::vector<Column>& variants, const std::vector<std::unique_ptr<CallGraph>>& graphs) {
     const std::size_t n = variants.size();
     std::vector<std::vector<double>> per_call(n);
     EventPair events;
@@ -363,13 +409,14 @@ class BenchRunner {
 
   void print_row(const nlohmann::json& row) const {
     auto us = [&](const std::string& key) {
+      if (!row["graph"].contains(key)) return -1.0;
       const auto& g = row["graph"][key];
       return g.is_null() ? -1.0 : g["median"].get<double>();
     };
     std::string line =
         fmt::format("{:>7} {:>7}", row["tokens"].get<int>(), row["hidden"].get<int>());
-    for (Variant v : variants_) line += fmt::format(" {:>13.2f}", us(column(v)));
-    line += fmt::format(" {:>9.2f}x", us("unfused") / us("auto"));
+    for (const Column& v : columns_) line += fmt::format(" {:>13.2f}", us(column(v)));
+    if (has_unfused()) line += fmt::format(" {:>9.2f}x", us("unfused") / us("auto"));
     if (has_unbounded()) {
       const auto& ratio =
           row.contains(kBoundRatioKey) ? row[kBoundRatioKey]["graph"] : nlohmann::json();
@@ -383,16 +430,19 @@ class BenchRunner {
  public:
   void print_header() const {
     std::string line = fmt::format("{:>7} {:>7}", "tokens", "hidden");
-    for (Variant v : variants_) line += fmt::format(" {:>13}", column(v));
-    line += fmt::format(" {:>10}", "unf/auto");
+    for (const Column& v : columns_) line += fmt::format(" {:>13}", column(v));
+    if (has_unfused()) line += fmt::format(" {:>10}", "unf/auto");
     if (has_unbounded()) line += fmt::format(" {:>9}", "bnd/unbnd");
     line += fmt::format(" {:>9}", "eager 1s");
     fmt::print("{}\n", line);
   }
 
   bool has_unbounded() const {
-    return std::find(variants_.begin(), variants_.end(), Variant::oneshot_unbounded) !=
-           variants_.end();
+    return std::find(columns_.begin(), columns_.end(), Column{Path::oneshot_unbounded}) !=
+           columns_.end();
+  }
+  bool has_unfused() const {
+    return std::find(columns_.begin(), columns_.end(), Column{Path::unfused}) != columns_.end();
   }
 
  private:
@@ -402,7 +452,9 @@ class BenchRunner {
   MpiBootstrap bootstrap_;
   cudaStream_t stream_{};
   std::size_t max_elems_ = 0;
-  std::vector<Variant> variants_;
+  std::vector<Column> columns_;
+  KernelTraits other_traits_;                  // of the compared kernel
+  std::vector<KernelVariant> other_variants_;  // of the compared kernel (at least one)
   std::unique_ptr<k::Workspace> workspace_;
   std::unique_ptr<k::NcclAllReduce> nccl_;
   std::unique_ptr<KernelUnderTest> other_;
@@ -420,6 +472,12 @@ std::string grid_note(const nlohmann::json& rows) {
       twoshot = std::max(twoshot, row["blocks"]["two-shot"].get<int>());
   }
   return fmt::format("largest grid per rank: one-shot {} blocks, two-shot {}", oneshot, twoshot);
+}
+
+nlohmann::json other_variants_json(const BenchRunner& runner) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& name : runner.other_variant_names()) out.push_back(name);
+  return out;
 }
 
 }  // namespace
@@ -456,29 +514,38 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
   if (comm.rank() == 0) {
     fmt::print("fusioncheck gpu bench: {}\n", describe(placement, comm.size()));
     fmt::print(
-        "bf16, residual + RMSNorm; latency in microseconds; PDL {} (trigger {}), one-shot RMSNorm path {}\n{}\n",
+        "bf16, {}; latency in microseconds; PDL {} (trigger {}), one-shot RMSNorm path {}\n{}\n",
+        options.pattern == k::Pattern::allreduce ? "allreduce alone" : "residual + RMSNorm",
         options.use_pdl ? "on" : "off", trigger_name(options.trigger),
         options.cluster == k::ClusterMode::automatic       ? "auto"
         : options.cluster == k::ClusterMode::force_cluster ? "cluster"
                                                            : "no-cluster",
         method);
+    const auto other_variants = runner.other_variant_names();
+    for (std::size_t i = 0; i < other_variants.size(); ++i)
+      fmt::print("{} v{}: {}\n", options.compare->name, i, other_variants[i]);
     runner.print_header();
   }
   const nlohmann::json rows = runner.run();
   if (comm.rank() == 0) {
-    fmt::print("unfused = {} + separate residual+RMSNorm kernel; {}\n", runner.allreduce_kind(),
-               grid_note(rows));
+    if (options.pattern == k::Pattern::allreduce) fmt::print("{}\n", grid_note(rows));
+    else
+      fmt::print("unfused = {} + separate residual+RMSNorm kernel; {}\n", runner.allreduce_kind(),
+                 grid_note(rows));
     if (!options.json_out.empty())
-      write_file(options.json_out, nlohmann::json{{"setup", describe(placement, comm.size())},
-                                                  {"ranks", comm.size()},
-                                                  {"method", method},
-                                                  {"pdl", options.use_pdl},
-                                                  {"trigger", trigger_name(options.trigger)},
-                                                  {"unfused_allreduce", runner.allreduce_kind()},
-                                                  {"columns", runner.columns()},
-                                                  {"rows", rows}}
-                                           .dump(1) +
-                                       "\n");
+      write_file(options.json_out,
+                 nlohmann::json{{"setup", describe(placement, comm.size())},
+                                {"ranks", comm.size()},
+                                {"method", method},
+                                {"pdl", options.use_pdl},
+                                {"pattern", k::pattern_name(options.pattern)},
+                                {"compared_variants", other_variants_json(runner)},
+                                {"trigger", trigger_name(options.trigger)},
+                                {"unfused_allreduce", runner.allreduce_kind()},
+                                {"columns", runner.columns()},
+                                {"rows", rows}}
+                         .dump(1) +
+                     "\n");
   }
   return BenchResult{rows, runner.allreduce_kind()};
 }

@@ -22,7 +22,16 @@ TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
   ASSERT_TRUE(fa::flashinfer_available()) << fa::flashinfer_unavailable_reason();
   EXPECT_NE(fa::flashinfer_source().find("flashinfer"), std::string::npos)
       << fa::flashinfer_source();
-  auto patches = fa::flashinfer_patches();
+  const auto built = fa::flashinfer_patches();
+  // pdl-wait-missing is compiled in every build (the audit's control).
+  EXPECT_NE(std::find(built.begin(), built.end(), Mutant::pdl_wait_missing), built.end());
+  // The pinned release takes every patch: a copy is built, or applied and named as left out
+  // by -DFUSIONCHECK_FLASHINFER_COPIES=OFF, never skipped.
+  auto patches = built;
+  for (const auto& [mutant, why] : fa::flashinfer_patches_not_built()) {
+    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_COPIES=OFF"), std::string::npos) << why;
+    patches.push_back(mutant);
+  }
   std::sort(patches.begin(), patches.end());
   std::vector<Mutant> expected = {Mutant::pdl_wait_missing,
                                   Mutant::float_sentinel,
@@ -39,8 +48,6 @@ TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
                                   Mutant::group_fp8_padding_kept};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(patches, expected);
-  // The pinned release takes every patch: none is listed as not built.
-  EXPECT_TRUE(fa::flashinfer_patches_not_built().empty());
   EXPECT_EQ(fa::flashinfer_choice().name, "flashinfer");
   // The pinned wheel's JIT flags were read: the fast-math instance is built beside.
   EXPECT_NE(fa::flashinfer_fast_math_flags().find("-use_fast_math"), std::string::npos)
@@ -83,6 +90,25 @@ TEST(FlashInferAdapter, AMutantWithoutPatchIsRefused) {
     ADD_FAILURE() << "no refusal";
   } catch (const fusioncheck::kernels::InvalidLaunch& e) {
     EXPECT_NE(std::string(e.what()).find("two-buffers"), std::string::npos) << e.what();
+  }
+}
+
+// Every compiled patched copy is also built with FlashInfer's JIT flags (launch variant 1, the
+// fast-math kill table), except where -DFUSIONCHECK_FLASHINFER_COPIES=OFF compiles only the
+// audit's pdl-wait-missing copy, and that with nvcc's defaults alone (one variant: none listed).
+TEST(FlashInferAdapter, EveryCompiledPatchedCopyHasItsJitBuild) {
+  if (fa::flashinfer_fast_math_flags().empty()) GTEST_SKIP() << fa::flashinfer_fast_math_refused();
+  UnusedBootstrap bootstrap;
+  const bool copies_compiled = fa::flashinfer_patches_not_built().empty();
+  EXPECT_EQ(fa::make_flashinfer(bootstrap, Mutant::none)->traits().variants.size(), 2u);
+  for (Mutant m : fa::flashinfer_patches()) {
+    const auto kernel = fa::make_flashinfer(bootstrap, m);
+    const auto variants = kernel->traits().variants;
+    ASSERT_EQ(variants.size(), copies_compiled ? 2u : 0u) << fusioncheck::protocol::mutant_id(m);
+    if (copies_compiled) {
+      EXPECT_FALSE(variants[0].fast_math);
+      EXPECT_TRUE(variants[1].fast_math);
+    }
   }
 }
 
@@ -254,9 +280,11 @@ namespace {
 TEST(FlashInferMoe, EveryPatchedCopyIsBuiltOrNamedAsNotBuilt) {
   ASSERT_EQ(fa::flashinfer_moe_unavailable_reason(), "");
   EXPECT_EQ(fa::flashinfer_moe_choice().name, "flashinfer-moe");
+  // The kill table runs the MoE copies at every rank count FlashInfer's entry points dispatch.
+  EXPECT_EQ(fa::flashinfer_moe_choice().mutant_ranks, (std::vector<int>{2, 4, 8}));
   auto have = fa::flashinfer_moe_patches();
   for (const auto& [mutant, why] : fa::flashinfer_moe_patches_not_built()) {
-    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_MOE_COPIES=OFF"), std::string::npos) << why;
+    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_COPIES=OFF"), std::string::npos) << why;
     have.push_back(mutant);
   }
   std::sort(have.begin(), have.end());

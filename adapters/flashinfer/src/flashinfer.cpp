@@ -190,6 +190,8 @@ gpu::KernelChoice flashinfer_moe_choice() {
   choice.name = "flashinfer-moe";
   choice.make = make_flashinfer_moe;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
+  // A patched copy is FlashInfer's whole entry point, which dispatches every rank count.
+  choice.mutant_ranks = {2, 4, 8};
   return choice;
 }
 

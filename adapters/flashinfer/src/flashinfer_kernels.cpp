@@ -165,9 +165,12 @@ k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
 FlashInferKernels::FlashInferKernels(k::Bootstrap& bootstrap, const Instance& instance_bf16,
                                      const Instance* instance_f16, protocol::Mutant patch,
                                      const Instance* fast_bf16, const Instance* fast_f16)
-    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16),
-      fast_bf16_(fast_bf16 != nullptr && fast_f16 != nullptr ? fast_bf16 : nullptr),
-      fast_f16_(fast_bf16 != nullptr && fast_f16 != nullptr ? fast_f16 : nullptr), patch_(patch) {}
+    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {
+  if (fast_bf16 != nullptr && (fast_f16 != nullptr) == (instance_f16 != nullptr)) {
+    fast_bf16_ = fast_bf16;
+    fast_f16_ = fast_f16;
+  }
+}
 
 std::vector<gpu::KernelVariant> FlashInferKernels::fast_math_variants() {
   gpu::KernelVariant ieee;

@@ -66,7 +66,8 @@ void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter);
 class FlashInferKernels final : public gpu::KernelUnderTest {
  public:
   // instance_f16 may be null (the patched copies are bf16 only). fast_bf16 and fast_f16: the
-  // fast-math instances of the same tree (both or neither), drawn as launch variant 1.
+  // fast-math instances of the same tree or patched copy, drawn as launch variant 1; kept only
+  // where they cover the same element types as the IEEE pair.
   FlashInferKernels(kernels::Bootstrap& bootstrap, const Instance& instance_bf16,
                     const Instance* instance_f16, protocol::Mutant patch,
                     const Instance* fast_bf16 = nullptr, const Instance* fast_f16 = nullptr);
@@ -122,8 +123,8 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   kernels::Bootstrap& bootstrap_;
   const Instance& bf16_;
   const Instance* f16_;
-  const Instance* fast_bf16_;
-  const Instance* fast_f16_;
+  const Instance* fast_bf16_ = nullptr;
+  const Instance* fast_f16_ = nullptr;
   protocol::Mutant patch_;
   std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
   FiWorkspace* current_ = nullptr;

@@ -91,6 +91,7 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                           "(patched copies: " +
                           (have.empty() ? std::string("none") : have) + ")");
                     },
+                .comparable = true,  // `gpu bench --pattern allreduce --compare flashinfer-pcie`
                 .protocol = "pcie-sentinel"});
   registry.add(
       {.name = "flashinfer-moe",

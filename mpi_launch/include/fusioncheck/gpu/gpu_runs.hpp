@@ -63,7 +63,10 @@ struct BenchOptions {
   // The fused kernels' PDL trigger; early suits a consumer that waits before it reads, as
   // every call of the benchmark does (the next call's step 1).
   kernels::Trigger trigger = kernels::Trigger::at_end;
-  std::optional<KernelChoice> compare;  // another kernel under test, timed beside ours (same calls)
+  // residual_rmsnorm, or allreduce alone (no unfused column: nothing to fuse)
+  kernels::Pattern pattern = kernels::Pattern::residual_rmsnorm;
+  // Another kernel under test, timed beside ours (same calls), one column per launch variant.
+  std::optional<KernelChoice> compare;
   std::string json_out;
 };
 

@@ -30,7 +30,8 @@ std::string flashinfer_fast_math_refused();
 // The patched copies this build has (mutant ids of the catalogue).
 std::vector<protocol::Mutant> flashinfer_patches();
 // The patches that do not apply to the tree this build uses (never the pinned release, where
-// the configuration stops instead), each with why.
+// the configuration stops instead) or that -DFUSIONCHECK_FLASHINFER_COPIES=OFF left
+// uncompiled, each with why.
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built();
 
 // Other flashinfer-python releases built beside the main tree (-DFUSIONCHECK_FLASHINFER_RELEASES,
