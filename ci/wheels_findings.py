@@ -17,8 +17,10 @@ its findings must then be reported).
 import argparse
 import json
 import pathlib
-import re
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "audit"))
+from explained_findings import MalformedTable, explanation_rows  # noqa: E402
 
 HEADING = "## Explained findings"
 
@@ -54,26 +56,10 @@ def extract(out):
 
 
 def explanations(doc_text):
-    rows, inside = [], False
-    for line in doc_text.splitlines():
-        if line.startswith("## "):
-            inside = line.strip() == HEADING
-            continue
-        if not inside or not line.startswith("|") or line.startswith("|---"):
-            continue
-        # Cells split on unescaped "|"; a regex writes its alternatives as "\|" (Markdown).
-        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
-        if cells[0] == "wheel":
-            continue
-        if len(cells) < 6:
-            fail(f"an explanation row needs 6 cells: {line}")
-        try:
-            rx = [re.compile(c.strip("`")) for c in cells[:5]]
-        except re.error as e:
-            fail(f"bad regex in {line}: {e}")
-        rows.append({"wheel": rx[0], "file": rx[1], "kernel": rx[2], "kind": rx[3], "arch": rx[4],
-                     "text": " | ".join(cells[:5]), "hits": 0})
-    return rows
+    try:
+        return explanation_rows(doc_text, HEADING, ("wheel", "file", "kernel", "kind", "arch"))
+    except MalformedTable as e:
+        fail(str(e))
 
 
 def matches(row, x):

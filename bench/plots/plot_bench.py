@@ -5,7 +5,7 @@
 
 A bench table gives OUT_DIR/<stem>_latency.png (latency against tokens, one panel per hidden
 size, a line per kernel with its p10-p90 band) and OUT_DIR/<stem>_speedup.png (the unfused
-path's latency over each fused kernel's, FlashInfer's over ours where it was timed, and our
+path's latency over each fused kernel's, a compared kernel's over ours where it was timed, and our
 one-shot without the poll bound over ours where that was timed: below 1, what the bound costs).
 A wait profile gives OUT_DIR/<stem>.png: one heat map per rank, blocks x peers, of the time
 spent polling each peer's slot. Bad input: one line on stderr, exit code 2.
@@ -67,7 +67,44 @@ def bench_series(data, path):
             series.setdefault(hidden, {}).setdefault(c, []).append(point)
     if not series:
         raise BadInput(f"{path}: no column was timed at any size (every one refused)")
-    return columns, series
+    return fastest_grid(data, columns, series, path)
+
+
+# More launch variants of a compared kernel than this: one line per kernel of it, its fastest
+# grid at each size (a figure of 19 lines is unreadable; the JSON keeps every column).
+MAX_VARIANT_LINES = 6
+
+
+def fastest_grid(data, columns, series, path):
+    """Collapses the compared kernel's launch-variant columns ("<kernel> v<i>", named in
+    "compared_variants" as "<kernel name> <blocks>x<threads>") into one column per kernel name:
+    at each size the variant of the smallest median, its own p10 and p90."""
+    variants = data.get("compared_variants") or []
+    if len(variants) <= MAX_VARIANT_LINES:
+        return columns, series
+    if not all(isinstance(v, str) and " " in v for v in variants):
+        raise BadInput(f"{path}: \"compared_variants\" is not a list of \"<kernel> <grid>\" names")
+    group_of = {}
+    for c in columns:
+        head, _, index = c.rpartition(" v")
+        if head and index.isdigit() and int(index) < len(variants):
+            group_of[c] = f"{head}: {variants[int(index)].rsplit(' ', 1)[0]} (fastest grid)"
+    merged_columns = [c for c in columns if c not in group_of]
+    for g in group_of.values():
+        if g not in merged_columns:
+            merged_columns.append(g)
+    merged = {}
+    for hidden, by_column in series.items():
+        best = {}
+        for c, points in by_column.items():
+            target = group_of.get(c, c)
+            for p in points:
+                key = (target, p[0])
+                if target == c or key not in best or p[1] < best[key][1]:
+                    best[key] = p
+        for (target, _), p in sorted(best.items()):
+            merged.setdefault(hidden, {}).setdefault(target, []).append(p)
+    return merged_columns, merged
 
 
 def plot_bench(data, path, out_dir, plt):
@@ -75,7 +112,8 @@ def plot_bench(data, path, out_dir, plt):
     stem = os.path.splitext(os.path.basename(path))[0]
     hiddens = sorted(series)
     trigger = f", PDL trigger {data['trigger']}" if data.get("trigger") == "early" else ""
-    subtitle = (f"{data.get('setup', '')}\nbf16 residual + RMSNorm, per call from CUDA graphs (median, p10-p90)"
+    computed = "allreduce alone" if data.get("pattern") == "allreduce" else "residual + RMSNorm"
+    subtitle = (f"{data.get('setup', '')}\nbf16 {computed}, per call from CUDA graphs (median, p10-p90)"
                 f"{trigger}")
 
     def draw_latency(ax, hidden):
@@ -92,8 +130,13 @@ def plot_bench(data, path, out_dir, plt):
     def draw_speedup(ax, hidden):
         med = {c: dict((p[0], p[1]) for p in series[hidden].get(c, [])) for c in columns}
         ratios = [(f"unfused / {c}", "unfused", c) for c in ("one-shot", "two-shot", "auto")]
-        ratios += [(f"{c} / ours {c.split(' ', 1)[1]}", c, c.split(" ", 1)[1])
-                   for c in columns if c not in OURS + (UNBOUNDED,)]
+        # Another kernel's column over ours on the same path ("<kernel> [v<i>] two-shot"), or over
+        # our automatic choice where it names no path of ours (a launch variant, "<kernel> v<i>").
+        for c in columns:
+            if c not in OURS + (UNBOUNDED,):
+                path = c.rsplit(" ", 1)[-1]
+                path = path if path in OURS else "auto"
+                ratios.append((f"{c} / ours {path}", c, path))
         ratios.append((f"{UNBOUNDED} / one-shot (bound's cost)", UNBOUNDED, "one-shot"))
         for label, num, den in ratios:
             t = sorted(x for x in set(med.get(num, {})) & set(med.get(den, {})) if med[den][x] > 0)

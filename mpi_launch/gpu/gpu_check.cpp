@@ -136,9 +136,14 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
       if (h <= o.limits.max_hidden && traits.runs_hidden(h)) sizes.push_back(h);
     c.hidden = *rc::gen::elementOf(sizes);
   } else if (traits.hidden_sizes.empty()) {
+    std::vector<int> model_units;  // the released models' sizes within --max-hidden
+    for (int h : kModelHiddenSizes)
+      if (h <= o.limits.max_hidden) model_units.push_back(h / 16);
+    if (model_units.empty()) model_units.push_back(hidden_units);
     c.hidden = 16 * *rc::gen::weightedOneOf<int>(
                         {{6, rc::gen::inRange(1, std::min(hidden_units, 64) + 1)},
                          {3, rc::gen::element(std::min(hidden_units, 256), hidden_units)},
+                         {2, rc::gen::elementOf(model_units)},
                          {1, rc::gen::inRange(1, hidden_units + 1)}});
   } else {  // the kernel's own list, within --max-hidden (shrinks towards the smallest)
     std::vector<int> sizes;

@@ -95,21 +95,15 @@ TEST(FlashInferAdapter, AMutantWithoutPatchIsRefused) {
 
 // Every compiled patched copy is also built with FlashInfer's JIT flags (launch variant 1, the
 // fast-math kill table), except where -DFUSIONCHECK_FLASHINFER_COPIES=OFF compiles only the
-// audit's pdl-wait-missing copy, and that with nvcc's defaults alone (one variant: none listed).
+// audit's pdl-wait-missing copy, and that with nvcc's defaults alone.
 TEST(FlashInferAdapter, EveryCompiledPatchedCopyHasItsJitBuild) {
   if (fa::flashinfer_fast_math_flags().empty()) GTEST_SKIP() << fa::flashinfer_fast_math_refused();
-  UnusedBootstrap bootstrap;
-  const bool copies_compiled = fa::flashinfer_patches_not_built().empty();
-  EXPECT_EQ(fa::make_flashinfer(bootstrap, Mutant::none)->traits().variants.size(), 2u);
-  for (Mutant m : fa::flashinfer_patches()) {
-    const auto kernel = fa::make_flashinfer(bootstrap, m);
-    const auto variants = kernel->traits().variants;
-    ASSERT_EQ(variants.size(), copies_compiled ? 2u : 0u) << fusioncheck::protocol::mutant_id(m);
-    if (copies_compiled) {
-      EXPECT_FALSE(variants[0].fast_math);
-      EXPECT_TRUE(variants[1].fast_math);
-    }
-  }
+  auto compiled = fa::flashinfer_patches();
+  auto fast = fa::flashinfer_fast_math_patches();
+  std::sort(compiled.begin(), compiled.end());
+  std::sort(fast.begin(), fast.end());
+  if (fa::flashinfer_patches_not_built().empty()) EXPECT_EQ(fast, compiled);
+  else EXPECT_TRUE(fast.empty());
 }
 
 }  // namespace

@@ -161,6 +161,31 @@ TEST(GpuCase, NegZeroInputsTravelInJsonAndDefaultToTrue) {
 
 }  // namespace
 
+// By default the draw holds released models' hidden sizes (e.g. gpt-oss's 2880, not a multiple
+// of 256) within --max-hidden, beside random multiples of 16; the fixed seeds draw several
+// model sizes, one that is not a multiple of 256 among them, and none above --max-hidden.
+TEST(DrawCase, ModelHiddenSizesAreDrawnWithinMaxHidden) {
+  for (int max_hidden : {8192, 4096}) {
+    fg::DrawSettings s;
+    s.limits.max_hidden = max_hidden;
+    const auto gen = rc::gen::exec([&] { return fg::draw_case(s, fg::KernelTraits{}); });
+    std::set<int> models, others;
+    for (std::uint64_t seed = 1; seed <= 400; ++seed) {
+      const fg::GpuCase c = gen(rc::Random(seed), 50).value();
+      ASSERT_LE(c.hidden, max_hidden) << "seed " << seed;
+      ASSERT_EQ(c.hidden % 16, 0) << "seed " << seed;
+      const bool model =
+          std::find(std::begin(fg::kModelHiddenSizes), std::end(fg::kModelHiddenSizes), c.hidden) !=
+          std::end(fg::kModelHiddenSizes);
+      (model ? models : others).insert(c.hidden);
+    }
+    EXPECT_GE(models.size(), 4u) << "max_hidden " << max_hidden;
+    EXPECT_TRUE(std::any_of(models.begin(), models.end(), [](int h) { return h % 256 != 0; }))
+        << "max_hidden " << max_hidden;
+    EXPECT_GE(others.size(), 20u) << "max_hidden " << max_hidden;  // random sizes still drawn
+  }
+}
+
 // The PDL producer is drawn, only on calls launched with PDL, with a delay within its bound.
 // Cases come from fixed seeds so the share of producers is the same on every run: the
 // generator draws one on about a third of the PDL calls, and the test fails if it draws

@@ -29,6 +29,13 @@ std::vector<protocol::Mutant> flashinfer_patches() {
   return out;
 }
 
+std::vector<protocol::Mutant> flashinfer_fast_math_patches() {
+  std::vector<protocol::Mutant> out;
+  for (const fi::Instance& i : fi::kInstances)
+    if (i.mutant != protocol::Mutant::none && i.fast_math) out.push_back(i.mutant);
+  return out;
+}
+
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() {
   std::vector<std::pair<protocol::Mutant, std::string>> out;
   for (const fi::NotBuilt& n : fi::kPatchesNotBuilt)
@@ -132,6 +139,7 @@ std::string flashinfer_fast_math_flags() { return ""; }
 std::string flashinfer_fast_math_refused() { return flashinfer_unavailable_reason(); }
 std::vector<protocol::Mutant> flashinfer_patches() { return {}; }
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() { return {}; }
+std::vector<protocol::Mutant> flashinfer_fast_math_patches() { return {}; }
 std::vector<std::string> flashinfer_releases() { return {}; }
 std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused() { return {}; }
 gpu::KernelChoice flashinfer_release_choice(const std::string&) {

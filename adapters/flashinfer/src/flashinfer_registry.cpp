@@ -21,10 +21,15 @@ void require_adapter() {
 void check_patch(protocol::Mutant mutant) {
   const auto patches = flashinfer_patches();
   if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
-  std::string have;
+  std::string have, absent;
   for (auto m : patches) have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+  for (const auto& [m, why] : flashinfer_patches_not_built()) {
+    if (m == mutant) throw gpu::BadInput("FlashInfer's patched copy for this mutant: " + why);
+    absent += (absent.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+  }
   throw gpu::BadInput("FlashInfer has no patched copy for this mutant (patched copies: " +
-                      (have.empty() ? std::string("none") : have) + ")");
+                      (have.empty() ? std::string("none") : have) +
+                      (absent.empty() ? "" : "; not built here: " + absent) + ")");
 }
 
 gpu::KernelChoice choose_release(const std::string& value) {

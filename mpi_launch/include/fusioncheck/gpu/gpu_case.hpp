@@ -120,6 +120,12 @@ inline constexpr int kMaxVariant = 255;  // CallSpec::variant
 inline constexpr float kFp8InvScale = 2.0f;                        // code = e4m3(norm * 2)
 inline constexpr float kNvfp4GlobalScale = 448.0f * 6.0f / 64.0f;  // NVFP4 global scale
 
+// Hidden sizes of released models, drawn by default beside random multiples of 16 (Llama 3.2
+// 1B and 3B, Qwen3 4B, gpt-oss, Qwen2.5 7B, Llama 3 8B, Qwen3 32B, DeepSeek-V3, Llama 3 70B,
+// Mistral Large 2, Llama 3.1 405B): several are not multiples of 256 (2880, 3584).
+inline constexpr int kModelHiddenSizes[] = {2048, 2560, 2880, 3072,  3584, 4096,
+                                            5120, 7168, 8192, 12288, 16384};
+
 // The shapes a run may draw and its buffers hold: the one definition of the size limits,
 // checked once (validate), then used by case generation, buffer sizing and replay files.
 struct CaseLimits {

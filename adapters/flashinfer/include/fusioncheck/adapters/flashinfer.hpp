@@ -27,8 +27,10 @@ std::string flashinfer_source();
 std::string flashinfer_fast_math_flags();
 std::string flashinfer_fast_math_refused();
 
-// The patched copies this build has (mutant ids of the catalogue).
+// The patched copies this build has (mutant ids of the catalogue), and those of them also
+// built with FlashInfer's JIT flags (launch variant 1 of the copy).
 std::vector<protocol::Mutant> flashinfer_patches();
+std::vector<protocol::Mutant> flashinfer_fast_math_patches();
 // The patches that do not apply to the tree this build uses (never the pinned release, where
 // the configuration stops instead) or that -DFUSIONCHECK_FLASHINFER_COPIES=OFF left
 // uncompiled, each with why.
