@@ -11,6 +11,7 @@
 #   ci/audit_wheels.sh sglang-kernel==0.4.10 vllm       these requirements (pip syntax)
 #   ARCH=sm_120a ci/audit_wheels.sh                     only that architecture's code (--arch;
 #                                                       default: the audit's, sm_90+; ARCH=all)
+#   KERNELS='allreduce|lamport' ci/audit_wheels.sh      only kernels whose names match (--kernels)
 #   BUILD=build/default  OUT=out/wheels  CACHE=~/.cache/fusioncheck/wheels  TIMEOUT=3000
 #
 # Exit 2 on bad settings or a failed download (one line); 1 when a finding is not explained
@@ -24,6 +25,7 @@ OUT=${OUT:-out/wheels}
 CACHE=${CACHE:-${FUSIONCHECK_CACHE:-$HOME/.cache/fusioncheck}/wheels}
 TIMEOUT=${TIMEOUT:-3000}
 ARCH=${ARCH:-}
+KERNELS=${KERNELS:-}
 FC=$(fc_bin "$BUILD")
 # The wheels of docs/shipped_wheels.md, pinned.
 defaults=(sglang-kernel==0.4.10 vllm==0.34.0 nvidia-nccl-cu13==2.32.3 flashinfer-cubin==0.6.13 flashinfer-python==0.7.4)
@@ -56,7 +58,7 @@ fetch() {
 }
 
 {
-  echo "Audited $(date -u +%F) with \`fusioncheck audit${ARCH:+ --arch $ARCH}\` ($FC) on $(nproc) cores."
+  echo "Audited $(date -u +%F) with \`fusioncheck audit${ARCH:+ --arch $ARCH}${KERNELS:+ --kernels '$KERNELS'}\` ($FC) on $(nproc) cores."
   echo
   echo "| wheel | size | audit time | peak memory | files audited | findings | notes | exit |"
   echo "|---|---|---|---|---|---|---|---|"
@@ -67,6 +69,7 @@ for req in "${requirements[@]}"; do
   echo "== $name"
   args=(audit --json --timeout "$TIMEOUT")
   [ -z "$ARCH" ] || args+=(--arch "$ARCH")
+  [ -z "$KERNELS" ] || args+=(--kernels "$KERNELS")
   rc=0
   /usr/bin/time -f '%e %M' -o "$OUT/$name.time" "$FC" "${args[@]}" "$wheel" >"$OUT/$name.json" 2>"$OUT/$name.stderr" || rc=$?
   # (time puts "Command exited with non-zero status N" first when the audit exits non-zero)

@@ -35,6 +35,7 @@ struct AuditArguments {
   bool no_pdl_heuristic = false;
   bool no_known_pdl = false;
   std::string empty_kernels;
+  std::string kernels;  // --kernels: only these are disassembled and audited
   std::string baseline;
   bool as_json = false;
   bool recursive = false;
@@ -76,6 +77,7 @@ audit::AuditOptions make_options(const AuditArguments& args) {
 struct AuditInput {
   std::string path;  // the file, or the wheel
   std::optional<audit::WheelMember> member;
+  std::shared_ptr<const audit::Wheel> wheel;  // open for all its members
   std::string shown() const { return member ? path + ":" + member->name : path; }
 };
 
@@ -113,13 +115,14 @@ audit::FileReport audit_input(const std::string& cuobjdump, const AuditInput& in
                               const audit::DumpOptions& dump, const audit::AuditOptions& options) {
   if (!input.member) return audit_file(cuobjdump, input.path, input.path, dump, options);
   audit::FileReport report;
-  audit::with_extracted_member(input.path, *input.member, [&](const std::string& copy) {
+  input.wheel->with_extracted_member(*input.member, [&](const std::string& copy) {
     report = audit_file(cuobjdump, copy, input.shown(), dump, options);
   });
   return report;
 }
 
 constexpr std::chrono::seconds kPythonTimeLimit{60};
+constexpr std::chrono::seconds kInputsProgressEvery{10};
 
 // --python: the files with device code in each folder of installed_places(), named on stderr.
 std::vector<AuditInput> installed_inputs(const std::string& python) {
@@ -142,7 +145,7 @@ std::vector<AuditInput> installed_inputs(const std::string& python) {
     }
     fmt::print(stderr, "audit: {} ({}): {} file(s) that may hold device code\n", place.what,
                place.folder, files.size());
-    for (auto& file : files) inputs.push_back({std::move(file), {}});
+    for (auto& file : files) inputs.push_back({std::move(file), {}, {}});
   }
   if (inputs.empty())
     throw UsageError("--python " + python + ": it has none of " + looked_for +
@@ -159,18 +162,19 @@ std::vector<AuditInput> audit_inputs(const AuditArguments& args) {
     std::error_code error;
     try {
       if (args.recursive && std::filesystem::is_directory(arg, error)) {
-        for (auto& file : audit::files_in_folder(arg)) inputs.push_back({std::move(file), {}});
+        for (auto& file : audit::files_in_folder(arg)) inputs.push_back({std::move(file), {}, {}});
         continue;
       }
       require_readable_file("", arg);
       if (audit::is_zip_archive(arg)) {
-        for (auto& member : audit::device_code_members(arg)) inputs.push_back({arg, member});
+        const auto wheel = std::make_shared<const audit::Wheel>(arg);
+        for (auto& member : wheel->device_code_members()) inputs.push_back({arg, member, wheel});
         continue;
       }
     } catch (const audit::AuditInputError& e) {
       throw UsageError(e.what());
     }
-    inputs.push_back({arg, {}});
+    inputs.push_back({arg, {}, {}});
   }
   return inputs;
 }
@@ -183,7 +187,17 @@ std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
                                            const audit::AuditOptions& options) {
   std::vector<audit::FileReport> reports;
   std::vector<std::string> skipped;
-  for (const auto& input : inputs) {
+  // Many inputs (a wheel of thousands of cubins): one line every 10 s on how far the run is.
+  const auto start = std::chrono::steady_clock::now();
+  auto last_line = start;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& input = inputs[i];
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_line >= kInputsProgressEvery) {
+      fmt::print(stderr, "audit: {} of {} files done ({:.0f} s)\n", i, inputs.size(),
+                 std::chrono::duration<double>(now - start).count());
+      last_line = now;
+    }
     try {
       reports.push_back(audit_input(cuobjdump, input, dump, options));
     } catch (const audit::NoDeviceCodeError& e) {
@@ -191,10 +205,21 @@ std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
       skipped.push_back(e.what());
     }
   }
+  const auto unmatched = std::count_if(skipped.begin(), skipped.end(), [](const std::string& why) {
+    return why.ends_with(audit::kNoKernelMatches);
+  });
+  if (reports.empty() && unmatched > 0)
+    throw audit::AuditInputError(fmt::format(
+        "none of the {} inputs has a kernel that matches --kernels ({} hold no device code)",
+        inputs.size(), inputs.size() - static_cast<std::size_t>(unmatched)));
   if (reports.empty())
     throw audit::AuditInputError("none of the " + std::to_string(inputs.size()) +
                                  " inputs holds device code (first: " + skipped.front() + ")");
-  for (const auto& why : skipped) fmt::print(stderr, "audit: skipped {}\n", why);
+  for (const auto& why : skipped)
+    if (!why.ends_with(audit::kNoKernelMatches)) fmt::print(stderr, "audit: skipped {}\n", why);
+  if (unmatched > 0)  // one line, not one per cubin of a library of thousands
+    fmt::print(stderr, "audit: skipped {} file(s) without a kernel that matches --kernels\n",
+               unmatched);
   return reports;
 }
 
@@ -218,6 +243,7 @@ int run_audit(const AuditArguments& args) {
   dump.archs = args.archs;
   dump.parallel = static_cast<std::size_t>(args.jobs > 0 ? args.jobs : default_jobs());
   dump.in_pieces = !args.whole_files;
+  dump.kernels = regex_option("--kernels", args.kernels);
   std::vector<audit::FileReport> reports;
   try {
     reports = audit_files(*cuobjdump, inputs, dump, options);
@@ -269,6 +295,12 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       "--empty-kernels", args->empty_kernels,
       "Regular expression (as --pdl-kernels) of kernels meant to be empty (never reported as "
       "empty-body); default: none");
+  sub->add_option(
+      "--kernels", args->kernels,
+      "Regular expression (as --pdl-kernels) of the kernels to audit, e.g. "
+      "'allreduce|lamport|cross_device_reduce|nccl'; the others are never disassembled (a "
+      "file with none is skipped): a library of thousands of GEMM and attention cubins "
+      "takes seconds; default: every kernel");
   sub->add_option(
          "--baseline", args->baseline,
          "Another build of the same kernels (e.g. the sm_90 build known to work): report the sync "

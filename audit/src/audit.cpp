@@ -1,9 +1,5 @@
 #include "fusioncheck/audit/audit.hpp"
 
-#include "fusioncheck/audit/known_pdl.hpp"
-
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -12,6 +8,9 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+
+#include "fusioncheck/audit/cuobjdump.hpp"
+#include "fusioncheck/audit/known_pdl.hpp"
 
 namespace fusioncheck::audit {
 namespace {
@@ -270,13 +269,6 @@ std::string_view finding_kind_name(FindingKind kind) {
     case FindingKind::kEmptyWhereRead: return "empty-where-read";
   }
   return "unknown";
-}
-
-std::string demangle(const std::string& mangled) {
-  int status = 0;
-  std::unique_ptr<char, decltype(&std::free)> text(
-      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
-  return status == 0 && text ? std::string(text.get()) : mangled;  // C names stay as they are
 }
 
 FileReport audit_listing(const std::string& path, const Listing& listing,

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -64,6 +66,19 @@ bool arch_selected(const ArchSelection& selection, std::string_view arch) {
     if (plain && arch_number(item) == number) return true;  // sm_120 selects sm_120a, sm_120f
   }
   return false;
+}
+
+std::string demangle(const std::string& mangled) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> text(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && text ? std::string(text.get()) : mangled;  // C names stay as they are
+}
+
+bool function_selected(const DumpOptions& options, const std::string& mangled) {
+  if (!options.kernels) return true;
+  return std::regex_search(mangled, *options.kernels) ||
+         std::regex_search(demangle(mangled), *options.kernels);
 }
 
 bool arch_number_selected(const ArchSelection& selection, int number) {
@@ -231,8 +246,10 @@ class PieceDump {
   // One `nvdisasm -c -fun` run per batch of the cubin's functions, its output read as
   // cuobjdump prints a cubin; the last run to end removes the cubin.
   void add_batches(std::size_t index, const std::string& cubin, const std::string& arch) {
-    const auto batches =
-        function_batches(cubin_functions(cubin), options_.batch_text_bytes, kMaxBatchFunctions);
+    std::vector<CubinFunction> functions = cubin_functions(cubin);
+    std::erase_if(functions,
+                  [this](const CubinFunction& f) { return !function_selected(options_, f.name); });
+    const auto batches = function_batches(functions, options_.batch_text_bytes, kMaxBatchFunctions);
     auto left = std::make_shared<std::size_t>(batches.size());
     if (batches.empty()) std::filesystem::remove(cubin);
     for (const auto& symbols : batches) {
@@ -258,6 +275,13 @@ class PieceDump {
   std::set<std::string> unread_;  // architectures of the entries the selection leaves out
   std::size_t next_batch_ = 0;
 };
+
+// Whether a standalone cubin has a function --kernels keeps (read from its symbols, no tool).
+bool cubin_has_selected_function(const std::string& file, const DumpOptions& options) {
+  for (const CubinFunction& f : cubin_functions(file))
+    if (function_selected(options, f.name)) return true;
+  return false;
+}
 
 Listing dump_whole(const std::string& cuobjdump, const std::string& file,
                    const DumpOptions& options, const DumpProgress& progress) {
@@ -288,17 +312,26 @@ Listing dump_listing(const std::string& cuobjdump, const std::string& file,
   }
   if (layout && layout->kind != ContainerKind::kCubin && layout->entries.empty())
     throw NoDeviceCodeError(file + ": not a CUDA binary (it holds no device code)");
-  if (layout && layout->kind == ContainerKind::kCubin) layout.reset();  // small: read whole
+  if (layout && layout->kind == ContainerKind::kCubin) {  // small: read whole, if at all
+    layout.reset();
+    if (options.kernels && !cubin_has_selected_function(file, options))
+      throw NoDeviceCodeError(file + ": " + std::string(kNoKernelMatches));
+  }
   if (layout) all = PieceDump(cuobjdump, file, options).run(*layout, progress);
   else all = dump_whole(cuobjdump, file, options, progress);
   const bool had_code = !all.functions.empty();
   Listing listing;
   std::set<std::string> unread(all.unread_archs.begin(), all.unread_archs.end());
+  bool any_selected_name = false;
   for (auto& function : all.functions) {
+    if (!function_selected(options, function.mangled)) continue;
+    any_selected_name = true;
     if (arch_selected(options.archs, function.arch))
       listing.functions.push_back(std::move(function));
     else unread.insert(function.arch);
   }
+  if (options.kernels && !any_selected_name && (had_code || layout))
+    throw NoDeviceCodeError(file + ": " + std::string(kNoKernelMatches));
   listing.unread_archs.assign(unread.begin(), unread.end());
   std::sort(listing.unread_archs.begin(), listing.unread_archs.end(),
             [](const std::string& a, const std::string& b) {

@@ -77,35 +77,42 @@ bool member_may_hold_device_code(zip_t* z, zip_uint64_t index, const std::string
 
 }  // namespace
 
-std::vector<WheelMember> device_code_members(const std::string& wheel) {
-  const Zip z = open_wheel(wheel);
+struct Wheel::Archive {
+  Zip zip;
+};
+
+Wheel::Wheel(const std::string& path)
+    : path_(path), archive_(std::make_unique<Archive>(Archive{open_wheel(path)})) {}
+
+Wheel::~Wheel() = default;
+
+std::vector<WheelMember> Wheel::device_code_members() const {
+  zip_t* z = archive_->zip.get();
   std::vector<WheelMember> members;
-  const zip_int64_t count = zip_get_num_entries(z.get(), 0);
+  const zip_int64_t count = zip_get_num_entries(z, 0);
   for (zip_int64_t i = 0; i < count; ++i) {
     zip_stat_t st;
     zip_stat_init(&st);
-    if (zip_stat_index(z.get(), static_cast<zip_uint64_t>(i), 0, &st) != 0) continue;
+    if (zip_stat_index(z, static_cast<zip_uint64_t>(i), 0, &st) != 0) continue;
     const std::string name = st.name != nullptr ? st.name : "";
     if (name.empty() || name.back() == '/' || st.size < 4) continue;  // folders, tiny files
-    const std::string where = wheel + ":" + name;
-    if (member_may_hold_device_code(z.get(), static_cast<zip_uint64_t>(i), where))
-      members.push_back({name, st.size});
+    const std::string where = path_ + ":" + name;
+    if (member_may_hold_device_code(z, static_cast<zip_uint64_t>(i), where))
+      members.push_back({name, st.size, static_cast<std::uint64_t>(i)});
   }
   if (members.empty())
-    throw AuditInputError(wheel +
+    throw AuditInputError(path_ +
                           ": no member of the wheel may hold device code (ELF, fatbin or archive)");
   return members;
 }
 
-void with_extracted_member(const std::string& wheel, const WheelMember& member,
-                           const std::function<void(const std::string& path)>& audit) {
-  const std::string where = wheel + ":" + member.name;
+void Wheel::with_extracted_member(const WheelMember& member,
+                                  const std::function<void(const std::string& path)>& audit) const {
+  const std::string where = path_ + ":" + member.name;
   if (member.size > kMaxMemberBytes)
     throw AuditInputError(where + ": " + std::to_string(member.size) +
                           " bytes; members over 8 GiB are not extracted");
-  const Zip z = open_wheel(wheel);
-  const zip_int64_t index = zip_name_locate(z.get(), member.name.c_str(), 0);
-  if (index < 0) throw AuditInputError(where + ": no such member");
+  zip_t* z = archive_->zip.get();
   const char* tmp = std::getenv("TMPDIR");
   const std::string base = std::filesystem::path(member.name).filename().string();
   std::string name = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
@@ -120,7 +127,7 @@ void with_extracted_member(const std::string& wheel, const WheelMember& member,
     ~Remove() { ::unlink(path); }
   } remove{path.data()};
   {
-    const ZipFile f = open_member(z.get(), static_cast<zip_uint64_t>(index), where);
+    const ZipFile f = open_member(z, member.index, where);
     std::array<char, 1 << 16> buffer{};
     int error = 0;
     zip_int64_t got = 0;
@@ -134,7 +141,7 @@ void with_extracted_member(const std::string& wheel, const WheelMember& member,
     }
     ::close(fd);
     if (error != 0) throw AuditInputError(where + ": cannot extract it: " + std::strerror(error));
-    if (got < 0) throw AuditInputError(where + ": cannot extract it: " + zip_strerror(z.get()));
+    if (got < 0) throw AuditInputError(where + ": cannot extract it: " + zip_strerror(z));
   }
   audit(path.data());
 }
@@ -151,11 +158,14 @@ namespace {
 }
 }  // namespace
 
-std::vector<WheelMember> device_code_members(const std::string& wheel) { no_wheels(wheel); }
+struct Wheel::Archive {};
 
-void with_extracted_member(const std::string& wheel, const WheelMember&,
-                           const std::function<void(const std::string&)>&) {
-  no_wheels(wheel);
+Wheel::Wheel(const std::string& path) : path_(path) { no_wheels(path); }
+Wheel::~Wheel() = default;
+std::vector<WheelMember> Wheel::device_code_members() const { no_wheels(path_); }
+void Wheel::with_extracted_member(const WheelMember&,
+                                  const std::function<void(const std::string&)>&) const {
+  no_wheels(path_);
 }
 
 #endif

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -48,7 +49,20 @@ struct DumpOptions {
   // device_code.hpp), bounding cuobjdump's memory; false: one run over the whole file.
   bool in_pieces = true;
   std::uint64_t batch_text_bytes = 4u << 20;  // code per -fun batch
+  // Only the functions whose demangled or mangled name this searches (--kernels): the others
+  // are never disassembled where the file is read in pieces, and dropped from the listing
+  // where it is read whole (a standalone cubin without one is skipped unread).
+  std::optional<std::regex> kernels;
 };
+
+// The end of the NoDeviceCodeError of a file none of whose kernels --kernels keeps.
+inline constexpr const char* kNoKernelMatches = "no kernel matches --kernels";
+
+// Whether `options` keeps the function of this mangled name (always without --kernels).
+bool function_selected(const DumpOptions& options, const std::string& mangled);
+
+// The demangled name (c++filt's), or the name as it is where it does not demangle.
+std::string demangle(const std::string& mangled);
 
 // Parses the SASS and PTX of `file` as cuobjdump prints them. Throws AuditInputError when the
 // file is missing or unreadable, holds no device code, or none of the selection
