@@ -63,6 +63,7 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/generated/fi_moe_instances.hpp
 #include <cstddef>
 
 #include \"fi_call.hpp\"
+#include \"fi_not_built.hpp\"
 #include \"fusioncheck/protocol/mutants.hpp\"
 
 namespace fusioncheck::adapters::fi {
@@ -75,11 +76,7 @@ struct MoeInstance {
 inline constexpr MoeInstance kMoeInstances[] = {
 ${_fi_moe_table}    {protocol::Mutant::none, false, nullptr}};
 
-struct MoeNotBuilt {
-  protocol::Mutant mutant;
-  const char* why;
-};
-inline constexpr MoeNotBuilt kMoePatchesNotBuilt[] = {
+inline constexpr NotBuilt kMoePatchesNotBuilt[] = {
 ${_fi_moe_not_built}    {protocol::Mutant::none, nullptr}};
 
 }  // namespace fusioncheck::adapters::fi

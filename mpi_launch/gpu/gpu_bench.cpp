@@ -158,15 +158,15 @@ class BenchRunner {
     if (options_.pattern != k::Pattern::allreduce) columns_.push_back({Path::unfused});
     if (options_.compare) {
       other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
-      other_->prepare(max_elems_, false);
       other_traits_ = other_->traits();
       const KernelTraits& traits = other_traits_;
-      if (!traits.runs_pattern(options_.pattern))  // the same on every rank
+      if (!traits.runs_pattern(options_.pattern))  // the same on every rank, before any workspace
         throw BadInput(fmt::format("--compare {}: it does not run the {} pattern{}",
                                    options_.compare->name, k::pattern_name(options_.pattern),
                                    traits.runs_pattern(k::Pattern::allreduce)
                                        ? " (time it with --pattern allreduce)"
                                        : ""));
+      other_->prepare(max_elems_, false);
       other_variants_ = traits.variants;
       if (other_variants_.empty()) other_variants_.push_back(KernelVariant{});
       for (int i = 0; i < static_cast<int>(other_variants_.size()); ++i) {

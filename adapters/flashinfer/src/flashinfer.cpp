@@ -37,10 +37,7 @@ std::vector<protocol::Mutant> flashinfer_fast_math_patches() {
 }
 
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() {
-  std::vector<std::pair<protocol::Mutant, std::string>> out;
-  for (const fi::NotBuilt& n : fi::kPatchesNotBuilt)
-    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
-  return out;
+  return fi::listed_not_built(fi::kPatchesNotBuilt);
 }
 
 std::vector<std::string> flashinfer_releases() {

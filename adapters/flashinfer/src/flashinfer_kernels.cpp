@@ -206,11 +206,8 @@ std::vector<protocol::Mutant> FlashInferKernels::mutants() const {
 }
 
 std::vector<std::pair<protocol::Mutant, std::string>> FlashInferKernels::mutants_not_built() const {
-  std::vector<std::pair<protocol::Mutant, std::string>> out;
-  if (bf16_.release[0] != '\0') return out;
-  for (const NotBuilt& n : kPatchesNotBuilt)
-    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
-  return out;
+  if (bf16_.release[0] != '\0') return {};  // other releases are not patched
+  return listed_not_built(kPatchesNotBuilt);
 }
 
 std::uint64_t lamport_comm_size(int ranks, std::uint64_t max_elems_per_rank, bool fp32_lamport) {

@@ -194,10 +194,7 @@ std::vector<protocol::Mutant> flashinfer_moe_patches() {
 }
 
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built() {
-  std::vector<std::pair<protocol::Mutant, std::string>> out;
-  for (const fi::MoeNotBuilt& n : fi::kMoePatchesNotBuilt)
-    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
-  return out;
+  return fi::listed_not_built(fi::kMoePatchesNotBuilt);
 }
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,

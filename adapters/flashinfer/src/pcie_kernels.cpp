@@ -46,6 +46,11 @@ std::vector<protocol::Mutant> FlashInferPcieKernels::mutants() const {
   return out;
 }
 
+std::vector<std::pair<protocol::Mutant, std::string>> FlashInferPcieKernels::mutants_not_built()
+    const {
+  return listed_not_built(kPciePatchesNotBuilt);
+}
+
 void FlashInferPcieKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
   if (fp32_lamport) throw k::InvalidLaunch("FlashInfer's PCIe allreduce has no fp32 staging");
   if (ranks_ != 2 && ranks_ != 4 && ranks_ != 8)

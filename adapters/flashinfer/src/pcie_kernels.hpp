@@ -64,6 +64,8 @@ class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::Pro
   // The patched copies that change a kernel this rank count runs (the 2-rank kernel's patch
   // changes nothing on 4 or 8 ranks).
   std::vector<protocol::Mutant> mutants() const override;
+  // The patches that do not apply to the tree this build uses, each with why.
+  std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
   // The 2-rank kernel's epoch halves sized from the payload show only when a rank starts a
   // smaller call while its peer still drains a larger one: staggered, delayed starts.
   bool mutant_needs_late_blocks(protocol::Mutant m) const override {
