@@ -54,7 +54,8 @@ struct GpuCliOptions {
 template <typename Job> int run_on_ranks(const GpuCliOptions& options, Job job) {
   gpu::load_modules_eagerly_before_cuda();
   if (options.check.kernel.share_sms || options.smoke.kernel.share_sms ||
-      (options.bench.compare && options.bench.compare->share_sms))
+      (options.bench.compare && options.bench.compare->share_sms) ||
+      (options.profile.kernel && options.profile.kernel->share_sms))
     gpu::share_sms_before_cuda();
   mpi::MpiComm comm(nullptr, nullptr, std::chrono::seconds(options.timeout_s));
   const std::vector<mpi::PeerProcess> peers = mpi::peers_on_this_host(comm);
@@ -217,10 +218,11 @@ CLI::Validator multiple_of_16() {
       "");
 }
 
-void add_kernel_option(CLI::App* cmd, GpuCliOptions& o) {
-  cmd->add_option("--kernel", o.kernel,
-                  "The kernel under test: " + o.registry->help() + " (`" + o.program +
-                      " kernels` lists them)")
+CLI::Option* add_kernel_option(CLI::App* cmd, GpuCliOptions& o) {
+  return cmd
+      ->add_option("--kernel", o.kernel,
+                   "The kernel under test: " + o.registry->help() + " (`" + o.program +
+                       " kernels` lists them)")
       ->check(kernel_value(o.registry));
 }
 
@@ -400,6 +402,21 @@ void run_wait_profile_mode(const CLI::App& bench, std::shared_ptr<GpuCliOptions>
   if (bench.count("--tokens") > 0) o->profile.tokens = o->bench.tokens[0];
   if (bench.count("--hidden") > 0) o->profile.hidden = o->bench.hidden[0];
   o->profile.json_out = o->bench.json_out;
+  if (bench.count("--kernel") > 0 && o->kernel != "ours") {
+    gpu::KernelChoice choice = choose_kernel(*o, "--kernel", o->kernel);
+    if (!choice.make_poll_profiled)
+      throw UsageError("--kernel " + o->kernel +
+                       ": it has no build that times its polls (--wait-profile profiles ours, or "
+                       "a kernel that has one)");
+    o->profile.kernel = std::move(choice);
+    exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
+      gpu::run_poll_profile(c, o->profile);
+      return kExitClean;
+    });
+    return;
+  }
+  if (bench.count("--variant") > 0)
+    throw UsageError("--variant: our kernel's profile has one build (give --kernel for another)");
   exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
     gpu::run_wait_profile(c, o->profile);
     return kExitClean;
@@ -467,6 +484,13 @@ void add_wait_profile_options(CLI::App* bench, std::shared_ptr<GpuCliOptions> o)
       ->default_str("none");
   bench->add_option("--profile-calls", o->profile.calls, "--wait-profile: calls averaged")
       ->check(integer_in<int>(1, 100000));
+  add_kernel_option(bench, *o)->description(
+      "--wait-profile: the kernel profiled, ours or one with a build that times its "
+      "polls (flashinfer-pcie)");
+  bench
+      ->add_option("--variant", o->profile.variant,
+                   "--wait-profile --kernel: the launch variant profiled, numbered from 0")
+      ->check(integer_in<int>(0, gpu::kMaxVariant));
 }
 
 void add_bench(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) {
@@ -510,7 +534,8 @@ void add_bench(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
     refuse_empty_values(*bench);
     check_paths(*o);
     if (o->wait_profile) return run_wait_profile_mode(*bench, o, exit_code);
-    refuse_options(*bench, {"--delay-rank", "--delay-us", "--profile-calls"},
+    refuse_options(*bench,
+                   {"--delay-rank", "--delay-us", "--profile-calls", "--kernel", "--variant"},
                    "without --wait-profile", "they set up the profile");
     if (!o->compare.empty()) o->bench.compare = choose_kernel(*o, "--compare", o->compare);
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {

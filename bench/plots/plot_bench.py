@@ -8,7 +8,10 @@ size, a line per kernel with its p10-p90 band) and OUT_DIR/<stem>_speedup.png (t
 path's latency over each fused kernel's, a compared kernel's over ours where it was timed, and our
 one-shot without the poll bound over ours where that was timed: below 1, what the bound costs).
 A wait profile gives OUT_DIR/<stem>.png: one heat map per rank, blocks x peers, of the time
-spent polling each peer's slot. Bad input: one line on stderr, exit code 2.
+spent polling each peer's slot. The wait profile of another kernel (`--wait-profile --kernel`,
+per poll site) gives OUT_DIR/<stem>.png: one bar per rank, its call's time split into thread 0's
+polls at each site (mean over the blocks that poll there) and the rest.
+Bad input: one line on stderr, exit code 2.
 """
 import json
 import os
@@ -208,6 +211,59 @@ def plot_profile(data, path, out_dir, plt):
     return [out]
 
 
+def poll_sites(data, path):
+    """Per rank: (call_us, [(line, mean_us)]), checked."""
+    profile = need(data, "profile", path)
+    ranks = need(data, "ranks", path)
+    if not isinstance(profile, list) or len(profile) != ranks:
+        raise BadInput(f"{path}: \"profile\" has {len(profile) if isinstance(profile, list) else 'no'} ranks, "
+                       f"\"ranks\" says {ranks}")
+    out = []
+    for r, entry in enumerate(profile):
+        where = f"{path}: profile[{r}]"
+        call = number(need(entry, "call_us", where), f"{where}.call_us")
+        sites = need(entry, "sites", where)
+        if not isinstance(sites, list):
+            raise BadInput(f"{where}: \"sites\" is not a list")
+        out.append((call, [(need(s, "line", f"{where}.sites"),
+                            number(need(s, "mean_us", f"{where}.sites"), f"{where}.sites.mean_us"))
+                           for s in sites]))
+    return out
+
+
+def plot_poll_sites(data, path, out_dir, plt):
+    ranks = poll_sites(data, path)
+    lines = sorted({line for _, sites in ranks for line, _ in sites})
+    colours = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(9.0, 1.6 + 0.5 * len(ranks)))
+    for r, (call, sites) in enumerate(ranks):
+        left = 0.0
+        for line, mean in sites:
+            i = lines.index(line)
+            ax.barh(r, mean, left=left, color=colours(i % 10),
+                    label=f"polls at line {line}")
+            left += mean
+        ax.barh(r, max(0.0, call - left), left=left, color="0.8", label="rest of the call" if r == 0 else None)
+    ax.set_yticks(range(len(ranks)))
+    ax.set_yticklabels([f"rank {r}" for r in range(len(ranks))])
+    ax.invert_yaxis()
+    ax.set_xlabel("us per call (thread 0; the call between events around its launch)")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, ncol=4, loc="upper center",
+              bbox_to_anchor=(0.5, -0.3))
+    delay = (f"rank {data.get('delay_rank')} starts {data.get('delay_us')} us late"
+             if data.get("delay_rank", -1) >= 0 else "no injected delay")
+    ax.set_title(f"{data.get('variant_name', data.get('kernel'))}, {data.get('tokens')} x "
+                 f"{data.get('hidden')}, mean of {data.get('calls')} calls; {delay}\n"
+                 f"lines of {data.get('source', 'its header')}", fontsize=9)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    out = os.path.join(out_dir, f"{stem}.png")
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return [out]
+
+
 def plot_steps(data, path, out_dir, plt):
     """Thread 0's time per kernel step, one stacked bar per rank (profiles that record steps)."""
     steps = data.get("steps")
@@ -260,7 +316,9 @@ def main(argv):
         import matplotlib.pyplot as plt
     except ImportError:
         raise BadInput("matplotlib is not installed (Debian: python3-matplotlib; run ci/install_deps.sh)")
-    if "profile" in data:
+    if "profile" in data and "kernel" in data:
+        written = plot_poll_sites(data, path, out_dir, plt)
+    elif "profile" in data:
         written = plot_profile(data, path, out_dir, plt) + plot_steps(data, path, out_dir, plt)
     else:
         written = plot_bench(data, path, out_dir, plt)

@@ -240,8 +240,8 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   if (moe) {
     if (!b.moe)
       throw std::logic_error("a MoE call for a kernel without MoE buffers (KernelTraits::moe)");
-    b.moe->prepare(c, spec, call_index, kernel_.traits(), comm_.rank(), spec.pdl_producer,
-                   call.inputs, stream_);
+    b.moe->prepare(c, spec, call_index, kernel_.traits(), comm_, spec.pdl_producer, call.inputs,
+                   stream_);
   }
   if (call.complete_inputs) {
     input.upload(call.inputs.rank_inputs[static_cast<std::size_t>(comm_.rank())].data(), elems * 2,

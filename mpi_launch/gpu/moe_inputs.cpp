@@ -1,6 +1,8 @@
 #include "fusioncheck/gpu/moe_inputs.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -54,37 +56,43 @@ void MoeBuffers::upload(Part& part, const void* host, std::size_t bytes, std::si
 }
 
 void MoeBuffers::prepare(const GpuCase& c, const CallSpec& call, std::uint64_t call_index,
-                         const KernelTraits& traits, int rank, bool staged,
+                         const KernelTraits& traits, mpi::MpiComm& comm, bool staged,
                          ref::FusedInputs& inputs, cudaStream_t stream) {
   const ref::MoeConfig moe = moe_config(call, traits);
   const ref::ExactSpec exact{c.seed, call_index, c.ranks, c.neg_zero_inputs};
   ref::SpecialsSpec specials;
   specials.with_neg_zero = c.neg_zero_inputs;
-  if (inputs.rank_inputs.size() != static_cast<std::size_t>(c.ranks))
+  if (inputs.rank_inputs.size() != static_cast<std::size_t>(c.ranks) || comm.size() != c.ranks)
     throw std::logic_error("MoE inputs: every rank's input is replaced, so all must be there");
+  const int rank = comm.rank();
+  const ref::MoeInputs in = ref::make_moe_inputs(moe, c.dtype, call.tokens, c.hidden, exact,
+                                                 specials, call.exact_values, rank);
+  const ref::Tensor own = ref::moe_combine(moe, c.dtype, call.tokens, c.hidden, in);
+  // Each rank reduces its own expert outputs; the reductions travel (an eighth of the expert
+  // rows' bytes and more), so no rank generates its peers' experts.
+  std::vector<std::uint8_t> all(own.bytes() * static_cast<std::size_t>(c.ranks));
+  comm.all_gather(own.data(), all.data(), own.bytes(), "every rank's MoE reduction");
   for (int r = 0; r < c.ranks; ++r) {
-    const ref::MoeInputs in = ref::make_moe_inputs(moe, c.dtype, call.tokens, c.hidden, exact,
-                                                   specials, call.exact_values, r);
-    inputs.rank_inputs[static_cast<std::size_t>(r)] =
-        ref::moe_combine(moe, c.dtype, call.tokens, c.hidden, in);
-    if (r != rank) continue;
-    const auto tokens = static_cast<std::size_t>(call.tokens);
-    const auto hidden = static_cast<std::size_t>(c.hidden);
-    const auto experts = static_cast<std::size_t>(moe.experts);
-    const bool finalize = moe.kind == ref::MoeKind::finalize;
-    const std::size_t rows =
-        finalize ? tokens * experts + static_cast<std::size_t>(ref::kMaxMoePaddedRows)
-                 : experts * tokens;
-    upload(rows_, in.expert_rows.data(), in.expert_rows.bytes(), rows * hidden * 2, staged, stream);
-    upload(scales_, in.reduction_scales.data(), in.reduction_scales.size() * 4,
-           finalize ? 0 : experts * tokens * 4, staged, stream);
-    upload(token_rows_, in.token_rows.data(), in.token_rows.bytes(),
-           !finalize || moe.shared_expert ? tokens * hidden * 2 : 0, staged, stream);
-    upload(index_, in.permuted_index.data(), in.permuted_index.size() * 4,
-           finalize ? tokens * experts * 4 : 0, staged, stream);
-    upload(topk_scales_, in.topk_scales.data(), in.topk_scales.bytes(),
-           finalize && moe.expert_scales ? tokens * experts * 2 : 0, staged, stream);
+    ref::Tensor& dst = inputs.rank_inputs[static_cast<std::size_t>(r)];
+    dst = ref::Tensor(c.dtype, own.size());
+    std::memcpy(dst.data(), all.data() + own.bytes() * static_cast<std::size_t>(r), own.bytes());
   }
+  const auto tokens = static_cast<std::size_t>(call.tokens);
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const auto experts = static_cast<std::size_t>(moe.experts);
+  const bool finalize = moe.kind == ref::MoeKind::finalize;
+  const std::size_t rows = finalize
+                               ? tokens * experts + static_cast<std::size_t>(ref::kMaxMoePaddedRows)
+                               : experts * tokens;
+  upload(rows_, in.expert_rows.data(), in.expert_rows.bytes(), rows * hidden * 2, staged, stream);
+  upload(scales_, in.reduction_scales.data(), in.reduction_scales.size() * 4,
+         finalize ? 0 : experts * tokens * 4, staged, stream);
+  upload(token_rows_, in.token_rows.data(), in.token_rows.bytes(),
+         !finalize || moe.shared_expert ? tokens * hidden * 2 : 0, staged, stream);
+  upload(index_, in.permuted_index.data(), in.permuted_index.size() * 4,
+         finalize ? tokens * experts * 4 : 0, staged, stream);
+  upload(topk_scales_, in.topk_scales.data(), in.topk_scales.bytes(),
+         finalize && moe.expert_scales ? tokens * experts * 2 : 0, staged, stream);
 }
 
 kernels::MoeParams MoeBuffers::params(const CallSpec& call, const KernelTraits& traits) const {

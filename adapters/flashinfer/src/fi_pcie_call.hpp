@@ -37,7 +37,19 @@ struct PcieLayout {
   int signal_phases = 0;
 };
 
+// One poll site's time in one block (the poll-profiled instance, fi_poll_profile.cuh): thread 0's
+// polls at a source line of the header, how many and their cycles, summed since the last read.
+struct PollSiteCycles {
+  std::uint32_t line = 0;  // 0: an unused entry
+  std::uint32_t polls = 0;
+  std::uint64_t cycles = 0;
+};
+inline constexpr int kPollProfileBlocks = 128;  // the header's AR_MAX_BLOCKS
+inline constexpr int kPollProfileSites = 16;
+
 using PcieLaunchFn = cudaError_t (*)(const PcieCall& call);
+// Copies [kPollProfileBlocks][kPollProfileSites] entries to `out` (host) and zeroes them.
+using PcieProfileFn = cudaError_t (*)(PollSiteCycles* out);
 using PcieLayoutFn = void (*)(int nranks, std::int64_t max_numel, int max_blocks, PcieLayout* out);
 
 }  // namespace fusioncheck::adapters::fi

@@ -187,6 +187,9 @@ gpu::KernelChoice flashinfer_pcie_choice() {
   choice.share_sms =
       true;  // its grids do not shrink for ranks sharing a GPU, and every block spins
   choice.mutant_ranks = {2, 4, 8};  // a patched copy is a whole library: every rank count
+  choice.make_poll_profiled = make_flashinfer_pcie_poll_profiled;
+  choice.poll_profiled_source =
+      "flashinfer/comm/pcie_ipc_all_reduce.cuh of " + std::string(fi::kSource);
   return choice;
 }
 

@@ -38,6 +38,10 @@ gpu::KernelTraits FlashInferMoeKernels::traits() const {
   t.outputs_visible_at_trigger = false;  // no fence before the trigger
   // NormOut is always compiled in (rms_gamma is required); NVFP4 on sm_100 and newer.
   t.patterns = {k::Pattern::residual_rmsnorm, k::Pattern::nvfp4};
+  // Its API takes norm_out as optional (the header's "residual_out + quant_out" pattern), so the
+  // draw leaves it out of NVFP4 calls too; the kernel still stores norm_out (dispatched from
+  // rms_gamma): docs/flashinfer.md, the null norm_out finding.
+  t.quant_without_norm_out = true;
   gpu::KernelVariant reduction;
   reduction.name = "moereduction_allreduce_fusion (expert outputs x scales + token input)";
   reduction.neg_zero_sentinel = true;

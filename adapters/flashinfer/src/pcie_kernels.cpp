@@ -162,6 +162,24 @@ k::HangRecord FlashInferPcieKernels::record_hang(const PendingCall& call, double
   return hang;
 }
 
+std::vector<gpu::PollSiteTime> FlashInferPcieKernels::take_poll_profile() {
+  if (instance_.profile == nullptr) return KernelUnderTest::take_poll_profile();  // refuses
+  std::vector<PollSiteCycles> sites(static_cast<std::size_t>(kPollProfileBlocks) *
+                                    kPollProfileSites);
+  k::cuda_check(instance_.profile(sites.data()), "reading the PCIe kernel's poll profile");
+  std::vector<gpu::PollSiteTime> out;
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    if (sites[i].line == 0) continue;
+    gpu::PollSiteTime t;
+    t.block = static_cast<int>(i / kPollProfileSites);
+    t.line = static_cast<int>(sites[i].line);
+    t.polls = sites[i].polls;
+    t.cycles = sites[i].cycles;
+    out.push_back(t);
+  }
+  return out;
+}
+
 void FlashInferPcieKernels::reset() {
   reset_on_every_rank(bootstrap_, "FlashInfer PCIe", [this] {
     workspaces_.clear();
@@ -241,9 +259,11 @@ std::string FlashInferPcieKernels::describe(const gpu::ProtocolWords& w) const {
 
 namespace {
 
-const fi::PcieInstance* find_pcie_instance(protocol::Mutant mutant) {
+// The copies as the kill table and the checks run them; the poll-profiled one only on request.
+const fi::PcieInstance* find_pcie_instance(protocol::Mutant mutant, bool poll_profiled = false) {
   for (const fi::PcieInstance& i : fi::kPcieInstances)
-    if (i.launch != nullptr && i.mutant == mutant) return &i;
+    if (i.launch != nullptr && i.mutant == mutant && (i.profile != nullptr) == poll_profiled)
+      return &i;
   return nullptr;
 }
 
@@ -258,7 +278,8 @@ std::string flashinfer_pcie_unavailable_reason() {
 std::vector<protocol::Mutant> flashinfer_pcie_patches() {
   std::vector<protocol::Mutant> out;
   for (const fi::PcieInstance& i : fi::kPcieInstances)
-    if (i.launch != nullptr && i.mutant != protocol::Mutant::none) out.push_back(i.mutant);
+    if (i.launch != nullptr && i.mutant != protocol::Mutant::none && i.profile == nullptr)
+      out.push_back(i.mutant);
   return out;
 }
 
@@ -270,6 +291,16 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& b
   if (instance == nullptr)
     throw kernels::InvalidLaunch("FlashInfer's PCIe allreduce has no patched copy for mutant " +
                                  std::string(protocol::mutant_id(patch)));
+  return std::make_unique<fi::FlashInferPcieKernels>(bootstrap, *instance);
+}
+
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
+    kernels::Bootstrap& bootstrap) {
+  const fi::PcieInstance* instance = find_pcie_instance(protocol::Mutant::none, true);
+  if (instance == nullptr)
+    throw kernels::InvalidLaunch(
+        "this build has no poll-profiled copy of FlashInfer's PCIe allreduce (its header has no "
+        "poll loop of a form the build rewrites)");
   return std::make_unique<fi::FlashInferPcieKernels>(bootstrap, *instance);
 }
 

@@ -79,6 +79,7 @@ class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::Pro
   void clear_hang_record() override { waiter_.clear_hang(); }
   void reset() override;
   gpu::ProtocolChecks* own_protocol() override { return this; }
+  std::vector<gpu::PollSiteTime> take_poll_profile() override;
 
   // ProtocolChecks
   std::string protocol_name() const override { return "pcie-sentinel"; }

@@ -9,7 +9,8 @@
 //          calls queued behind a spin kernel (median and p10/p90 over repeats, slowest rank), and
 //          eagerly (an event pair per call, median; the slowest rank's median).
 //   wait profile: for one configuration, per rank, block and peer, the time the one-shot
-//          kernel spent polling versus working.
+//          kernel spent polling versus working; for another kernel with a build that times its
+//          polls (KernelChoice::make_poll_profiled), per rank, poll site and block.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -78,6 +79,9 @@ struct WaitProfileOptions {
   int delay_rank = -1;  // this rank starts each call delay_us late (-1: none)
   int delay_us = 0;
   std::string json_out;  // rank 0 writes the profile here when set
+  // Another kernel than ours: its poll-profiled build, at this launch variant.
+  std::optional<KernelChoice> kernel;
+  int variant = 0;
 };
 
 struct SmokeResult {
@@ -97,5 +101,7 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options);
 BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options);
 // Returns the profile as JSON (rank 0; other ranks get an empty object).
 nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& options);
+// The same for options.kernel (set): its poll sites' time per rank and block.
+nlohmann::json run_poll_profile(mpi::MpiComm& comm, const WaitProfileOptions& options);
 
 }  // namespace fusioncheck::gpu

@@ -5,6 +5,7 @@
 // mapping its control state onto kernels::ControlState (flag, counter, clear size, buffers).
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -85,6 +86,15 @@ struct KernelTraits {
   bool runs_pattern(kernels::Pattern pattern) const;
 };
 
+// One block's polls at one source line of a kernel built to time them (gpu bench
+// --wait-profile --kernel): thread 0's polls there, how many and their cycles.
+struct PollSiteTime {
+  int block = 0;
+  int line = 0;  // in the kernel's header
+  std::uint64_t polls = 0;
+  std::uint64_t cycles = 0;
+};
+
 class KernelUnderTest {
  public:
   virtual ~KernelUnderTest() = default;
@@ -151,6 +161,11 @@ class KernelUnderTest {
   // checks (protocol_checks.hpp). nullptr: the Lamport protocol, whose invariants the case
   // runner checks from read_state and scan_lamport.
   virtual ProtocolChecks* own_protocol() { return nullptr; }
+  // The polls' time since the last call of it, then zeroed (synchronises the device); only a
+  // kernel made by KernelChoice::make_poll_profiled has one.
+  virtual std::vector<PollSiteTime> take_poll_profile() {
+    throw kernels::InvalidLaunch(name() + " has no build that times its polls");
+  }
 };
 
 // fusioncheck's own kernels, optionally a mutant instance. Workspaces come in size classes
@@ -210,6 +225,11 @@ struct KernelChoice {
          protocol::Mutant mutant) -> std::unique_ptr<KernelUnderTest> {
     return std::make_unique<OurKernels>(bootstrap, mutant);
   };
+  // The build whose polls time themselves (take_poll_profile), for `gpu bench --wait-profile
+  // --kernel`; empty when the family has none (ours has its own profile instance).
+  std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&)> make_poll_profiled;
+  // Where its poll sites' lines point (the header the profiled build rewrote), for the report.
+  std::string poll_profiled_source;
 };
 
 }  // namespace fusioncheck::gpu

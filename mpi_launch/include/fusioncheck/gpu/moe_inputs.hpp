@@ -1,7 +1,7 @@
 #pragma once
-// The inputs of a MoE call (FlashInfer's MoE allreduce fusion, CallSpec::moe_experts): every
-// rank's expert outputs generated on the host (reference/moe.hpp), reduced to the rank inputs
-// the reference sums, and this rank's own copied where the kernel reads them. With a PDL
+// The inputs of a MoE call (FlashInfer's MoE allreduce fusion, CallSpec::moe_experts): each
+// rank's expert outputs generated on its host (reference/moe.hpp) and copied where the kernel
+// reads them, reduced to the rank input the reference sums, and the reductions shared. With a PDL
 // producer they are staged beside the call's buffers (poison in those), like the other inputs.
 #include <cuda_runtime.h>
 
@@ -11,6 +11,7 @@
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 #include "fusioncheck/kernels/launch.hpp"
+#include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/reference/fused.hpp"
 #include "fusioncheck/reference/moe.hpp"
 
@@ -24,12 +25,13 @@ class MoeBuffers {
  public:
   explicit MoeBuffers(const CaseLimits& limits);
 
-  // Generates every rank's MoE inputs of the call, replaces inputs.rank_inputs (complete, as
-  // make_*_inputs made them) with their reductions, and uploads this rank's: into the staged
-  // buffers, the call's own ones filled with poison, when `staged`.
+  // Generates this rank's MoE inputs of the call and uploads them (into the staged buffers, the
+  // call's own ones filled with poison, when `staged`); replaces inputs.rank_inputs (complete,
+  // as make_*_inputs made them) with every rank's reduction, gathered from the ranks. A
+  // collective: every rank of `comm` calls it for the same call.
   void prepare(const GpuCase& c, const CallSpec& call, std::uint64_t call_index,
-               const KernelTraits& traits, int rank, bool staged, reference::FusedInputs& inputs,
-               cudaStream_t stream);
+               const KernelTraits& traits, mpi::MpiComm& comm, bool staged,
+               reference::FusedInputs& inputs, cudaStream_t stream);
   // The kernel's view of the call's buffers (after prepare).
   kernels::MoeParams params(const CallSpec& call, const KernelTraits& traits) const;
   // The PDL producer's copies of the staged MoE inputs over the call's (after prepare).

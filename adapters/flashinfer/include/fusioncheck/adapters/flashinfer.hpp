@@ -79,6 +79,10 @@ std::string flashinfer_legacy_refusal(const kernels::FusedParams& params, bool t
 // kernels::InvalidLaunch when this build lacks it or the patched copy.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
                                                            protocol::Mutant patch);
+// The original header with its poll loops timed (gpu bench --wait-profile); throws
+// kernels::InvalidLaunch when this build lacks that copy.
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
+    kernels::Bootstrap& bootstrap);
 gpu::KernelChoice flashinfer_pcie_choice();
 std::vector<protocol::Mutant> flashinfer_pcie_patches();
 // Why this build has no flashinfer-pcie kernel; "" when it has one.

@@ -1,0 +1,44 @@
+#include "fusioncheck/gpu/poll_profile.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+namespace fusioncheck::gpu {
+
+std::vector<PollSiteSummary> summarize_poll_sites(const std::vector<PollSiteTime>& entries,
+                                                  int calls, double us_per_cycle) {
+  if (calls < 1) throw std::invalid_argument("poll profile: no calls to average over");
+  struct Sum {
+    std::uint64_t polls = 0, cycles = 0;
+  };
+  std::map<int, std::map<int, Sum>> by_line;  // line -> block -> sums
+  for (const PollSiteTime& e : entries) {
+    if (e.block < 0 || e.line <= 0)
+      throw std::invalid_argument("poll profile: an entry without a block or a source line");
+    Sum& s = by_line[e.line][e.block];
+    s.polls += e.polls;
+    s.cycles += e.cycles;
+  }
+  std::vector<PollSiteSummary> out;
+  for (const auto& [line, blocks] : by_line) {
+    PollSiteSummary site;
+    site.line = line;
+    site.blocks = static_cast<int>(blocks.size());
+    site.by_block_us.assign(static_cast<std::size_t>(blocks.rbegin()->first) + 1, 0.0);
+    double polls = 0;
+    for (const auto& [block, s] : blocks) {
+      const double us = static_cast<double>(s.cycles) * us_per_cycle / calls;
+      site.by_block_us[static_cast<std::size_t>(block)] = us;
+      site.mean_us += us / site.blocks;
+      site.max_us = std::max(site.max_us, us);
+      polls += static_cast<double>(s.polls) / calls;
+    }
+    site.polls_per_call = polls / site.blocks;
+    out.push_back(std::move(site));
+  }
+  return out;
+}
+
+}  // namespace fusioncheck::gpu

@@ -1,0 +1,25 @@
+#pragma once
+// The poll profile of a kernel built to time its polls (KernelUnderTest::take_poll_profile):
+// what `gpu bench --wait-profile --kernel K` reports per rank, summed over calls and grouped
+// by poll site (a source line of the kernel's header).
+#include <vector>
+
+#include "fusioncheck/gpu/kernel_under_test.hpp"
+
+namespace fusioncheck::gpu {
+
+struct PollSiteSummary {
+  int line = 0;
+  int blocks = 0;                   // the blocks whose thread 0 polled there
+  double mean_us = 0;               // per call, mean over those blocks
+  double max_us = 0;                // per call, the slowest of those blocks
+  double polls_per_call = 0;        // per block, mean over those blocks
+  std::vector<double> by_block_us;  // per call, indexed by block (0 for a block that did not)
+};
+
+// Entries of `calls` calls (any order, a block and line may repeat), grouped by line in
+// ascending order. Throws std::invalid_argument for calls < 1, a negative block or line 0.
+std::vector<PollSiteSummary> summarize_poll_sites(const std::vector<PollSiteTime>& entries,
+                                                  int calls, double us_per_cycle);
+
+}  // namespace fusioncheck::gpu
