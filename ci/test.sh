@@ -13,10 +13,11 @@ bash ci/check_format.sh  # the sources follow .clang-format
 # them; the audit tests read the sm_100 and sm_120 code of fixtures built for those
 # architectures and of the pdl-wait-missing copy, which every build compiles for sm_120. The
 # other patched copies of the fusion and MoE headers are applied (configuration fails if one
-# stops applying) but not compiled: they are the GPU kill table's.
+# stops applying) but not compiled: they are the GPU kill table's. The PCIe and MoE kernels'
+# instances are also compiled (not linked) for sm_100 and sm_120.
 cmake --preset default -DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <ci/old_flashinfer_release)" \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DFUSIONCHECK_FLASHINFER_RANKS=2 \
-  -DFUSIONCHECK_FLASHINFER_COPIES=OFF >/dev/null
+  -DFUSIONCHECK_FLASHINFER_COPIES=OFF -DFUSIONCHECK_FLASHINFER_ARCH_CHECK="100;120" >/dev/null
 cmake --build --preset default -j "$jobs"
 ctest --preset default -j "$jobs"
 cmake --preset asan >/dev/null

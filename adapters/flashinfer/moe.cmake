@@ -32,6 +32,9 @@ function(fc_fi_moe_instance name mutant dtype header)
   set_target_properties(${target} PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared
     CUDA_ARCHITECTURES "${_fi_archs}" CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden)
   target_link_libraries(${target} PRIVATE CUDA::cudart)
+  if(name STREQUAL "none_bf16")  # one element type: the same code paths
+    fc_fi_arch_check(${target} ${cu})
+  endif()
   target_link_libraries(fusioncheck_adapter_flashinfer PUBLIC ${target})
   set_property(GLOBAL APPEND PROPERTY FUSIONCHECK_FLASHINFER_LIBRARIES ${target})
   fc_fi_enum("${mutant}" enum)

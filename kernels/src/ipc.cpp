@@ -85,6 +85,7 @@ PeerMappings::PeerMappings(Bootstrap& bootstrap, void* mine) {
 }
 
 PeerMappings::~PeerMappings() {
+  if (device_stuck()) return;  // closing would wait for the stuck kernel: left to the exit
   for (void* p : opened_) (void)cudaIpcCloseMemHandle(p);  // teardown must not throw
 }
 

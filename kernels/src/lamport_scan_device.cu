@@ -145,7 +145,8 @@ struct DeviceLamportScanner::Scratch {
   std::uint16_t* host_inputs = nullptr;           // pinned
   std::uint64_t input_capacity = 0;               // elements of both input buffers
 
-  ~Scratch() {  // teardown must not throw
+  ~Scratch() {                   // teardown must not throw
+    if (device_stuck()) return;  // freeing would wait for the stuck kernel: left to the exit
     if (counters != nullptr) (void)cudaFree(counters);
     if (host_counters != nullptr) (void)cudaFreeHost(host_counters);
     if (inputs != nullptr) (void)cudaFree(inputs);

@@ -83,6 +83,7 @@ struct Workspace::Impl {
   ~Impl() {
     // Teardown must not throw; errors here are reported by the next CUDA call anyway.
     peers.reset();
+    if (device_stuck()) return;  // freeing would wait for the stuck kernel: left to the exit
     if (shared != nullptr) (void)cudaFree(shared);
     if (private_mem != nullptr) (void)cudaFree(private_mem);
     if (hang_host != nullptr) (void)cudaFreeHost(hang_host);

@@ -57,7 +57,7 @@ kernels::LamportScan OurKernels::scan_lamport(const kernels::LamportScanRequest&
 }
 
 void OurKernels::reset() {
-  if (cudaDeviceSynchronize() != cudaSuccess)
+  if (kernels::device_stuck() || cudaDeviceSynchronize() != cudaSuccess)
     throw kernels::CudaError("cudaDeviceSynchronize before reset");
   bootstrap_.barrier("workspace reset: all ranks idle");
   workspaces_.clear();

@@ -1,6 +1,7 @@
 // The host-bounded wait of the FlashInfer adapters beside a kernel that never finishes on its
 // own: the hang is recorded and the kernel released through copies that queue behind nothing,
-// even when the SM hog's stream is blocked by the stuck kernel (it holds every SM).
+// even when the SM hog's stream is blocked by the stuck kernel (it holds every SM); calls
+// queued behind it are released too; one the release cannot end is reported within a bound.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "fi_device.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "host_wait.hpp"
 
 namespace fi = fusioncheck::adapters::fi;
@@ -18,6 +20,19 @@ namespace {
 __global__ void stuck_kernel(const volatile int* go) {
   const long long start = clock64();
   while (*go == 0 && clock64() - start < (1ll << 35)) {}
+}
+
+// Like a sentinel kernel: waits for *go != 0, then resets it to 0 (consumed), bounded as above.
+__global__ void consuming_kernel(volatile int* go) {
+  const long long start = clock64();
+  while (*go == 0 && clock64() - start < (1ll << 35)) {}
+  *go = 0;
+}
+
+// Ignores the released flag: ends only when *end != 0 (or after the bound).
+__global__ void unreleasable_kernel(const volatile int* end) {
+  const long long start = clock64();
+  while (*end == 0 && clock64() - start < (1ll << 35)) {}
 }
 
 class HostWait : public ::testing::Test {
@@ -85,6 +100,61 @@ TEST_F(HostWait, TheAdaptersKernelsLaunchBesideAStuckKernel) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4);
   EXPECT_LT(seconds, 2.0) << "a launch waited for the stuck kernel (a lazy module load)";
+}
+
+// Two calls queued back to back: the second starts on the state the first consumed (its own
+// reset), so one release is not enough; the wait releases again until the stream is idle.
+TEST_F(HostWait, CallsQueuedBehindTheStuckOneAreReleasedToo) {
+  fi::HostBoundedWait waiter("test kernel");
+  consuming_kernel<<<1, 1, 0, stream_>>>(go_);
+  consuming_kernel<<<1, 1, 0, stream_>>>(go_);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  waiter.enqueued(fi::PendingCall{}, stream_);
+  int releases = 0;
+  waiter.wait(
+      stream_, 0, [&](const fi::PendingCall& call, double s) { return fi::hang_base(0, call, s); },
+      [&] {
+        ++releases;
+        waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4);
+      });
+  EXPECT_GE(releases, 2);
+  EXPECT_EQ(waiter.hang().valid, 1u);
+  EXPECT_FALSE(fusioncheck::kernels::device_stuck());
+}
+
+// A kernel the release cannot end: the wait gives up within its budget, says so, and marks the
+// device stuck (destructors then leave device memory to the process's exit).
+TEST_F(HostWait, AKernelTheReleaseCannotEndIsReportedAndTheDeviceMarkedStuck) {
+  int* end = nullptr;
+  ASSERT_EQ(cudaMalloc(&end, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(end, 0, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  {
+    fi::HostBoundedWait waiter("test kernel");
+    unreleasable_kernel<<<1, 1, 0, stream_>>>(end);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    waiter.enqueued(fi::PendingCall{}, stream_);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(
+        waiter.wait(
+            stream_, 0,
+            [&](const fi::PendingCall& call, double s) { return fi::hang_base(0, call, s); },
+            [&] { waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4); }),
+        fusioncheck::kernels::CudaError);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 15.0);
+    EXPECT_TRUE(fusioncheck::kernels::device_stuck());
+    // Ends the kernel for the next test; the wait's own objects are then destroyed.
+    int one = 1;
+    cudaStream_t side = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(end, &one, sizeof(int), cudaMemcpyHostToDevice, side), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    cudaStreamDestroy(side);
+  }
+  fusioncheck::kernels::device_stuck_flag().store(false);
+  cudaFree(end);
 }
 
 TEST_F(HostWait, AKernelThatFinishesInTimeIsNotReleased) {

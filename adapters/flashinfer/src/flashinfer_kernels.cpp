@@ -104,6 +104,7 @@ FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size,
 
 FiWorkspace::~FiWorkspace() {
   peers_.reset();  // close the peers' mappings before freeing (teardown must not throw)
+  if (k::device_stuck()) return;  // freeing would wait for the stuck kernel: left to the exit
   if (shared_ != nullptr) (void)cudaFree(shared_);
   if (private_ != nullptr) (void)cudaFree(private_);
 }
@@ -183,6 +184,7 @@ std::vector<gpu::KernelVariant> FlashInferKernels::fast_math_variants() {
 }
 
 FlashInferKernels::~FlashInferKernels() {
+  if (k::device_stuck()) return;  // freeing would wait for the stuck kernel: left to the exit
   for (auto& [value, ptr] : scales_) (void)cudaFree(ptr);
 }
 

@@ -19,6 +19,7 @@ namespace {
 // As our kernels' ~1 s budget, with room for a slow peer; the release needs only copies.
 constexpr auto kWaitBudget = std::chrono::seconds(2);
 constexpr auto kReleaseBudget = std::chrono::seconds(10);
+constexpr auto kReleaseRetry = std::chrono::milliseconds(500);  // then released again
 constexpr std::uint64_t kStagingBytes = 1u << 20;
 }  // namespace
 
@@ -35,7 +36,7 @@ HostBoundedWait::~HostBoundedWait() {
   for (const PendingCall& call : pending_)
     if (call.done != nullptr) (void)cudaEventDestroy(call.done);
   for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
-  if (staging_ != nullptr) (void)cudaFreeHost(staging_);
+  if (staging_ != nullptr && !k::device_stuck()) (void)cudaFreeHost(staging_);
   (void)cudaEventDestroy(copied_);
   (void)cudaStreamDestroy(copies_);
   (void)cudaStreamDestroy(side_);
@@ -93,9 +94,19 @@ void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record,
   // wait for this rank's report with their own (MPI) bound.
   copies_deadline_ = Clock::now() + kReleaseBudget;
   hang_ = record(stuck_call(), std::chrono::duration<double>(Clock::now() - start).count());
-  release();
+  // Released again while the stream runs: calls queued behind the stuck one start on the
+  // released state, and one of them may wait for a slot that its own reset cleared.
+  const auto release_end = Clock::now() + kReleaseBudget;
+  copies_deadline_ = release_end;
+  do {
+    release();
+    if (finished_by(stream, std::min(release_end, Clock::now() + kReleaseRetry))) {
+      copies_deadline_ = Clock::time_point::max();
+      return done();
+    }
+  } while (Clock::now() < release_end);
   copies_deadline_ = Clock::time_point::max();
-  if (finished_by(stream, Clock::now() + kReleaseBudget)) return done();
+  k::mark_device_stuck();  // nothing frees device memory after this: it would wait for ever
   throw k::CudaError(kernel_ + " of rank " + std::to_string(rank) +
                      " still running after its buffers were released: " + k::describe(hang_));
 }
@@ -182,6 +193,8 @@ std::string check_text(const std::string& message) {
 
 void reset_on_every_rank(k::Bootstrap& bootstrap, const std::string& kernel,
                          const std::function<void()>& drop) {
+  if (k::device_stuck())
+    throw k::CudaError("the " + kernel + " reset: a kernel that nothing can end is still running");
   if (cudaDeviceSynchronize() != cudaSuccess)
     throw k::CudaError("cudaDeviceSynchronize before the " + kernel + " reset");
   bootstrap.barrier((kernel + " reset: all ranks idle").c_str());

@@ -37,7 +37,7 @@ PcieWorkspace::PcieWorkspace(k::Bootstrap& bootstrap, const PcieInstance& instan
 
 PcieWorkspace::~PcieWorkspace() {
   peers_.reset();  // close the peers' mappings before freeing (teardown must not throw)
-  if (allocation_ != nullptr) (void)cudaFree(allocation_);
+  if (allocation_ != nullptr && !k::device_stuck()) (void)cudaFree(allocation_);
 }
 
 std::uint8_t* PcieWorkspace::slab() const {

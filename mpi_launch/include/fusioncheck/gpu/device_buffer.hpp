@@ -30,7 +30,7 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_ && !kernels::device_stuck()) cudaFree(ptr_);  // else left to the process's exit
   }
 
   void* get() const { return ptr_; }
