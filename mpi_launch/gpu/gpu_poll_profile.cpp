@@ -164,31 +164,21 @@ nlohmann::json run_poll_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
   const std::vector<nlohmann::json> ranks =
       gather_json(comm, rank_json(comm.rank(), mine, o.calls, us_per_cycle));
   if (comm.rank() != 0) return nlohmann::json::object();
-  const std::string delay = o.delay_rank >= 0 ? fmt::format("rank {} starts every call {} us late",
-                                                            o.delay_rank, o.delay_us)
-                                              : std::string("no injected delay");
   fmt::print("fusioncheck gpu bench --wait-profile --kernel {}: {}\n", choice.name,
              describe(placement, n));
   fmt::print("{} (variant {}), bf16 {}, {} x {}, mean of {} calls; {}\n", variant_name, o.variant,
-             k::pattern_name(p.pattern), o.tokens, o.hidden, o.calls, delay);
+             k::pattern_name(p.pattern), o.tokens, o.hidden, o.calls, describe_delay(o));
   fmt::print(
       "microseconds per call: the call (events around its launch), then thread 0's polls at each "
       "line of {}, over the blocks that poll there\n",
       choice.poll_profiled_source);
   for (const nlohmann::json& r : ranks) print_rank(r);
-  nlohmann::json out{{"setup", describe(placement, n)},
-                     {"kernel", choice.name},
-                     {"variant", o.variant},
-                     {"variant_name", variant_name},
-                     {"source", choice.poll_profiled_source},
-                     {"ranks", n},
-                     {"tokens", o.tokens},
-                     {"hidden", o.hidden},
-                     {"calls", o.calls},
-                     {"delay_rank", o.delay_rank},
-                     {"delay_us", o.delay_us},
-                     {"clock_khz", clock_khz},
-                     {"profile", ranks}};
+  nlohmann::json out = wait_profile_setup(o, placement, n, clock_khz);
+  out["kernel"] = choice.name;
+  out["variant"] = o.variant;
+  out["variant_name"] = variant_name;
+  out["source"] = choice.poll_profiled_source;
+  out["profile"] = ranks;
   if (!o.json_out.empty()) write_file(o.json_out, out.dump(1) + "\n");
   return out;
 }

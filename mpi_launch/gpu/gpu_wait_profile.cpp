@@ -14,6 +14,7 @@
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
+#include "fusioncheck/gpu/poll_profile.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/mpi/rank_watchdog.hpp"
 
@@ -145,28 +146,17 @@ nlohmann::json report_wait_profile(const WaitProfileOptions& o, const GpuPlaceme
   nlohmann::json per_rank = nlohmann::json::array();
   fmt::print("fusioncheck gpu bench --wait-profile: {}\n", describe(placement, n));
   fmt::print("one-shot, bf16, {} x {}, {} blocks per rank, mean of {} calls; {}\n", o.tokens,
-             o.hidden, grid, o.calls,
-             o.delay_rank >= 0
-                 ? fmt::format("rank {} starts every call {} us late", o.delay_rank, o.delay_us)
-                 : std::string("no injected delay"));
+             o.hidden, grid, o.calls, describe_delay(o));
   fmt::print(
       "microseconds per block (mean over blocks): polling each peer's slot, then the rest; then how long "
       "thread 0 took for each step\n");
   for (int r = 0; r < n; ++r)
     per_rank.push_back(
         report_rank(r, n, grid, all.data() + static_cast<std::size_t>(r) * per_rank_size));
-  nlohmann::json out{
-      {"setup", describe(placement, n)},
-      {"ranks", n},
-      {"tokens", o.tokens},
-      {"hidden", o.hidden},
-      {"calls", o.calls},
-      {"delay_rank", o.delay_rank},
-      {"delay_us", o.delay_us},
-      {"clock_khz", clock_khz},
-      {"profile", per_rank},
-      {"steps", std::vector<std::string>(k::kWaitProfileStepNames,
-                                         k::kWaitProfileStepNames + k::kWaitProfileSteps)}};
+  nlohmann::json out = wait_profile_setup(o, placement, n, clock_khz);
+  out["profile"] = per_rank;
+  out["steps"] = std::vector<std::string>(k::kWaitProfileStepNames,
+                                          k::kWaitProfileStepNames + k::kWaitProfileSteps);
   if (!o.json_out.empty()) write_file(o.json_out, out.dump(1) + "\n");
   return out;
 }

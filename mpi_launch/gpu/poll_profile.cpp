@@ -1,5 +1,7 @@
 #include "fusioncheck/gpu/poll_profile.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -39,6 +41,24 @@ std::vector<PollSiteSummary> summarize_poll_sites(const std::vector<PollSiteTime
     out.push_back(std::move(site));
   }
   return out;
+}
+
+std::string describe_delay(const WaitProfileOptions& o) {
+  return o.delay_rank >= 0
+             ? fmt::format("rank {} starts every call {} us late", o.delay_rank, o.delay_us)
+             : std::string("no injected delay");
+}
+
+nlohmann::json wait_profile_setup(const WaitProfileOptions& o, const GpuPlacement& placement,
+                                  int ranks, int clock_khz) {
+  return {{"setup", describe(placement, ranks)},
+          {"ranks", ranks},
+          {"tokens", o.tokens},
+          {"hidden", o.hidden},
+          {"calls", o.calls},
+          {"delay_rank", o.delay_rank},
+          {"delay_us", o.delay_us},
+          {"clock_khz", clock_khz}};
 }
 
 }  // namespace fusioncheck::gpu

@@ -2,9 +2,14 @@
 // The poll profile of a kernel built to time its polls (KernelUnderTest::take_poll_profile):
 // what `gpu bench --wait-profile --kernel K` reports per rank, summed over calls and grouped
 // by poll site (a source line of the kernel's header).
+#include <nlohmann/json.hpp>
+
+#include <string>
 #include <vector>
 
+#include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -21,5 +26,11 @@ struct PollSiteSummary {
 // ascending order. Throws std::invalid_argument for calls < 1, a negative block or line 0.
 std::vector<PollSiteSummary> summarize_poll_sites(const std::vector<PollSiteTime>& entries,
                                                   int calls, double us_per_cycle);
+
+// What both wait profiles (ours and another kernel's) report first: the injected delay in
+// words, and the run's setup as the JSON's leading fields.
+std::string describe_delay(const WaitProfileOptions& o);
+nlohmann::json wait_profile_setup(const WaitProfileOptions& o, const GpuPlacement& placement,
+                                  int ranks, int clock_khz);
 
 }  // namespace fusioncheck::gpu
