@@ -534,9 +534,10 @@ void add_bench(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
     refuse_empty_values(*bench);
     check_paths(*o);
     if (o->wait_profile) return run_wait_profile_mode(*bench, o, exit_code);
-    refuse_options(*bench,
-                   {"--delay-rank", "--delay-us", "--profile-calls", "--kernel", "--variant"},
+    refuse_options(*bench, {"--delay-rank", "--delay-us", "--profile-calls"},
                    "without --wait-profile", "they set up the profile");
+    refuse_options(*bench, {"--kernel", "--variant"}, "without --wait-profile",
+                   "bench times ours; --compare times another kernel beside it");
     if (!o->compare.empty()) o->bench.compare = choose_kernel(*o, "--compare", o->compare);
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
       gpu::run_bench(c, o->bench);
