@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "fusioncheck/gpu/device_buffer.hpp"
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/mpi_bootstrap.hpp"
@@ -24,38 +23,6 @@ namespace fusioncheck::gpu {
 namespace k = kernels;
 
 namespace {
-
-// The calls' buffers, bf16 tokens x hidden, inputs of small finite values.
-struct ProfileBuffers {
-  DeviceBuffer input, residual, gamma, allreduce_out, residual_out, norm_out;
-  ProfileBuffers(std::size_t elems, std::size_t hidden, cudaStream_t stream)
-      : input(elems * 2), residual(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
-        residual_out(elems * 2), norm_out(elems * 2) {
-    for (DeviceBuffer* b : {&input, &residual, &gamma}) b->fill(0x3c, stream, b->bytes());
-  }
-};
-
-k::FusedParams profiled_call(const WaitProfileOptions& o, const KernelTraits& traits, int rank,
-                             int n, ProfileBuffers& b) {
-  k::FusedParams p;
-  p.ranks = n;
-  p.rank = rank;
-  p.tokens = o.tokens;
-  p.hidden = o.hidden;
-  p.dtype = k::DType::bf16;
-  // The fused pattern where the kernel has it, else the allreduce alone.
-  p.pattern = traits.runs_pattern(k::Pattern::residual_rmsnorm) ? k::Pattern::residual_rmsnorm
-                                                                : k::Pattern::allreduce;
-  p.variant = o.variant;
-  p.fp32_accumulation = traits.fp32_accumulation;
-  p.input = b.input.get();
-  p.residual_in = b.residual.get();
-  p.gamma = b.gamma.get();
-  p.allreduce_out = b.allreduce_out.get();
-  p.residual_out = b.residual_out.get();
-  p.norm_out = b.norm_out.get();
-  return p;
-}
 
 struct RankPolls {
   double call_us = 0;  // mean, between events around the launch (the delay spin outside)
@@ -154,7 +121,12 @@ nlohmann::json run_poll_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
   cudaStream_t stream{};
   cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   ProfileBuffers buffers(elems, static_cast<std::size_t>(o.hidden), stream);
-  const k::FusedParams p = profiled_call(o, traits, comm.rank(), n, buffers);
+  // The fused pattern where the kernel has it, else the allreduce alone.
+  const k::Pattern pattern = traits.runs_pattern(k::Pattern::residual_rmsnorm)
+                                 ? k::Pattern::residual_rmsnorm
+                                 : k::Pattern::allreduce;
+  k::FusedParams p = profiled_call(o, pattern, comm.rank(), n, buffers);
+  p.fp32_accumulation = traits.fp32_accumulation;
   int clock_khz = 0;
   cuda_check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, placement.device),
              "clock rate");

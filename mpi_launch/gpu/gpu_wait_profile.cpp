@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "fusioncheck/gpu/device_buffer.hpp"
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
@@ -33,25 +32,6 @@ void check_wait_profile_options(const WaitProfileOptions& o, int n) {
         fmt::format("--delay-rank {}: there are only {} ranks (0..{})", o.delay_rank, n, n - 1));
   if (o.hidden % 8 != 0)
     throw BadInput(fmt::format("--hidden {}: not a multiple of 8 (bf16 vectors)", o.hidden));
-}
-
-// The call every rank profiles: bf16 residual + RMSNorm of tokens x hidden.
-k::FusedParams profiled_call(const WaitProfileOptions& o, int rank, int n, DeviceBuffer& input,
-                             DeviceBuffer& residual, DeviceBuffer& gamma,
-                             DeviceBuffer& residual_out, DeviceBuffer& norm_out) {
-  k::FusedParams p;
-  p.ranks = n;
-  p.rank = rank;
-  p.tokens = o.tokens;
-  p.hidden = o.hidden;
-  p.dtype = k::DType::bf16;
-  p.pattern = k::Pattern::residual_rmsnorm;
-  p.input = input.get();
-  p.residual_in = residual.get();
-  p.gamma = gamma.get();
-  p.residual_out = residual_out.get();
-  p.norm_out = norm_out.get();
-  return p;
 }
 
 // This rank's profile, in microseconds, summed over the timed calls / o.calls (a mean).
@@ -176,11 +156,8 @@ nlohmann::json run_wait_profile(mpi::MpiComm& comm, const WaitProfileOptions& o)
   k::Workspace ws = k::Workspace::create_ipc(bootstrap, wc);
   cudaStream_t stream{};
   cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  DeviceBuffer input(elems * 2), residual(elems * 2), gamma(o.hidden * 2), residual_out(elems * 2),
-      norm_out(elems * 2);
-  for (DeviceBuffer* b : {&input, &residual, &gamma}) b->fill(0x3c, stream, b->bytes());
-  const k::FusedParams p =
-      profiled_call(o, comm.rank(), n, input, residual, gamma, residual_out, norm_out);
+  const ProfileBuffers buffers(elems, static_cast<std::size_t>(o.hidden), stream);
+  const k::FusedParams p = profiled_call(o, k::Pattern::residual_rmsnorm, comm.rank(), n, buffers);
   int clock_khz = 0;
   cuda_check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, placement.device),
              "clock rate");

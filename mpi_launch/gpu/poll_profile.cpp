@@ -43,6 +43,31 @@ std::vector<PollSiteSummary> summarize_poll_sites(const std::vector<PollSiteTime
   return out;
 }
 
+ProfileBuffers::ProfileBuffers(std::size_t elems, std::size_t hidden, cudaStream_t stream)
+    : input(elems * 2), residual(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
+      residual_out(elems * 2), norm_out(elems * 2) {
+  for (DeviceBuffer* b : {&input, &residual, &gamma}) b->fill(0x3c, stream, b->bytes());
+}
+
+kernels::FusedParams profiled_call(const WaitProfileOptions& o, kernels::Pattern pattern, int rank,
+                                   int ranks, const ProfileBuffers& b) {
+  kernels::FusedParams p;
+  p.ranks = ranks;
+  p.rank = rank;
+  p.tokens = o.tokens;
+  p.hidden = o.hidden;
+  p.dtype = kernels::DType::bf16;
+  p.pattern = pattern;
+  p.variant = o.variant;
+  p.input = b.input.get();
+  p.residual_in = b.residual.get();
+  p.gamma = b.gamma.get();
+  if (pattern == kernels::Pattern::allreduce) p.allreduce_out = b.allreduce_out.get();
+  p.residual_out = b.residual_out.get();
+  p.norm_out = b.norm_out.get();
+  return p;
+}
+
 std::string describe_delay(const WaitProfileOptions& o) {
   return o.delay_rank >= 0
              ? fmt::format("rank {} starts every call {} us late", o.delay_rank, o.delay_us)

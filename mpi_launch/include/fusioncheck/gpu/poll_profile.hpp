@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fusioncheck/gpu/device_buffer.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
@@ -26,6 +27,15 @@ struct PollSiteSummary {
 // ascending order. Throws std::invalid_argument for calls < 1, a negative block or line 0.
 std::vector<PollSiteSummary> summarize_poll_sites(const std::vector<PollSiteTime>& entries,
                                                   int calls, double us_per_cycle);
+
+// The profiled calls' buffers, bf16 tokens x hidden, inputs of small finite values.
+struct ProfileBuffers {
+  DeviceBuffer input, residual, gamma, allreduce_out, residual_out, norm_out;
+  ProfileBuffers(std::size_t elems, std::size_t hidden, cudaStream_t stream);
+};
+// The call every rank profiles: bf16, o.tokens x o.hidden of `pattern`, launch variant o.variant.
+kernels::FusedParams profiled_call(const WaitProfileOptions& o, kernels::Pattern pattern, int rank,
+                                   int ranks, const ProfileBuffers& b);
 
 // What both wait profiles (ours and another kernel's) report first: the injected delay in
 // words, and the run's setup as the JSON's leading fields.
