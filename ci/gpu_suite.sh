@@ -11,6 +11,10 @@
 # Reports land in REPORTS (default $BUILD/gpu-reports): JSON, JUnit XML, Markdown, PNG, one
 # log per step, and results.md (the figures for docs/results.md; RESULTS_MD=docs/results.md
 # writes them between its gpu_suite markers). GPU_TESTS=0 leaves out the in-process tests.
+# KNOWN: the ledger of known findings given to smoke, check and kill-table (--known; default
+# the pinned FlashInfer release's, adapters/flashinfer/known/flashinfer-<VERSION>.json, when
+# this build's FlashInfer is that release; KNOWN=none: every finding is new); STRICT=1 adds
+# --strict (an entry whose trigger was drawn and that never failed fails the step).
 # Exits non-zero if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -23,8 +27,26 @@ KILL_SEEDS=${KILL_SEEDS:-1}
 ALLOW_MPS=${ALLOW_MPS:-1}
 GPU_TESTS=${GPU_TESTS:-1}
 FAMILIES=${FAMILIES:-}  # default: every family the build has
+STRICT=${STRICT:-0}
 FC=$(fc_bin "$BUILD")
 [ -x "$FC" ] || { echo "gpu_suite: no fusioncheck binary at $FC (build first)"; exit 2; }
+[[ $STRICT =~ ^[01]$ ]] || { echo "gpu_suite: STRICT=$STRICT: 0 or 1"; exit 2; }
+if [ -z "${KNOWN:-}" ]; then
+  # The pinned release's ledger, where this build's FlashInfer is the pinned wheel (no other
+  # include tree given at configure time).
+  pinned=$(tr -d '[:space:]' <adapters/flashinfer/VERSION)
+  KNOWN=none
+  if [ -z "$(sed -n 's/^FUSIONCHECK_FLASHINFER_INCLUDE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)" ]; then
+    KNOWN=adapters/flashinfer/known/flashinfer-$pinned.json
+  fi
+fi
+known=()
+if [ "$KNOWN" != none ]; then
+  [ -f "$KNOWN" ] || { echo "gpu_suite: KNOWN=$KNOWN: no such file"; exit 2; }
+  KNOWN=$(cd "$(dirname "$KNOWN")" && pwd)/$(basename "$KNOWN")
+  known=(--known "$KNOWN")
+  [ "$STRICT" = 1 ] && known+=(--strict)
+fi
 for v in CASES KILL_CASES; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "gpu_suite: $v=${!v}: not a positive integer"; exit 2; }
 done
@@ -55,7 +77,7 @@ if [ -z "$FAMILIES" ]; then
   FAMILIES=$("$FC" gpu kernels 2>/dev/null | awk '$1 !~ /@/ && !/\[not in this build/ {print $1}' | tr '\n' ' ')
   [ -n "$FAMILIES" ] || FAMILIES=ours
 fi
-echo "gpu_suite: families: $FAMILIES; rank counts: ${rank_counts[*]}"
+echo "gpu_suite: families: $FAMILIES; rank counts: ${rank_counts[*]}; known findings: $KNOWN"
 # The build as results.md names it, recorded now (the tree may change before the figures are
 # written elsewhere).
 printf '`%s` (CUDA architectures %s), commit %s\n' "$BUILD" \
@@ -78,19 +100,20 @@ suite_step() {
 for n in "${rank_counts[@]}"; do
   for fam in $FAMILIES; do
     echo "== $n ranks, $fam: smoke"
-    suite_step "smoke-$fam-$n" fc_mpirun "$n" "$FC" gpu smoke --kernel "$fam" --json "$REPORTS/smoke-$fam-$n.json"
+    suite_step "smoke-$fam-$n" fc_mpirun "$n" "$FC" gpu smoke --kernel "$fam" "${known[@]}" \
+      --json "$REPORTS/smoke-$fam-$n.json"
     if [ "$n" = 2 ]; then  # the mutant instances are compiled for 2 ranks
       # Fails on a false positive or on a survivor this setup can kill (expected survivors
       # are marked in the table, not failures).
       for seed in $KILL_SEEDS; do
         echo "== $n ranks, $fam: kill table, seed $seed"
         suite_step "kill-table-$fam-$n-s$seed" fc_mpirun "$n" "$FC" gpu kill-table --kernel "$fam" \
-          --cases "$KILL_CASES" --seed "$seed" --out "$REPORTS/kill-table-$fam-$n-s$seed.md" \
+          "${known[@]}" --cases "$KILL_CASES" --seed "$seed" --out "$REPORTS/kill-table-$fam-$n-s$seed.md" \
           --json "$REPORTS/kill-table-$fam-$n-s$seed.json" --junit "$REPORTS/kill-table-$fam-$n-s$seed.xml"
       done
     fi
     echo "== $n ranks, $fam: property suite, $CASES cases"
-    suite_step "check-$fam-$n" fc_mpirun "$n" "$FC" gpu check --kernel "$fam" --cases "$CASES" \
+    suite_step "check-$fam-$n" fc_mpirun "$n" "$FC" gpu check --kernel "$fam" "${known[@]}" --cases "$CASES" \
       --json "$REPORTS/check-$fam-$n.json" --junit "$REPORTS/check-$fam-$n.xml" \
       --replay-out "$REPORTS/counterexample-$fam-$n.json"
   done
@@ -111,5 +134,6 @@ for json in "$REPORTS"/bench-*.json "$REPORTS"/wait-profile-*.json; do
   [ -f "$json" ] && fc_step "plot-$(basename "$json" .json)" 0 - "$(fc_python)" bench/plots/plot_bench.py "$json" "$REPORTS"
 done
 fc_step results 0 - python3 ci/gpu_results.py "$REPORTS_ABS" --build "$BUILD" ${RESULTS_MD:+--into "$RESULTS_MD"}
+python3 ci/known_summary.py "$REPORTS_ABS"
 echo "gpu_suite: reports in $REPORTS"
 fc_steps_report

@@ -19,6 +19,7 @@
 #include "fusioncheck/gpu/gpu_check.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
+#include "fusioncheck/gpu/known_findings.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/mpi/mpi_comm.hpp"
@@ -46,6 +47,8 @@ struct GpuCliOptions {
   std::string json_out;
   std::string junit_out;
   std::string table_out;
+  std::string known_path;  // --known: a ledger of known findings
+  bool strict = false;     // --strict
 };
 
 // Every job runs with a watchdog: a peer process on this host that vanishes, or a main
@@ -128,6 +131,31 @@ void check_family_mutant(const GpuCliOptions& o, protocol::Mutant mutant) {
   }
 }
 
+// --known: the ledger is read and checked before MPI starts (bad input: exit 2 on every rank).
+std::shared_ptr<const gpu::KnownFindings> load_known(const GpuCliOptions& o) {
+  if (o.known_path.empty()) return nullptr;
+  std::vector<std::string> families;
+  for (const std::string& name : o.registry->names())
+    if (name.back() != '@') families.push_back(name);
+  try {
+    return std::make_shared<const gpu::KnownFindings>(
+        gpu::read_known_findings(o.known_path, families));
+  } catch (const gpu::BadInput& e) {
+    throw UsageError(e.what());
+  }
+}
+
+void add_known_options(CLI::App* cmd, GpuCliOptions& o) {
+  auto* known = cmd->add_option(
+      "--known", o.known_path,
+      "A ledger of known findings (JSON; docs/usage.md): a failing case that matches an entry is "
+      "reported as known and the run goes on; exit 1 only on a new finding");
+  cmd->add_flag("--strict", o.strict,
+                "With --known: an entry whose trigger was drawn but that never failed (fixed "
+                "upstream?) fails the run too")
+      ->needs(known);
+}
+
 void write_reports(const GpuCliOptions& o, const std::string& suite,
                    const std::vector<gpu::CheckResult>& runs, const gpu::GpuPlacement* kill_table) {
   if (!o.junit_out.empty()) gpu::write_file(o.junit_out, gpu::junit_xml(suite, runs, kill_table));
@@ -147,6 +175,7 @@ int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   if (comm.rank() == 0) {
     fmt::print("{}\n{}\n", gpu::summary_line(r, comm.size()), gpu::time_breakdown(r));
     for (const auto& [why, n] : r.refusals) fmt::print("  refused {} cases: {}...\n", n, why);
+    if (!r.known.empty()) fmt::print("{}\n", gpu::known_findings_line(r));
     if (r.failed) fmt::print("{}", gpu::failure_report(r, job.placement, comm.size()));
     write_reports(o, "fusioncheck.gpu.check", {r}, nullptr);
   }
@@ -277,6 +306,7 @@ void add_check_options(CLI::App* cmd, GpuCliOptions& o) {
       ->check(integer_in<int>(0, 100));
   cmd->add_option("--json", o.json_out, "Write the result as JSON (rank 0)");
   cmd->add_option("--junit", o.junit_out, "Write JUnit XML (rank 0)");
+  add_known_options(cmd, o);
   add_timeout_option(cmd, o);
 }
 
@@ -298,13 +328,16 @@ void add_smoke(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
       "No PDL producers before the calls (every other PDL call has one by default)");
   smoke->add_option("--json", o->smoke.json_out, "Write per-case results (rank 0)");
   add_kernel_option(smoke, *o);
+  add_known_options(smoke, *o);
   add_timeout_option(smoke, *o);
   smoke->callback([o, smoke, &exit_code] {
     refuse_empty_values(*smoke);
     check_paths(*o);
     o->smoke.kernel = choose_kernel(*o, "--kernel", o->kernel);
+    o->smoke.known = load_known(*o);
+    o->smoke.strict = o->strict;
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
-      return gpu::run_smoke(c, o->smoke).failed ? kExitFindings : kExitClean;
+      return gpu::run_smoke(c, o->smoke).fails(o->smoke.strict) ? kExitFindings : kExitClean;
     });
   });
 }
@@ -358,6 +391,8 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
     if (o->check.replay_file.empty()) require_output_file("--replay-out", o->check.replay_out);
     o->check.mutant = mutant_from_id(o->mutant);
     check_family_mutant(*o, o->check.mutant);
+    o->check.known = load_known(*o);
+    o->check.strict = o->strict;
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return run_check_command(c, *o); });
   });
 }
@@ -380,6 +415,8 @@ void add_kill_table(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_c
     o->check.kernel = choose_kernel(*o, "--kernel", o->kernel);
     for (const auto& id : o->mutants)
       check_family_mutant(*o, mutant_from_id(id));  // before MPI starts
+    o->check.known = load_known(*o);
+    o->check.strict = o->strict;
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return run_kill_table_command(c, *o); });
   });
 }

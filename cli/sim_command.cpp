@@ -21,6 +21,7 @@
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/cli/paths.hpp"
+#include "fusioncheck/files/json_file.hpp"
 #include "fusioncheck/sim/counterexample.hpp"
 #include "fusioncheck/sim/kill_table.hpp"
 
@@ -137,22 +138,18 @@ void require_count(const nlohmann::json& j, const char* name, std::uint64_t hi,
   const nlohmann::json& v = j.at(name);
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() > hi)
     throw UsageError(fmt::format("--replay {}: {} = {}: expected an integer in [0, {}]", file, name,
-                                 v.dump(), hi));
+                                 files::quote_json(v), hi));
 }
 
 // The counterexample file as one JSON document (nothing after it), its numbers strict.
 nlohmann::json read_counterexample_json(const std::string& file) {
-  std::error_code error;
-  const auto bytes = std::filesystem::file_size(file, error);
-  if (error) throw UsageError("--replay " + file + ": " + error.message());
-  if (bytes > kMaxCounterexampleBytes)
-    throw UsageError(fmt::format("--replay {}: {} bytes; a counterexample file has at most {}",
-                                 file, bytes, kMaxCounterexampleBytes));
-  std::ifstream in(file, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);  // strict: no trailing text
-  if (j.is_discarded())
-    throw UsageError("'" + file + "' is not JSON (or has text after the document)");
+  std::string text;
+  if (const std::string why = files::read_small_file(file, kMaxCounterexampleBytes, text);
+      !why.empty())
+    throw UsageError("--replay " + file + ": " + why + " (a counterexample file)");
+  nlohmann::json j;  // strict: no trailing text
+  if (const std::string why = files::parse_json(text, j); !why.empty())
+    throw UsageError("--replay " + file + ": " + why);
   constexpr std::uint64_t kInt = std::numeric_limits<int>::max();
   constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
   require_count(j, "seed", std::numeric_limits<std::uint64_t>::max(), file);

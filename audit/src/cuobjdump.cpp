@@ -106,11 +106,15 @@ void check_run(const ChildResult& run, const std::string& file,
   throw AuditInputError("cuobjdump failed on " + file + ": " + first_line(run.stderr_text));
 }
 
-// nvdisasm beside cuobjdump (a wheel's folder, the toolkit's bin), else on PATH.
+// nvdisasm beside cuobjdump (the toolkit's bin), else on PATH, else where the build found it
+// (its own wheel's folder: pip puts cuobjdump and nvdisasm in folders of their own).
 std::string find_nvdisasm(const std::string& cuobjdump) {
   const auto beside = std::filesystem::path(cuobjdump).parent_path() / "nvdisasm";
   if (is_executable_file(beside.string())) return beside.string();
   if (auto on_path = find_on_path("nvdisasm")) return *on_path;
+#if defined(FUSIONCHECK_NVDISASM_PATH)
+  if (is_executable_file(FUSIONCHECK_NVDISASM_PATH)) return std::string(FUSIONCHECK_NVDISASM_PATH);
+#endif
   throw AuditInputError("nvdisasm not found beside " + cuobjdump +
                         " nor on PATH; install it with: " + std::string(kCuobjdumpInstallHint));
 }

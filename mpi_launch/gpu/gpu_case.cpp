@@ -1,5 +1,7 @@
 #include "fusioncheck/gpu/gpu_case.hpp"
 
+#include "fusioncheck/files/json_file.hpp"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -105,7 +107,8 @@ const nlohmann::json& field(const nlohmann::json& object, const char* name,
 template <typename T>
 T integer_value(const nlohmann::json& v, const char* name, const std::string& where) {
   const auto bad = [&](const std::string& why) {
-    return BadInput(fmt::format("replay file: {}{} = {}: {}", where, name, v.dump(), why));
+    return BadInput(
+        fmt::format("replay file: {}{} = {}: {}", where, name, files::quote_json(v), why));
   };
   if (!v.is_number_integer()) throw bad("not an integer");
   using Limits = std::numeric_limits<T>;
@@ -136,7 +139,8 @@ T integer_field_or(const nlohmann::json& object, const char* name, T fallback,
 bool bool_field(const nlohmann::json& object, const char* name, const std::string& where) {
   const nlohmann::json& v = field(object, name, where);
   if (!v.is_boolean())
-    throw BadInput(fmt::format("replay file: {}{} = {}: not true or false", where, name, v.dump()));
+    throw BadInput(fmt::format("replay file: {}{} = {}: not true or false", where, name,
+                               files::quote_json(v)));
   return v.get<bool>();
 }
 
@@ -148,7 +152,8 @@ bool bool_field_or(const nlohmann::json& object, const char* name, bool fallback
 std::string string_field(const nlohmann::json& object, const char* name, const std::string& where) {
   const nlohmann::json& v = field(object, name, where);
   if (!v.is_string())
-    throw BadInput(fmt::format("replay file: {}{} = {}: not a string", where, name, v.dump()));
+    throw BadInput(
+        fmt::format("replay file: {}{} = {}: not a string", where, name, files::quote_json(v)));
   return v.get<std::string>();
 }
 
@@ -157,8 +162,8 @@ float float_field(const nlohmann::json& object, const char* name, const std::str
   const double value = v.is_number() ? v.get<double>() : 0.0;
   if (!v.is_number() || !std::isfinite(value) ||
       std::fabs(value) > std::numeric_limits<float>::max())
-    throw BadInput(
-        fmt::format("replay file: {}{} = {}: not a finite number", where, name, v.dump()));
+    throw BadInput(fmt::format("replay file: {}{} = {}: not a finite number", where, name,
+                               files::quote_json(v)));
   return static_cast<float>(value);
 }
 
@@ -271,21 +276,14 @@ GpuCase case_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json read_replay_json(const std::string& path) {
-  std::error_code error;
-  const auto bytes = std::filesystem::file_size(path, error);
-  if (error) throw BadInput("--replay " + path + ": " + error.message());
-  if (bytes > kMaxReplayFileBytes)
-    throw BadInput(fmt::format(
-        "--replay {}: {} bytes; a replay file has at most {} (one case of at most {} calls)", path,
-        bytes, kMaxReplayFileBytes, kMaxCallsPerCase));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BadInput("--replay " + path + ": cannot open");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  try {
-    return nlohmann::json::parse(text);  // strict: text after the document is an error
-  } catch (const nlohmann::json::exception& e) {
-    throw BadInput("--replay " + path + ": not JSON: " + e.what());
-  }
+  std::string text;
+  if (const std::string why = files::read_small_file(path, kMaxReplayFileBytes, text); !why.empty())
+    throw BadInput(fmt::format("--replay {}: {} (a replay file is one case of at most {} calls)",
+                               path, why, kMaxCallsPerCase));
+  nlohmann::json j;  // strict: text after the document is an error
+  if (const std::string why = files::parse_json(text, j); !why.empty())
+    throw BadInput("--replay " + path + ": " + why);
+  return j;
 }
 
 GpuCase read_replay_case(const std::string& path) {

@@ -364,9 +364,9 @@ void follow_rank_0(mpi::MpiComm& comm, CaseCounter& cases) {
 }
 
 // Rank 0 with --replay: the case of the replay file on every rank, up to replay_runs times,
-// stopping at the first run that fails.
+// stopping at the first run that fails (with a ledger, the first whose finding is new).
 void replay_case(mpi::MpiComm& comm, const CheckOptions& o, const CaseRunner& runner,
-                 CaseCounter& cases, CheckResult& result) {
+                 CaseCounter& cases, KnownFindingRun& known, CheckResult& result) {
   GpuCase c;
   try {
     c = load_replay(o.replay_file, comm.size(), o.kernel.name, runner);
@@ -376,17 +376,30 @@ void replay_case(mpi::MpiComm& comm, const CheckOptions& o, const CaseRunner& ru
   }
   result.replay_runs = o.replay_runs;
   result.minimal = c;
+  known.count_trigger(c);
   for (int run = 1; run <= o.replay_runs; ++run) {
     send_case(comm, &c);
     const CaseVerdict v = cases.run(c);
     if (v.refused) break;  // the same case is refused every time
     if (!v.failed()) continue;
-    result.failed = true;
+    if (const int e = known.match(c, v.findings); e >= 0) {
+      ++known.tallies[static_cast<std::size_t>(e)].failed_cases;
+      fmt::print("known {}, reproduced on run {}: [{}] {}\n", known.entries[e].id, run,
+                 v.findings.front().check, v.findings.front().message);
+      continue;
+    }
+    result.failed = result.new_finding = true;
     result.findings = v.findings;
     result.replay_failed_run = run;
     break;
   }
   send_case(comm, nullptr);
+}
+
+std::string replay_command(int ranks, const CheckOptions& o, const std::string& file) {
+  return fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", ranks,
+                     o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name,
+                     std::string(protocol::mutant_id(o.mutant)), file);
 }
 
 // Rank 0: the smallest failing case RapidCheck shrank to, and its replay file where
@@ -397,57 +410,99 @@ void keep_minimal_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCa
   result.minimal = failure;
   result.minimal_calls = static_cast<int>(failure.calls.size());
   if (o.replay_out.empty()) return;
-  result.replay_command =
-      fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", comm.size(),
-                  o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name,
-                  std::string(protocol::mutant_id(o.mutant)), o.replay_out);
+  result.replay_command = replay_command(comm.size(), o, o.replay_out);
   write_replay(o.replay_out, failure, verdict, o.kernel.name, o.mutant, result.replay_command);
   result.replay_file = o.replay_out;
 }
 
+// Rank 0: a shrunk case that matched a ledger entry: its replay beside --replay-out, named by
+// the entry's id, and one line.
+void keep_known_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCase& failure,
+                        const CaseVerdict& verdict, const KnownFinding& entry,
+                        KnownFindingTally& tally) {
+  std::string file;
+  if (!o.replay_out.empty()) {
+    const std::string& out = o.replay_out;
+    const auto dot = out.rfind(".json");
+    file = (dot == std::string::npos ? out : out.substr(0, dot)) + "-known-" + entry.id + ".json";
+    write_replay(file, failure, verdict, o.kernel.name, o.mutant,
+                 replay_command(comm.size(), o, file));
+    tally.replay_file = file;
+  }
+  fmt::print("  known {}, reproduced (shrunk to {} calls, hidden {}): [{}] {}{}\n", entry.id,
+             failure.calls.size(), failure.hidden, verdict.findings.front().check,
+             verdict.findings.front().message, file.empty() ? "" : "; replay " + file);
+  std::fflush(stdout);
+}
+
 // Rank 0 without --replay: RapidCheck draws the cases and shrinks a failing one; every rank
-// runs each case.
+// runs each case. A failing case that matches a ledger entry for the first time is shrunk,
+// matched again and kept; later cases of that entry pass as known, without shrinking (or
+// with --no-shrink, at once). The search then goes on with a seed of its own for the cases
+// not yet drawn, until the cases are drawn or a finding is new.
 void search_cases(mpi::MpiComm& comm, const CheckOptions& o, const DrawSettings& draw,
                   const KernelTraits& traits, const std::string& kernel_name, CaseCounter& cases,
-                  CheckResult& result) {
-  std::optional<GpuCase> last_failure;
-  CaseVerdict last_verdict;
-  const std::string params =
-      fmt::format("seed={} max_success={} max_size=100 noshrink={} max_discard_ratio=50", o.seed,
-                  o.cases, o.shrink ? 0 : 1);
-  setenv("RC_PARAMS", params.c_str(), 1);  // RapidCheck reads its configuration here
-  // RapidCheck takes any exception thrown in the property for a failing case and shrinks
-  // it, calling the other ranks again. An error of the run itself (an MPI timeout, a CUDA
-  // error, a refused workspace) is kept instead; later cases are discarded without touching
-  // MPI, and it is rethrown once rc::check returns.
-  std::exception_ptr run_error;
-  const bool passed = rc::check(fmt::format("{} on {} ranks", kernel_name, comm.size()), [&] {
-    if (run_error) RC_DISCARD("the run already failed");
-    const GpuCase c = *rc::gen::exec([&] { return draw_case(draw, traits); });
-    CaseVerdict v;
-    try {
-      send_case(comm, &c);
-      v = cases.run(c);
-    } catch (const std::exception&) {
-      run_error = std::current_exception();
-      RC_DISCARD("the run failed");
-    }
-    if (v.refused) RC_DISCARD(v.refusal);
-    if (v.failed()) {
-      if (!last_failure)
+                  KnownFindingRun& known, CheckResult& result) {
+  std::vector<bool> confirmed(known.entries.size(), false);
+  int drawn = 0;  // cases drawn (not shrinking) that ran to completion
+  for (int segment = 0; drawn < o.cases && segment <= static_cast<int>(known.entries.size());
+       ++segment) {
+    std::optional<GpuCase> last_failure;
+    CaseVerdict last_verdict;
+    const std::string params = fmt::format(
+        "seed={} max_success={} max_size=100 noshrink={} max_discard_ratio=50",
+        o.seed + static_cast<std::uint64_t>(segment), o.cases - drawn, o.shrink ? 0 : 1);
+    setenv("RC_PARAMS", params.c_str(), 1);  // RapidCheck reads its configuration here
+    // RapidCheck takes any exception thrown in the property for a failing case and shrinks
+    // it, calling the other ranks again. An error of the run itself (an MPI timeout, a CUDA
+    // error, a refused workspace) is kept instead; later cases are discarded without touching
+    // MPI, and it is rethrown once rc::check returns.
+    std::exception_ptr run_error;
+    const bool passed = rc::check(fmt::format("{} on {} ranks", kernel_name, comm.size()), [&] {
+      if (run_error) RC_DISCARD("the run already failed");
+      const GpuCase c = *rc::gen::exec([&] { return draw_case(draw, traits); });
+      CaseVerdict v;
+      try {
+        send_case(comm, &c);
+        v = cases.run(c);
+      } catch (const std::exception&) {
+        run_error = std::current_exception();
+        RC_DISCARD("the run failed");
+      }
+      if (v.refused) RC_DISCARD(v.refusal);
+      const bool shrinking = last_failure.has_value();
+      if (!shrinking) ++drawn, known.count_trigger(c);
+      if (!v.failed()) return;
+      if (const int e = known.match(c, v.findings); e >= 0 && (confirmed[e] || !o.shrink)) {
+        if (!shrinking) ++known.tallies[static_cast<std::size_t>(e)].failed_cases;
+        confirmed[e] = true;
+        return;  // a known finding: the case counts, the search goes on
+      }
+      if (!last_failure) {
         result.seconds_to_first_failure =
             std::chrono::duration<double>(Clock::now() - cases.start()).count();
+        result.cases_to_first_failure = result.cases;
+      }
       last_failure = c;  // shrinking ends on the smallest case that still fails
       last_verdict = v;
-      result.cases_to_first_failure =
-          result.cases_to_first_failure ? result.cases_to_first_failure : result.cases;
       RC_FAIL(fmt::format("[{}] {}", v.findings.front().check, v.findings.front().message));
+    });
+    if (run_error) std::rethrow_exception(run_error);
+    if (passed || !last_failure) break;
+    if (const int e = known.match(*last_failure, last_verdict.findings); e >= 0) {
+      auto& tally = known.tallies[static_cast<std::size_t>(e)];
+      ++tally.failed_cases;
+      confirmed[e] = true;
+      result.cases_to_first_failure = 0;  // the first failure counts a new finding's
+      result.seconds_to_first_failure = 0;
+      keep_known_failure(comm, o, *last_failure, last_verdict, known.entries[e], tally);
+      continue;
     }
-  });
-  if (run_error) std::rethrow_exception(run_error);
+    result.failed = result.new_finding = true;
+    keep_minimal_failure(comm, o, *last_failure, last_verdict, result);
+    break;
+  }
   send_case(comm, nullptr);
-  result.failed = !passed;
-  if (last_failure) keep_minimal_failure(comm, o, *last_failure, last_verdict, result);
 }
 
 // RapidCheck ran on rank 0 alone: every rank returns its verdict, so that every rank exits
@@ -483,10 +538,17 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   result.mutant = o.mutant;
   result.twoshot_percent = o.twoshot_percent;
   result.late_blocks = o.focus_late_blocks;
+  result.strict = o.strict;
+  KnownFindingRun known(o.known ? entries_for(*o.known, o.kernel.name, o.kernel.release)
+                                : std::vector<KnownFinding>{});
   CaseCounter cases(comm, kernel, runner, result);
   if (comm.rank() != 0) follow_rank_0(comm, cases);
-  else if (!o.replay_file.empty()) replay_case(comm, o, runner, cases, result);
-  else search_cases(comm, o, draw, traits, kernel.name(), cases, result);
+  else if (!o.replay_file.empty()) replay_case(comm, o, runner, cases, known, result);
+  else search_cases(comm, o, draw, traits, kernel.name(), cases, known, result);
+  if (comm.rank() == 0) {
+    result.known = known.tallies;
+    if (o.strict && known.absent() > 0) result.failed = true;
+  }
   share_verdict(comm, runner, cases.start(), result);
   return result;
 }

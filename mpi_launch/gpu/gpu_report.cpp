@@ -30,7 +30,39 @@ std::string first_finding(const CheckResult& r) {
                             : "[" + r.findings.front().check + "] " + r.findings.front().message;
 }
 
+// "known a (12 cases), b (absent: 40 cases drew its trigger)" or "".
+std::string known_summary(const CheckResult& r) {
+  std::string out;
+  for (const auto& t : r.known) {
+    if (t.state() == "not drawn") continue;
+    out += out.empty() ? "" : ", ";
+    out += t.state() == "known"
+               ? fmt::format("{} ({} of {} cases)", t.id, t.failed_cases, t.trigger_cases)
+               : fmt::format("{} (ABSENT: {} cases drew its trigger, none failed)", t.id,
+                             t.trigger_cases);
+  }
+  return out;
+}
+
+int known_reproduced(const CheckResult& r) {
+  return static_cast<int>(
+      std::count_if(r.known.begin(), r.known.end(),
+                    [](const KnownFindingTally& t) { return t.state() == "known"; }));
+}
+
 }  // namespace
+
+std::string known_findings_line(const CheckResult& r) {
+  if (r.known.empty()) return "";
+  int absent = 0;
+  for (const auto& t : r.known) absent += t.state() == "absent";
+  return fmt::format("known findings: {} reproduced, {} new, {} absent{}{}{}", known_reproduced(r),
+                     r.new_finding ? 1 : 0, absent,
+                     absent > 0 ? (r.strict ? " (--strict: fixed upstream? update the ledger)"
+                                            : " (fixed upstream? --strict fails on it)")
+                                : "",
+                     known_summary(r).empty() ? "" : ": ", known_summary(r));
+}
 
 void write_file(const std::string& path, const std::string& text) {
   if (const std::string why = files::write_whole_file(path, text); !why.empty())
@@ -44,7 +76,11 @@ std::string summary_line(const CheckResult& r, int ranks) {
       "{:.1f} s = {:.0f} checked cases/s: {}",
       ranks, protocol::mutant_id(r.mutant), r.twoshot_percent,
       r.late_blocks ? ", blocks started late" : "", r.cases, r.calls, r.refused, r.seconds, rate,
-      r.failed ? "FAILED " + first_finding(r) : std::string("all passed"));
+      r.new_finding ? "FAILED " + first_finding(r)
+      : r.failed    ? std::string("FAILED: a known finding is absent (--strict)")
+      : known_reproduced(r) > 0
+          ? fmt::format("no new finding ({} known reproduced)", known_reproduced(r))
+          : std::string("all passed"));
 }
 
 std::string time_breakdown(const CheckResult& r) {
@@ -72,6 +108,7 @@ std::string failure_report(const CheckResult& r, const GpuPlacement& placement, 
   if (r.minimal) out += describe_block(*r.minimal, "  ");
   for (const auto& f : r.findings)
     out += fmt::format("  {:<18}[{}] {}\n", "finding", f.check, f.message);
+  if (!r.known.empty()) out += fmt::format("  {:<18}{}\n", "ledger", known_findings_line(r));
   if (r.cases_to_first_failure)
     out += fmt::format("  {:<18}case {} after {:.2f} s; shrunk to {} calls\n", "first failure",
                        r.cases_to_first_failure, r.seconds_to_first_failure, r.minimal_calls);
@@ -87,6 +124,14 @@ std::string failure_report(const CheckResult& r, const GpuPlacement& placement, 
 nlohmann::json to_json(const CheckResult& r) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : r.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
+  nlohmann::json known = nlohmann::json::array();
+  for (const auto& t : r.known)
+    known.push_back({{"id", t.id},
+                     {"class", finding_class_name(t.finding_class)},
+                     {"state", t.state()},
+                     {"trigger_cases", t.trigger_cases},
+                     {"failed_cases", t.failed_cases},
+                     {"replay_file", t.replay_file}});
   return {{"mutant", protocol::mutant_id(r.mutant)},
           {"twoshot_percent", r.twoshot_percent},
           {"late_blocks", r.late_blocks},
@@ -100,6 +145,8 @@ nlohmann::json to_json(const CheckResult& r) {
           {"cases_to_first_failure", r.cases_to_first_failure},
           {"minimal_case", r.minimal ? to_json(*r.minimal) : nlohmann::json()},
           {"findings", findings},
+          {"new_finding", r.new_finding},
+          {"known_findings", known},
           {"replay", r.replay_command},
           {"seconds_by_phase",
            {{"inputs", r.times.inputs},
@@ -113,6 +160,7 @@ nlohmann::json to_json(const CheckResult& r) {
 std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,
                       const GpuPlacement* kill_table) {
   int failures = 0, skipped = 0;
+  std::size_t tests = runs.size();
   std::string body;
   for (const auto& r : runs) {
     // A mutant run passes when the mutant is killed; the correct kernels pass when clean. A
@@ -133,11 +181,32 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
           xml_escape(expected_failure ? "mutant survived " + std::to_string(r.cases) + " cases"
                                       : first_finding(r)));
     body += "  </testcase>\n";
+    // Each ledger entry of the run: passed when reproduced, skipped when not drawn or (without
+    // --strict) absent, failed when absent under --strict.
+    for (const auto& t : r.known) {
+      const std::string state = t.state();
+      const bool absent_fails = state == "absent" && r.strict;
+      failures += absent_fails ? 1 : 0;
+      skipped += state != "known" && !absent_fails ? 1 : 0;
+      ++tests;
+      body += fmt::format("  <testcase classname=\"{}\" name=\"{}: known {}\" time=\"0\">\n",
+                          xml_escape(suite), protocol::mutant_id(r.mutant), xml_escape(t.id));
+      const std::string what =
+          fmt::format("{}: {} of {} cases that drew its trigger failed with it", state,
+                      t.failed_cases, t.trigger_cases);
+      if (absent_fails)
+        body += fmt::format("    <failure message=\"{}\"/>\n",
+                            xml_escape("absent, fixed upstream? update the ledger; " + what));
+      else if (state != "known")
+        body += fmt::format("    <skipped message=\"{}\"/>\n", xml_escape(what));
+      else body += fmt::format("    <system-out>{}</system-out>\n", xml_escape(what));
+      body += "  </testcase>\n";
+    }
   }
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\">\n{}</testsuite>\n",
-      xml_escape(suite), runs.size(), failures, skipped, body);
+      xml_escape(suite), tests, failures, skipped, body);
 }
 
 std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement) {
@@ -190,7 +259,8 @@ std::string kill_table_markdown(
     const std::vector<std::pair<protocol::Mutant, std::string>>& not_built) {
   std::string out = fmt::format(
       "Setup: {}\n\n| mutant | two-shot calls | killed | how (first check that failed) "
-      "| time to detect (s) | cases to detect | first finding |\n|---|---|---|---|---|---|---|\n",
+      "| time to detect (s) | cases to detect | first finding | known findings met |\n"
+      "|---|---|---|---|---|---|---|---|\n",
       setup);
   for (const auto& r : runs) {
     const bool control = r.mutant == protocol::Mutant::none;
@@ -199,20 +269,25 @@ std::string kill_table_markdown(
     if (message.size() > 160) message = message.substr(0, 157) + "...";
     for (auto& ch : message)
       if (ch == '|') ch = '/';
+    std::string known = known_summary(r);
+    for (auto& ch : known)
+      if (ch == '|') ch = '/';
     out += fmt::format(
-        "| {} | {} %{} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
+        "| {} | {} %{} | {} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
         r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
         control    ? (r.failed ? "CONTROL FAILED (the kernel as built fails: see gpu check)"
-                               : "clean (control)")
+                      : known_reproduced(r) > 0 ? "clean (control) except known findings"
+                                                : "clean (control)")
         : r.failed ? "yes"
         : expected_survival(r.mutant, placement).empty()
             ? "NO"
             : "no, as expected here: " + expected_survival(r.mutant, placement),
         how, r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
-        r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message);
+        r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message,
+        known.empty() ? "-" : known);
   }
   for (const auto& [mutant, why] : not_built)
-    out += fmt::format("| {} | - | not built for this tree: {} | - | - | - | - |\n",
+    out += fmt::format("| {} | - | not built for this tree: {} | - | - | - | - | - |\n",
                        protocol::mutant_id(mutant), why);
   return out;
 }

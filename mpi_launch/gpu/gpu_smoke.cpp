@@ -228,50 +228,80 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
   limits.max_calls = options.calls_per_case;
   limits.validate();
   CaseRunner runner(comm, kernel, limits);
+  KnownFindingRun known(
+      options.known ? entries_for(*options.known, options.kernel.name, options.kernel.release)
+                    : std::vector<KnownFinding>{});
   nlohmann::json results = nlohmann::json::array();
-  int refused = 0, failed = 0, passed = 0;
+  SmokeResult result;
   const auto cases = smoke_cases(options, comm.size(), traits);
   for (const GpuCase& c :
        cases)  // a case outside the traits is a bug of smoke_cases, not of the kernel
     if (const std::string why = outside_traits(c, traits); !why.empty())
       throw std::logic_error("gpu smoke drew a case " + kernel.name() + " does not run: " + why);
   for (const GpuCase& c : cases) {
-    if (comm.rank() == 0 && (passed + failed + refused) % 20 == 0)
-      fmt::print("  ... case {}/{}\n", passed + failed + refused + 1, cases.size()),
-          std::fflush(stdout);
+    const int done = result.passed + result.failed + result.refused + result.known;
+    if (comm.rank() == 0 && done % 20 == 0)
+      fmt::print("  ... case {}/{}\n", done + 1, cases.size()), std::fflush(stdout);
     const CaseVerdict v = runner.run(c);
     std::string outcome = v.refused ? "refused" : v.failed() ? "fail" : "pass";
+    if (!v.refused) known.count_trigger(c);
+    // The verdict's findings are whole on rank 0, which tells every rank whether they are known.
+    int entry = comm.rank() == 0 && v.failed() ? known.match(c, v.findings) : -1;
+    comm.broadcast(&entry, sizeof entry, 0, "the ledger's verdict on a smoke case");
     if (v.refused) {
       // NVFP4 needs sm_100+; anything else refused is a failure of this build.
       const bool expected =
           c.calls[0].pattern == k::Pattern::nvfp4 && placement.compute_capability < 100;
-      if (expected) ++refused;
+      if (expected) ++result.refused;
       else {
-        ++failed;
+        ++result.failed;
         outcome = "fail";
       }
       if (!expected && comm.rank() == 0)
         fmt::print(stderr, "FAIL {}: launch refused: {}\n", describe(c), v.refusal);
+    } else if (entry >= 0) {
+      ++result.known;
+      ++known.tallies[static_cast<std::size_t>(entry)].failed_cases;
+      outcome = "known " + known.entries[static_cast<std::size_t>(entry)].id;
+      if (comm.rank() == 0)
+        fmt::print("known {} {}: [{}] {}\n", known.entries[static_cast<std::size_t>(entry)].id,
+                   describe(c), v.findings.front().check, v.findings.front().message);
     } else if (v.failed()) {
-      ++failed;
+      ++result.failed;
       if (comm.rank() == 0)
         for (const auto& f : v.findings)
           fmt::print(stderr, "FAIL {}: [{}] {}\n", describe(c), f.check, f.message);
     } else {
-      ++passed;
+      ++result.passed;
     }
     if (comm.rank() == 0)
       results.push_back({{"case", to_json(c)}, {"outcome", outcome}, {"refusal", v.refusal}});
-    if (v.hang) break;  // the workspace is not reusable after an expired wait
+    if (v.hang && entry < 0) break;  // the workspace is not reusable after an expired wait
+    if (v.failed()) kernel.reset();  // a known finding: the protocol state is set up anew
   }
+  result.calls = runner.calls_run();
+  result.tallies = known.tallies;
+  result.absent = known.absent();
   if (comm.rank() == 0) {
     fmt::print(
         "fusioncheck gpu smoke: {} cases passed, {} failed, {} refused as expected (NVFP4 below "
         "sm_100); {} kernel calls on each rank\n",
-        passed, failed, refused, runner.calls_run());
+        result.passed, result.failed, result.refused, result.calls);
+    if (options.known) {
+      std::string line;
+      for (const auto& t : result.tallies)
+        if (t.state() != "not drawn")
+          line += fmt::format("{}{} {} ({} of {} cases)", line.empty() ? "" : ", ", t.id,
+                              t.state() == "known" ? "reproduced" : "ABSENT", t.failed_cases,
+                              t.trigger_cases);
+      fmt::print(
+          "known findings: {} cases failed with a known finding, {} new failures, {} "
+          "entries absent{}{}\n",
+          result.known, result.failed, result.absent, line.empty() ? "" : ": ", line);
+    }
     if (!options.json_out.empty()) write_file(options.json_out, results.dump(1) + "\n");
   }
-  return SmokeResult{passed, failed, refused, runner.calls_run()};
+  return result;
 }
 
 }  // namespace fusioncheck::gpu

@@ -49,6 +49,8 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
       [&](protocol::Mutant m) { return kernel->mutant_needs_late_blocks(m); });
   for (const auto& run : plan) {
     check.mutant = run.mutant;
+    // An absent known finding says something of the kernel as built, not of a mutant.
+    check.strict = options.check.strict && run.mutant == protocol::Mutant::none;
     check.twoshot_percent = run.twoshot_percent;
     check.focus_twoshot = run.twoshot_percent == kTwoShotMutantPercent;
     check.focus_late_blocks = run.late_blocks;

@@ -710,10 +710,23 @@ TEST(GpuCaseStrict, ReplayFilesAreBoundedAndEndWithTheDocument) {
   refused(write("fc_replay_trailing.json", good + "\n{\"more\": 1}\n"), "not JSON");
   refused(write("fc_replay_garbage.json", good + "garbage"), "not JSON");
   refused(write("fc_replay_big.json", good + std::string(fg::kMaxReplayFileBytes, ' ')),
-          "a replay file has at most");
+          "bytes; at most");
   refused(write("fc_replay_list.json", "[1, 2]"), "not a replay file");
+  // 200,000 nested arrays in one field: refused by depth, never parsed or quoted recursively.
+  refused(write("fc_replay_deep.json",
+                "{\"case\": " + std::string(200000, '[') + std::string(200000, ']') + "}"),
+          "nested more than 32 deep");
+  // A long value is quoted cut short in the one-line error.
+  nlohmann::json long_value = nlohmann::json::parse(good);
+  long_value["case"]["hidden"] = std::vector<int>(100000, 7);
+  try {
+    fg::read_replay_case(write("fc_replay_long.json", long_value.dump()));
+    ADD_FAILURE() << "accepted a list as hidden";
+  } catch (const fg::BadInput& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << e.what();
+  }
   refused(dir + "fc_replay_no_such_file.json", "fc_replay_no_such_file.json");
-  for (const char* name : {"good", "trailing", "garbage", "big", "list"})
+  for (const char* name : {"good", "trailing", "garbage", "big", "list", "deep", "long"})
     std::filesystem::remove(dir + "fc_replay_" + name + ".json");
 }
 

@@ -105,6 +105,7 @@ gpu::KernelChoice flashinfer_release_choice(const std::string& release) {
   }
   gpu::KernelChoice choice;
   choice.name = "flashinfer@" + release;
+  choice.release = release;
   choice.make = [release](kernels::Bootstrap& bootstrap, protocol::Mutant patch) {
     return make_instance(bootstrap, patch, release);
   };
@@ -172,9 +173,21 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& b
 
 #endif
 
+namespace {
+
+// The release of the main tree: the pinned wheel's, "" for a tree given at configure time.
+std::string main_tree_release() {
+  const std::string prefix = "flashinfer-python ";
+  const std::string source = flashinfer_source();
+  return source.rfind(prefix, 0) == 0 ? source.substr(prefix.size()) : "";
+}
+
+}  // namespace
+
 gpu::KernelChoice flashinfer_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer";
+  choice.release = main_tree_release();
   choice.make = make_flashinfer;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
   return choice;
@@ -183,19 +196,20 @@ gpu::KernelChoice flashinfer_choice() {
 gpu::KernelChoice flashinfer_pcie_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-pcie";
+  choice.release = main_tree_release();
   choice.make = make_flashinfer_pcie;
   choice.share_sms =
       true;  // its grids do not shrink for ranks sharing a GPU, and every block spins
   choice.mutant_ranks = {2, 4, 8};  // a patched copy is a whole library: every rank count
   choice.make_poll_profiled = make_flashinfer_pcie_poll_profiled;
-  choice.poll_profiled_source =
-      "flashinfer/comm/pcie_ipc_all_reduce.cuh of " + std::string(fi::kSource);
+  choice.poll_profiled_source = "flashinfer/comm/pcie_ipc_all_reduce.cuh of " + flashinfer_source();
   return choice;
 }
 
 gpu::KernelChoice flashinfer_moe_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-moe";
+  choice.release = main_tree_release();
   choice.make = make_flashinfer_moe;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
   // A patched copy is FlashInfer's whole entry point, which dispatches every rank count.
@@ -206,6 +220,7 @@ gpu::KernelChoice flashinfer_moe_choice() {
 gpu::KernelChoice flashinfer_legacy_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-legacy";
+  choice.release = main_tree_release();
   choice.make = make_flashinfer_legacy;
   choice.share_sms = true;  // every block of its grid (tokens x cluster) spins
   return choice;

@@ -2,6 +2,7 @@
 // The GPU property suite (`fusioncheck gpu check`) and its result, shared by the kill table.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fusioncheck/gpu/case_runner.hpp"
+#include "fusioncheck/gpu/known_findings.hpp"
 #include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
 
@@ -45,6 +47,13 @@ struct CheckOptions {
   // timing (a race under PDL or delays) may need several runs in one process to show again.
   int replay_runs = 20;
   std::string replay_out = "fusioncheck-gpu-counterexample.json";
+  // A ledger of known findings: a failing case that matches an entry for the kernel's family
+  // and release is shrunk once (its replay written beside replay_out, named by the id), then
+  // counted as known, and the run goes on drawing cases; null: every finding is new.
+  std::shared_ptr<const KnownFindings> known;
+  // With a ledger: an entry whose trigger was drawn but that never failed fails the run
+  // ("absent": fixed upstream?).
+  bool strict = false;
 };
 
 struct CheckResult {
@@ -66,7 +75,12 @@ struct CheckResult {
   std::string replay_file;         // where it was written ("" if not)
   std::vector<Finding> findings;   // of the minimal failing case (rank 0)
   std::string replay_command;
-  PhaseTimes times;  // this rank's (rank 0's in reports): where the time went
+  // The ledger's entries for this kernel and what the run saw of each (rank 0); empty without
+  // a ledger. `failed` is then a new finding, or (strict) an absent entry.
+  std::vector<KnownFindingTally> known;
+  bool strict = false;
+  bool new_finding = false;  // a finding that matched no entry
+  PhaseTimes times;          // this rank's (rank 0's in reports): where the time went
 };
 
 // Collective: validates the options (BadInput), then RapidCheck on rank 0 drives every rank

@@ -10,6 +10,8 @@
 namespace fusioncheck::gpu {
 
 std::string summary_line(const CheckResult& r, int ranks);
+// With a ledger: "known findings: N reproduced, M new, K absent: id (cases), ..."; "" without.
+std::string known_findings_line(const CheckResult& r);
 // Where rank 0's time went, per case (what bounds the checked-cases rate).
 std::string time_breakdown(const CheckResult& r);
 // A failed run as one labelled block: the setup (ranks, GPUs), the minimal case field by

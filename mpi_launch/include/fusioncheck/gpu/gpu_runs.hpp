@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <optional>
 #include <vector>
@@ -22,6 +23,7 @@
 
 #include "fusioncheck/mpi/mpi_comm.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/gpu/known_findings.hpp"
 #include "fusioncheck/kernels/types.hpp"
 
 namespace fusioncheck::gpu {
@@ -34,6 +36,10 @@ struct SmokeOptions {
   bool pdl_producer = true;  // every other PDL call behind a PDL producer (CheckOptions)
   KernelChoice kernel;       // ours by default
   std::string json_out;      // rank 0 writes the results here when set
+  // A ledger of known findings (CheckOptions::known): a failing case that matches an entry is
+  // counted as known, not failed; strict: an entry whose trigger ran and never failed fails.
+  std::shared_ptr<const KnownFindings> known;
+  bool strict = false;
 };
 
 // The unfused baseline's allreduce: ncclAllReduce needs one rank per GPU.
@@ -89,6 +95,11 @@ struct SmokeResult {
   int failed = 0;   // wrong results, failed invariants, or a launch refused unexpectedly
   int refused = 0;  // refused as expected (NVFP4 below sm_100)
   int calls = 0;    // kernel calls on this rank
+  int known = 0;    // cases that failed with a known finding (not in failed)
+  std::vector<KnownFindingTally> tallies;  // the ledger's entries for the kernel (rank 0)
+  int absent = 0;                          // entries whose trigger ran and never failed
+  // Exit 1: a failure, or an absent entry under strict.
+  bool fails(bool strict) const { return failed > 0 || (strict && absent > 0); }
 };
 
 struct BenchResult {

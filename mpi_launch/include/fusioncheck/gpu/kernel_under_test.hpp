@@ -215,6 +215,9 @@ class OurKernels final : public KernelUnderTest {
 // each rank makes it (a mutant id: none, or one of the kernel's mutants()).
 struct KernelChoice {
   std::string name = "ours";
+  // The upstream release its code is ("0.7.4"), for a ledger of known findings; "" where it
+  // has none or it is not known (a tree given at configure time).
+  std::string release;
   // Its grid is sized from the SM count and spins (it does not shrink it where ranks share a
   // GPU, as ours does): ranks sharing a GPU under MPS then get a share of the SMs each.
   bool share_sms = false;
