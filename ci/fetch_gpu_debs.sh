@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   librapidcheck-dev googletest libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian
   libcli11-dev nlohmann-json3-dev libfmt-dev libfmt9 libspdlog-dev libspdlog1.10 libeigen3-dev
-  libzip-dev libzip4 libgfortran5
+  libzip-dev libzip4 libgfortran5 libre2-dev libre2-9
 )
 mkdir -p .debs
 cd .debs

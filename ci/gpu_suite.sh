@@ -95,6 +95,7 @@ suite_step() {
   fc_record "$name" "$rc" 0 $((SECONDS - t0))
 }
 
+copies_built=0  # FlashInfer's patched copies, compiled here before its first kill table
 [ "$GPU_TESTS" = 0 ] || suite_step ctest-gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure \
   --output-junit "$REPORTS_ABS/ctest-gpu.xml"
 for n in "${rank_counts[@]}"; do
@@ -103,6 +104,10 @@ for n in "${rank_counts[@]}"; do
     suite_step "smoke-$fam-$n" fc_mpirun "$n" "$FC" gpu smoke --kernel "$fam" "${known[@]}" \
       --json "$REPORTS/smoke-$fam-$n.json"
     if [ "$n" = 2 ]; then  # the mutant instances are compiled for 2 ranks
+      if [[ $fam == flashinfer* ]] && [ "$copies_built" = 0 ]; then
+        copies_built=1
+        fc_step flashinfer-copies 0 "$REPORTS_ABS/flashinfer-copies.log" fc_build_flashinfer_copies "$BUILD"
+      fi
       # Fails on a false positive or on a survivor this setup can kill (expected survivors
       # are marked in the table, not failures).
       for seed in $KILL_SEEDS; do

@@ -8,6 +8,8 @@
 #   OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1: OpenMPI runs as root on the test machines
 #   CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY: /tmp/nvidia-mps(-log) unless set
 #   fc_bin BUILD_DIR          prints the fusioncheck binary of a build (BUILD_DIR/bin/fusioncheck)
+#   fc_configure_default      configures build/default as README's two commands share it
+#   fc_build_flashinfer_copies BUILD   adds FlashInfer's patched copies to a build (kill tables)
 #   fc_use_carried_debs       machines without a network: unpacks .debs/ into /tmp/fcdeps
 #   fc_mps_start / fc_mps_stop   the MPS daemon for ranks sharing a GPU; stop only quits a
 #                             daemon that fc_mps_start started
@@ -51,6 +53,38 @@ fc_mpirun() {  # N CMD ARGS...
 }
 
 fc_bin() { printf '%s/bin/fusioncheck\n' "${1:-build/default}"; }
+
+# The one configuration of build/default that setup.sh and test.sh share (test.sh then builds
+# nothing setup.sh built). Without a GPU the CUDA code is compiled for sm_90 alone and the
+# FlashInfer instances for 2 ranks: the CPU tests only build and load them, and the audit
+# tests read sm_100 and sm_120 code of fixtures built for those architectures (and of the
+# pdl-wait-missing copy, which every build compiles for sm_120); the PCIe and MoE instances
+# are also compiled, not linked, for sm_100 and sm_120. With a GPU the code is compiled for
+# that GPU and every rank count. Beside the pinned FlashInfer, one older release (its compile
+# probes find what it lacks): --kernel flashinfer@<release>. The patched copies are not
+# compiled here: the kill table's machine adds them (fc_build_flashinfer_copies).
+fc_configure_default() {
+  local args=(-DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <"$FC_ROOT/ci/old_flashinfer_release")")
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    args+=(-DCMAKE_CUDA_ARCHITECTURES=native -DFUSIONCHECK_FLASHINFER_ARCH_CHECK=)
+  else
+    args+=(-DCMAKE_CUDA_ARCHITECTURES=90 -DFUSIONCHECK_FLASHINFER_RANKS=2
+           "-DFUSIONCHECK_FLASHINFER_ARCH_CHECK=100;120")
+  fi
+  (cd "$FC_ROOT" && cmake --preset default "${args[@]}" >/dev/null)
+}
+
+# FlashInfer's patched copies (the kill table's negative controls) compiled into BUILD, for
+# the architectures it is configured for, on the machine that runs them; nothing to do where
+# they are built already or the build has no FlashInfer adapter.
+fc_build_flashinfer_copies() {
+  local build=${1:-build/default} copies
+  copies=$(sed -n 's/^FUSIONCHECK_FLASHINFER_COPIES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+  if [ -z "$copies" ] || [ "$copies" = ON ]; then return 0; fi
+  echo "== building FlashInfer's patched copies into $build (first kill table here)"
+  cmake -S "$FC_ROOT" -B "$build" -DFUSIONCHECK_FLASHINFER_COPIES=ON >/dev/null &&
+    cmake --build "$build" --target fusioncheck
+}
 
 # The GPU test machine has no network: the Debian packages it lacks (RapidCheck and the like)
 # are carried in .debs/ (ci/fetch_gpu_debs.sh downloads them), unpacked into

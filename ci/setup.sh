@@ -11,8 +11,8 @@ if [ "${MAIN_JOB_ONLY:-0}" != 1 ]; then bash ci/install_deps.sh; fi
 source ci/lib.sh  # after install_deps.sh: it puts the pip-installed cuobjdump on PATH
 B=build/default
 if [ "${MAIN_JOB_ONLY:-0}" != 1 ]; then
-  cmake --preset default
-  cmake --build --preset default
+  fc_configure_default  # the configuration ci/test.sh uses too
+  cmake --build --preset default -j "$(nproc)"
 fi
 FC=$(fc_bin "$B")
 

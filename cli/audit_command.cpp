@@ -54,7 +54,7 @@ int default_jobs() {
 }
 
 // An unset option is no pattern; a set one must be a pattern that matches in bounded time.
-std::optional<std::regex> regex_option(const char* option, const std::string& text) {
+std::optional<audit::UserRegex> regex_option(const char* option, const std::string& text) {
   if (text.empty()) return std::nullopt;
   try {
     return audit::compile_user_regex(option, text);
@@ -229,6 +229,7 @@ int run_audit(const AuditArguments& args) {
       throw UsageError("--arch " + arch +
                        ": not an architecture (e.g. sm_90, sm_100a, sm_120a, sm_90+, or all)");
   const audit::AuditOptions options = make_options(args);
+  const std::optional<audit::UserRegex> kernels = regex_option("--kernels", args.kernels);
   // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
   const std::vector<AuditInput> inputs = audit_inputs(args);
   if (!args.baseline.empty()) require_readable_file("--baseline", args.baseline);
@@ -243,7 +244,7 @@ int run_audit(const AuditArguments& args) {
   dump.archs = args.archs;
   dump.parallel = static_cast<std::size_t>(args.jobs > 0 ? args.jobs : default_jobs());
   dump.in_pieces = !args.whole_files;
-  dump.kernels = regex_option("--kernels", args.kernels);
+  dump.kernels = kernels;
   std::vector<audit::FileReport> reports;
   try {
     reports = audit_files(*cuobjdump, inputs, dump, options);
@@ -279,9 +280,9 @@ void add_audit_command(CLI::App& app, int& exit_code) {
       ->default_str("");
   sub->add_option(
       "--pdl-kernels", args->pdl_kernels,
-      "Regular expression (ECMAScript, searched in demangled and mangled names, at most 256 "
-      "characters, no quantified group holding a quantifier or |) of kernels launched "
-      "with PDL; default: none besides --pdl-all and the heuristic");
+      "Regular expression (RE2 syntax, matched in time linear in the name; searched in demangled "
+      "and mangled names, at most 256 characters) of kernels launched with PDL; default: none "
+      "besides --pdl-all and the heuristic");
   sub->add_flag("--pdl-all", args->pdl_all, "Every kernel is launched with PDL");
   sub->add_flag(
       "--no-pdl-heuristic", args->no_pdl_heuristic,

@@ -88,7 +88,7 @@ TEST(AuditFindings, PdlOptionsDecideWhichKernelsNeedTheWait) {
   EXPECT_TRUE(contains(with_all, std::string("pdl-wait-missing sm_90 SASS ") + kPlainKernel));
 
   AuditOptions by_name;
-  by_name.pdl_kernels.emplace("plain_scale");
+  by_name.pdl_kernels = compile_user_regex("--pdl-kernels", "plain_scale");
   EXPECT_EQ(finding_keys(audit_fixture("pdl_correct.listing.txt", by_name)), with_all);
 
   AuditOptions nothing_says_pdl;
@@ -330,7 +330,7 @@ TEST(AuditFindings, TriggerOnlyKernelIsANote) {
   EXPECT_NE(format_table({report}).find("notes: 1"), std::string::npos);
   // Negative control: named as PDL-launched, the missing wait is a finding on every arch.
   AuditOptions named;
-  named.pdl_kernels.emplace("primary");
+  named.pdl_kernels = compile_user_regex("--pdl-kernels", "primary");
   const FileReport flagged = audit_text(text, named);
   EXPECT_EQ(finding_keys(flagged),
             (std::vector<std::string>{"pdl-wait-missing sm_90 SASS primary",

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fusioncheck/audit/listing.hpp"
+#include "fusioncheck/audit/user_regex.hpp"
 
 namespace fusioncheck::audit {
 
@@ -30,11 +31,11 @@ inline constexpr int kEmptyBodyMaxInstructions = 2;
 inline constexpr int kRealBodyMinInstructions = 8;
 
 struct AuditOptions {
-  std::optional<std::regex> pdl_kernels;  // searched in the demangled (and mangled) name
+  std::optional<UserRegex> pdl_kernels;  // searched in the demangled (and mangled) name
   bool pdl_all = false;                   // every kernel is launched with PDL
   bool pdl_heuristic = true;              // a kernel with a wait on some arch is PDL
   bool known_pdl = true;  // the built-in list of PDL-launched kernels (known_pdl.hpp)
-  std::optional<std::regex> empty_kernels;  // kernels meant to be empty: never empty-body
+  std::optional<UserRegex> empty_kernels;  // kernels meant to be empty: never empty-body
 };
 
 enum class FindingKind {

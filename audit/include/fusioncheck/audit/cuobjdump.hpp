@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fusioncheck/audit/listing.hpp"
+#include "fusioncheck/audit/user_regex.hpp"
 #include "fusioncheck/audit/process.hpp"
 
 namespace fusioncheck::audit {
@@ -52,7 +53,7 @@ struct DumpOptions {
   // Only the functions whose demangled or mangled name this searches (--kernels): the others
   // are never disassembled where the file is read in pieces, and dropped from the listing
   // where it is read whole (a standalone cubin without one is skipped unread).
-  std::optional<std::regex> kernels;
+  std::optional<UserRegex> kernels;
 };
 
 // The end of the NoDeviceCodeError of a file none of whose kernels --kernels keeps.
