@@ -86,6 +86,9 @@ std::vector<Section> elf_sections(const InputFile& file) {
   if (shnum == 0) shnum = file.value<std::uint64_t>(shoff + 32);
   if (shstrndx == 0xFFFF) shstrndx = file.value<std::uint32_t>(shoff + 40);
   if (shstrndx >= shnum) throw LayoutUnknown("ELF without section names");
+  // Counts (extended numbering holds 64 bits) are believed only as far as the file holds them.
+  if (shoff > file.size() || shnum > (file.size() - shoff) / shentsize)
+    throw LayoutUnknown("ELF section headers past the end of the file");
   const auto header = [&](std::uint64_t i) { return shoff + i * shentsize; };
   const std::uint64_t names_offset = file.value<std::uint64_t>(header(shstrndx) + 24);
   const std::uint64_t names_size = file.value<std::uint64_t>(header(shstrndx) + 32);
