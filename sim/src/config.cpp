@@ -123,6 +123,12 @@ int max_vectors(const SimConfig& config) {
   return m;
 }
 
+std::uint64_t schedule_cost(const SimConfig& c) {
+  const auto n = [](long long v) { return static_cast<std::uint64_t>(std::max(0LL, v)); };
+  return n(c.ranks) * n(c.ranks) * n(c.blocks) * n(c.vectors_per_block) * n(c.elems_per_vector) *
+         n(static_cast<long long>(c.calls.size())) * n(c.graph_replays);
+}
+
 std::string validate(const SimConfig& c, const Profile& p) {
   using protocol::kMaxRanks;
   using protocol::kMinRanks;
@@ -147,6 +153,13 @@ std::string validate(const SimConfig& c, const Profile& p) {
   const long total = static_cast<long>(c.calls.size()) * c.graph_replays;
   if (total > kMaxTotalCalls)
     return fmt::format("at most {} calls in all, got {}", kMaxTotalCalls, total);
+  if (const std::uint64_t cost = schedule_cost(c); cost > kMaxScheduleCost)
+    return fmt::format(
+        "one schedule of this configuration is {:.2g} element visits ({}^2 ranks x {} blocks x {} "
+        "vectors x {} elements x {} calls); the sim runs at most {:.2g} (minutes and gigabytes "
+        "past it): use fewer ranks, blocks, vectors, calls or graph replays",
+        static_cast<double>(cost), c.ranks, c.blocks, c.vectors_per_block, c.elems_per_vector,
+        total, static_cast<double>(kMaxScheduleCost));
   const int grid_vectors = c.blocks * c.vectors_per_block;
   bool lamport = false, pcie = false, block_sentinel = false, block_barrier = false;
   for (const auto& call : c.calls) {

@@ -116,7 +116,16 @@ SimConfig provoking_tiny_config(protocol::Mutant mutant,
 std::vector<CallSpec> expanded_calls(const SimConfig& config);
 int max_vectors(const SimConfig& config);
 
-// Empty when the configuration can run on the profile, else a one-line reason.
+// One schedule's work, in element visits: every rank reads every rank's copy of each element
+// its grid moves, in every call: ranks^2 x blocks x vectors x elements x calls (with replays).
+// The largest grid with the default 7-call sequence is 2.9e7 (about 5 s and 80 MB here).
+std::uint64_t schedule_cost(const SimConfig& config);
+// Beyond this, one schedule takes minutes and its trace gigabytes: such a configuration is
+// refused (validate) before any work.
+inline constexpr std::uint64_t kMaxScheduleCost = std::uint64_t{1} << 25;
+
+// Empty when the configuration can run on the profile (and within kMaxScheduleCost), else a
+// one-line reason.
 std::string validate(const SimConfig& config, const Profile& profile);
 
 // "os4,os2,ts4" <-> calls (PCIe: pp, rs, rf, pb). parse_calls returns false on bad text.
