@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/cli/command.hpp"
@@ -25,10 +26,8 @@ std::string program_name(int argc, char** argv) {
   return path.substr(path.find_last_of('/') + 1);
 }
 
-}  // namespace
-
-int run_gpu_main(int argc, char** argv, const gpu::KernelRegistry& registry) {
-  const std::string program = program_name(argc, argv);
+int run_gpu_main_unchecked(int argc, char** argv, const gpu::KernelRegistry& registry,
+                           const std::string& program) {
   const auto bad_input = [&program](const std::string& message) {
     return report_bad_input(program, message);
   };
@@ -54,11 +53,23 @@ int run_gpu_main(int argc, char** argv, const gpu::KernelRegistry& registry) {
     return bad_input(e.what());
   } catch (const gpu::BadInput& e) {
     return bad_input(e.what());
+  } catch (const std::system_error& e) {
+    // fmt::print throws when a write to stdout fails.
+    if (std::ferror(stdout)) return report_stdout_error(program, e.code().value());
+    std::cerr << program << ": internal error: " << one_line_message(e.what(), program) << "\n";
+    return kExitInternalError;
   } catch (const std::exception& e) {
     std::cerr << program << ": internal error: " << one_line_message(e.what(), program) << "\n";
     return kExitInternalError;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int run_gpu_main(int argc, char** argv, const gpu::KernelRegistry& registry) {
+  const std::string program = program_name(argc, argv);
+  return finish_stdout(program, run_gpu_main_unchecked(argc, argv, registry, program));
 }
 
 gpu::KernelRegistry builtin_kernels() {

@@ -34,33 +34,10 @@ std::string one_line(const std::string& text) {
   return fusioncheck::cli::one_line_message(text, "fusioncheck");
 }
 
-// A failed write (an output file, or stdout): one line naming it, exit code 3.
+// A failed write (an output file): one line naming it, exit code 3.
 int write_error(const std::string& message) {
   fusioncheck::cli::print_error_line("fusioncheck", message);
   return fusioncheck::cli::kExitInternalError;
-}
-
-bool stdout_failure_reported = false;
-
-int stdout_error(int error) {
-  stdout_failure_reported = true;
-  return write_error(std::string("writing stdout: ") +
-                     (error != 0 ? std::strerror(error) : "write failed"));
-}
-
-// Everything printed reaches stdout (a full disk or a closed pipe shows here, at the latest
-// at the final flush); otherwise exit code 3 instead of the command's own, even after bad
-// input was reported.
-int finish_stdout(int exit_code) {
-  errno = 0;
-  if (std::fflush(stdout) != 0)
-    return stdout_failure_reported ? fusioncheck::cli::kExitInternalError : stdout_error(errno);
-  if (!std::ferror(stdout)) return exit_code;
-  if (stdout_failure_reported) return fusioncheck::cli::kExitInternalError;
-  // An earlier flush failed (std::endl in CLI11's help) and its errno is gone: the output is
-  // incomplete already, so one more byte asks the file descriptor why.
-  const ssize_t n = ::write(STDOUT_FILENO, "\n", 1);
-  return stdout_error(n < 0 ? errno : 0);
 }
 
 // "fusioncheck sim" for the deepest subcommand the command line selected.
@@ -135,7 +112,8 @@ int run(int argc, char** argv) {
     return write_error(e.what());
   } catch (const std::system_error& e) {
     // fmt::print throws when a write to stdout fails.
-    if (std::ferror(stdout)) return stdout_error(e.code().value());
+    if (std::ferror(stdout))
+      return fusioncheck::cli::report_stdout_error("fusioncheck", e.code().value());
     std::cerr << "fusioncheck: internal error: " << one_line(e.what()) << "\n";
     return fusioncheck::cli::kExitInternalError;
   } catch (const std::exception& e) {
@@ -145,4 +123,6 @@ int run(int argc, char** argv) {
   return exit_code;
 }
 
-int main(int argc, char** argv) { return finish_stdout(run(argc, argv)); }
+int main(int argc, char** argv) {
+  return fusioncheck::cli::finish_stdout("fusioncheck", run(argc, argv));
+}

@@ -50,8 +50,8 @@ void add_code(KernelReport& kernel, const FunctionCode& code) {
 
 std::string pdl_reason(const KernelReport& kernel, const AuditOptions& options) {
   if (options.pdl_all) return "--pdl-all";
-  if (options.pdl_kernels && (options.pdl_kernels->search(kernel.name) ||
-                              options.pdl_kernels->search(kernel.mangled)))
+  if (options.pdl_kernels &&
+      (options.pdl_kernels->search(kernel.name) || options.pdl_kernels->search(kernel.mangled)))
     return "matches --pdl-kernels";
   if (options.known_pdl)
     if (const KnownPdlKernel* known = find_known_pdl_kernel(kernel.name))
@@ -161,8 +161,8 @@ void find_sync_differences(const KernelReport& kernel,
 void find_empty_bodies(const KernelReport& kernel, const std::vector<const FunctionCode*>& codes,
                        const AuditOptions& options, const std::vector<std::string>& unread_archs,
                        std::vector<Finding>& findings) {
-  if (options.empty_kernels && (options.empty_kernels->search(kernel.name) ||
-                                options.empty_kernels->search(kernel.mangled)))
+  if (options.empty_kernels &&
+      (options.empty_kernels->search(kernel.name) || options.empty_kernels->search(kernel.mangled)))
     return;
   // CUB's EmptyKernel is empty by design (CUB launches it to learn the PTX version).
   static const std::regex cub_empty(R"(\bcub::(\w+::)*EmptyKernel<)");

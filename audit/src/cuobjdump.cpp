@@ -77,8 +77,7 @@ std::string demangle(const std::string& mangled) {
 
 bool function_selected(const DumpOptions& options, const std::string& mangled) {
   if (!options.kernels) return true;
-  return options.kernels->search(mangled) ||
-         options.kernels->search(demangle(mangled));
+  return options.kernels->search(mangled) || options.kernels->search(demangle(mangled));
 }
 
 bool arch_number_selected(const ArchSelection& selection, int number) {

@@ -32,8 +32,8 @@ inline constexpr int kRealBodyMinInstructions = 8;
 
 struct AuditOptions {
   std::optional<UserRegex> pdl_kernels;  // searched in the demangled (and mangled) name
-  bool pdl_all = false;                   // every kernel is launched with PDL
-  bool pdl_heuristic = true;              // a kernel with a wait on some arch is PDL
+  bool pdl_all = false;                  // every kernel is launched with PDL
+  bool pdl_heuristic = true;             // a kernel with a wait on some arch is PDL
   bool known_pdl = true;  // the built-in list of PDL-launched kernels (known_pdl.hpp)
   std::optional<UserRegex> empty_kernels;  // kernels meant to be empty: never empty-body
 };

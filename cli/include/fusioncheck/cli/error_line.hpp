@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -76,6 +77,33 @@ inline int report_bad_input(std::string_view program, const std::string& message
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
   return kExitBadInput;
+}
+
+// A failed write to stdout, reported once: one line naming it, exit code 3.
+inline bool& stdout_failure_reported() {
+  static bool reported = false;
+  return reported;
+}
+inline int report_stdout_error(std::string_view program, int error) {
+  stdout_failure_reported() = true;
+  print_error_line(program, std::string("writing stdout: ") +
+                                (error != 0 ? std::strerror(error) : "write failed"));
+  return kExitInternalError;
+}
+
+// Everything printed reaches stdout (a full disk or a closed pipe shows here, at the latest at
+// the final flush); otherwise exit code 3 instead of the command's own, even after bad input
+// was reported.
+inline int finish_stdout(std::string_view program, int exit_code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0)
+    return stdout_failure_reported() ? kExitInternalError : report_stdout_error(program, errno);
+  if (!std::ferror(stdout)) return exit_code;
+  if (stdout_failure_reported()) return kExitInternalError;
+  // An earlier flush failed (std::endl in CLI11's help) and its errno is gone: the output is
+  // incomplete already, so one more byte asks the file descriptor why.
+  const ssize_t n = ::write(STDOUT_FILENO, "\n", 1);
+  return report_stdout_error(program, n < 0 ? errno : 0);
 }
 
 }  // namespace fusioncheck::cli
