@@ -18,10 +18,15 @@
 # in docs/shipped_wheels.md (or an explanation of an audited wheel matches nothing); else 0.
 # An audit that ended with bad input shows its exit code 2 in the table.
 set -uo pipefail
+caller=$PWD  # paths the user gives are relative to it; the defaults to the checkout
 cd "$(dirname "$0")/.." || exit 2
 source ci/lib.sh
+BUILD=$(fc_from_caller "$caller" "${BUILD:-}")
 BUILD=${BUILD:-build/default}
+OUT=$(fc_from_caller "$caller" "${OUT:-}")
 OUT=${OUT:-out/wheels}
+FUSIONCHECK_CACHE=$(fc_from_caller "$caller" "${FUSIONCHECK_CACHE:-}")
+CACHE=$(fc_from_caller "$caller" "${CACHE:-}")
 CACHE=${CACHE:-${FUSIONCHECK_CACHE:-$HOME/.cache/fusioncheck}/wheels}
 TIMEOUT=${TIMEOUT:-3000}
 ARCH=${ARCH:-}
@@ -39,6 +44,10 @@ die2() { echo "audit_wheels.sh: $*" >&2; exit 2; }
 for r in "${requirements[@]}"; do
   [[ $r =~ ^[A-Za-z0-9][A-Za-z0-9._-]*(==[0-9][0-9A-Za-z.+-]*)?$ ]] || die2 "'$r': not a requirement (NAME or NAME==VERSION)"
 done
+if [ -n "$KERNELS" ]; then  # the audit's own check of the pattern, before any download
+  why=$("$FC" audit --kernels "$KERNELS" /nonexistent 2>&1 | grep -- '--kernels:')
+  [ -z "$why" ] || die2 "KERNELS=$KERNELS: ${why#*error: }"
+fi
 [ -x /usr/bin/time ] || die2 "/usr/bin/time is needed for the memory figure (Debian: time)"
 mkdir -p "$OUT" "$CACHE" || die2 "cannot create $OUT or $CACHE"
 

@@ -18,8 +18,11 @@
 # FlashInfer is committed; any other tree is given to CMake with
 # -DFUSIONCHECK_FLASHINFER_INCLUDE=DIR instead. Safe to run again.
 set -euo pipefail
+caller=$PWD  # a relative FUSIONCHECK_CACHE is relative to it
 cd "$(dirname "$0")/.."
-cache=${FUSIONCHECK_CACHE:-$HOME/.cache/fusioncheck}
+source ci/lib.sh
+cache=$(fc_from_caller "$caller" "${FUSIONCHECK_CACHE:-}")
+cache=${cache:-$HOME/.cache/fusioncheck}
 pinned=$(tr -d '[:space:]' <adapters/flashinfer/VERSION)
 version_re='^[0-9]+(\.[0-9]+){1,3}(\.post[0-9]+)?$'
 
@@ -93,8 +96,9 @@ PY
 }
 
 versions=()
-case "${1:-}" in
-  "") versions=("$pinned") ;;
+[ $# -eq 0 ] && set -- "$pinned"
+case "$1" in
+  "") die2 "an empty argument (a release version, --all, --list or --path VERSION)" ;;
   --list) [ $# -eq 1 ] || die2 "--list takes no arguments"; list_releases; exit ;;
   --path)
     [ $# -eq 2 ] || die2 "--path takes one version"
@@ -102,7 +106,11 @@ case "${1:-}" in
     [ -d "$cache/flashinfer-python-$2/include/flashinfer" ] ||
       { echo "fetch_flashinfer.sh: FlashInfer $2 is not fetched (ci/fetch_flashinfer.sh $2)" >&2; exit 1; }
     echo "$cache/flashinfer-python-$2/include"; exit ;;
-  --all) [ $# -eq 1 ] || die2 "--all takes no arguments"; mapfile -t versions < <(list_releases) ;;
+  --all)
+    [ $# -eq 1 ] || die2 "--all takes no arguments"
+    listed=$(list_releases) || exit 1
+    mapfile -t versions <<<"$listed"
+    [ -n "$listed" ] || { echo "fetch_flashinfer.sh: PyPI listed no release of flashinfer-python" >&2; exit 1; } ;;
   -*) die2 "unknown option '$1' (versions, --all, --list or --path VERSION)" ;;
   *) versions=("$@") ;;
 esac

@@ -21,12 +21,14 @@
 #     --dry-run       print the releases and the commands, run nothing
 # Exit: 0 every release passed, 1 a release failed (a result: see the table), 2 bad input.
 set -euo pipefail
+caller=$PWD  # --build, --out and FUSIONCHECK_CACHE given relative are relative to it
 cd "$(dirname "$0")/.."
 source ci/lib.sh
 
 die2() { echo "flashinfer_history.sh: $*" >&2; exit 2; }
 version_re='^[0-9]+(\.[0-9]+){1,3}(\.post[0-9]+)?$'
-cache=${FUSIONCHECK_CACHE:-$HOME/.cache/fusioncheck}
+cache=$(fc_from_caller "$caller" "${FUSIONCHECK_CACHE:-}")
+cache=${cache:-$HOME/.cache/fusioncheck}
 cases=300 seed=1 ranks=2 build=build/history out=build/history-report
 cmake_args="" no_build=0 dry_run=0 fetch=0 changed=0 bisect_a="" bisect_b=""
 releases=()
@@ -38,10 +40,10 @@ while [ $# -gt 0 ]; do
     --cases) [ $# -ge 2 ] || die2 "--cases takes a number"; cases=$2; shift ;;
     --seed) [ $# -ge 2 ] || die2 "--seed takes a number"; seed=$2; shift ;;
     --ranks) [ $# -ge 2 ] || die2 "--ranks takes a number"; ranks=$2; shift ;;
-    --build) [ $# -ge 2 ] || die2 "--build takes a folder"; build=$2; shift ;;
+    --build) [ $# -ge 2 ] || die2 "--build takes a folder"; build=$(fc_from_caller "$caller" "$2"); shift ;;
     --cmake-args) [ $# -ge 2 ] || die2 "--cmake-args takes a string"; cmake_args=$2; shift ;;
     --no-build) no_build=1 ;;
-    --out) [ $# -ge 2 ] || die2 "--out takes a folder"; out=$2; shift ;;
+    --out) [ $# -ge 2 ] || die2 "--out takes a folder"; out=$(fc_from_caller "$caller" "$2"); shift ;;
     --dry-run) dry_run=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die2 "unknown option '$1' (--help lists them)" ;;

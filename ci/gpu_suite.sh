@@ -17,10 +17,15 @@
 # --strict (an entry whose trigger was drawn and that never failed fails the step).
 # Exits non-zero if any step failed.
 set -uo pipefail
+caller=$PWD  # BUILD, REPORTS, KNOWN, RESULTS_MD given relative are relative to it
 cd "$(dirname "$0")/.." || exit 2
 source ci/lib.sh
+BUILD=$(fc_from_caller "$caller" "${BUILD:-}")
 BUILD=${BUILD:-build/default}
+REPORTS=$(fc_from_caller "$caller" "${REPORTS:-}")
 REPORTS=${REPORTS:-$BUILD/gpu-reports}
+[ "${KNOWN:-}" = none ] || KNOWN=$(fc_from_caller "$caller" "${KNOWN:-}")
+RESULTS_MD=$(fc_from_caller "$caller" "${RESULTS_MD:-}")
 CASES=${CASES:-10000}
 KILL_CASES=${KILL_CASES:-300}
 KILL_SEEDS=${KILL_SEEDS:-1}

@@ -38,8 +38,10 @@
 #     JOBS='2|check|CASES=10000 CHECK_ARGS="--max-tokens 128 --max-hidden 4096"; 2|kill|KILL_CASES=100'
 #   (the old h200_smoke.sh: STEPS="gtest smoke bench"; the old h200_parallel.sh: JOBS=...)
 set -uo pipefail
+caller=$PWD  # a relative OUT is relative to it
 cd "$(dirname "$0")/.." || exit 2
 source ci/lib.sh
+OUT=$(fc_from_caller "$caller" "${OUT:-}")
 OUT=${OUT:-out}
 read -r -a steps <<<"${STEPS-gtest smoke check kill bench}"
 read -r -a rank_counts <<<"${RANKS:-2}"

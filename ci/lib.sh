@@ -7,6 +7,8 @@
 #   NCCL_NVLS_ENABLE=0, always: no NVLink multicast
 #   OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1: OpenMPI runs as root on the test machines
 #   CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY: /tmp/nvidia-mps(-log) unless set
+#   fc_from_caller DIR PATH   PATH as given when absolute or empty, else DIR/PATH: a path the user
+#                             typed, relative to the folder a script was started from (DIR)
 #   fc_bin BUILD_DIR          prints the fusioncheck binary of a build (BUILD_DIR/bin/fusioncheck)
 #   fc_configure_default      configures build/default as README's two commands share it
 #   fc_build_flashinfer_copies BUILD   adds FlashInfer's patched copies to a build (kill tables)
@@ -50,6 +52,13 @@ FC_MPIRUN_FLAGS=(--oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x CUDA_MPS_
 fc_mpirun() {  # N CMD ARGS...
   local n=$1; shift
   mpirun -np "$n" "${FC_MPIRUN_FLAGS[@]}" "$@"
+}
+
+fc_from_caller() {
+  case $2 in
+    "" | /*) printf '%s\n' "$2" ;;
+    *) printf '%s/%s\n' "$1" "$2" ;;
+  esac
 }
 
 fc_bin() { printf '%s/bin/fusioncheck\n' "${1:-build/default}"; }

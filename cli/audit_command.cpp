@@ -233,6 +233,9 @@ int run_audit(const AuditArguments& args) {
   // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
   const std::vector<AuditInput> inputs = audit_inputs(args);
   if (!args.baseline.empty()) require_readable_file("--baseline", args.baseline);
+  // $CUOBJDUMP names one binary: relative, it would depend on the folder the audit runs in.
+  if (const char* env = std::getenv("CUOBJDUMP"); env != nullptr && *env != '\0' && *env != '/')
+    throw UsageError(std::string("CUOBJDUMP=") + env + ": not an absolute path");
   const auto cuobjdump = audit::find_cuobjdump();
   if (!cuobjdump)
     throw UsageError(

@@ -2,6 +2,7 @@
 # Runs the ci/ scripts on bad input and on a fixture cache; prints "N passed, M failed".
 set -uo pipefail
 root=$1
+fc=$2  # a built fusioncheck binary (its build folder is $fc/../..)
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,6 +34,9 @@ expect "fetch: bad version among good ones" 2 "'0.7-rc' is not" bash "$F" 0.2.0 
 expect "fetch: --list takes no argument" 2 "--list takes no arguments" bash "$F" --list 0.7.4
 expect "fetch: --path of a cached release" 0 "flashinfer-python-0.2.0/include$" bash "$F" --path 0.2.0
 expect "fetch: --path of an uncached release" 1 "is not fetched" bash "$F" --path 9.9.9
+expect "fetch: an empty argument" 2 "an empty argument" bash "$F" ""
+expect "fetch: a relative cache is the caller's" 0 "^$here/fixtures/cache/flashinfer-python-0.2.0/include$" \
+  bash -c 'cd "$1" && FUSIONCHECK_CACHE=cache bash "$2" --path 0.2.0' _ "$here/fixtures" "$F"
 expect "fetch: a cached release is not downloaded again" 0 "0.2.1 headers in .*flashinfer-python-0.2.1/include" bash "$F" 0.2.1
 # A cached include tree without the wheel's jit/ files (or NO-JIT) is downloaded again; a
 # python3 whose pip always fails stands in for PyPI.
@@ -42,6 +46,8 @@ printf '#!/bin/sh\n[ "$1" = -m ] && [ "$2" = pip ] && { echo "ERROR: offline"; e
 chmod +x "$tmp/bin/python3"
 expect "fetch: a cached release without jit/ is downloaded again" 1 "0.2.0: pip download failed" \
   env PATH="$tmp/bin:$PATH" bash "$F" 0.2.0
+expect "fetch: --all when PyPI cannot be listed" 1 "could not list flashinfer-python's releases" \
+  env PATH="$tmp/bin:$PATH" bash "$F" --all
 expect "history: --cases 0" 2 "--cases must be a whole number" bash "$H" --cases 0 --out "$tmp/o"
 expect "history: --cases not a number" 2 "--cases must be" bash "$H" --cases 1e3 --out "$tmp/o"
 expect "history: unknown option" 2 "unknown option '--bogus'" bash "$H" --bogus
@@ -100,15 +106,37 @@ expect "wheels: no binary" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusionch
 expect "wheels: TIMEOUT not a number" 2 "TIMEOUT=soon: not a number of seconds" env BUILD="$fake" TIMEOUT=soon bash "$W"
 expect "wheels: ARCH not an architecture" 2 "ARCH=compute_90: not an architecture list" env BUILD="$fake" ARCH=compute_90 bash "$W"
 expect "wheels: not a requirement" 2 "'vllm;rm': not a requirement" env BUILD="$fake" bash "$W" "vllm;rm"
+real_build=$(cd "$(dirname "$fc")/.." && pwd)
+expect "wheels: KERNELS the audit refuses" 2 "KERNELS=\(ab: .*pattern refused: not a valid regular expression" \
+  env BUILD="$real_build" KERNELS="(ab" bash "$W"
+expect "wheels: a relative BUILD is the caller's" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" \
+  bash -c 'cd "$1" && BUILD=nobuild bash "$2"' _ "$tmp" "$W"
 # The GPU suite refuses bad settings before it looks for a GPU, and a machine without one.
 G="$root/ci/gpu_suite.sh"
 fake="$here/fixtures/fake_build"
 expect "gpu suite: no binary" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" env BUILD="$tmp/nobuild" bash "$G"
 expect "gpu suite: CASES not a number" 2 "CASES=1e4: not a positive integer" env BUILD="$fake" CASES=1e4 bash "$G"
 expect "gpu suite: KILL_SEEDS not seeds" 2 "KILL_SEEDS='9,3': not seeds" env BUILD="$fake" KILL_SEEDS=9,3 bash "$G"
+expect "gpu suite: STRICT not 0 or 1" 2 "STRICT=yes: 0 or 1" env BUILD="$fake" STRICT=yes bash "$G"
+expect "gpu suite: KNOWN missing" 2 "KNOWN=$tmp/none.json: no such file" env BUILD="$fake" KNOWN="$tmp/none.json" bash "$G"
+expect "gpu suite: a relative BUILD is the caller's" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" \
+  bash -c 'cd "$1" && BUILD=nobuild bash "$2"' _ "$tmp" "$G"
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   expect "gpu suite: no GPU" 2 "no GPU found" env BUILD="$fake" REPORTS="$tmp/reports" bash "$G"
 fi
+# The GPU suite's closing line on known findings, from its JSON reports.
+K="$root/ci/known_summary.py"
+mkdir -p "$tmp/known"
+echo '[{"outcome": "pass"}, {"outcome": "known fi-moe-partial-warp-rmsnorm"}]' >"$tmp/known/smoke-flashinfer-moe-2.json"
+echo '{"mutant": "none", "new_finding": false, "known_findings": [{"id": "fi-moe-finalize-remote-read", "state": "known"}, {"id": "x", "state": "absent"}]}' >"$tmp/known/check-flashinfer-moe-2.json"
+echo '[{"mutant": "none", "new_finding": false, "known_findings": []}, {"mutant": "float-sentinel", "new_finding": true, "known_findings": []}]' >"$tmp/known/kill-table-flashinfer-moe-2-s1.json"
+expect "known summary: known reproduced, a killed mutant is no new finding" 0 \
+  "^gpu_suite: 2 known findings reproduced, 0 new$" python3 "$K" "$tmp/known"
+echo '{"mutant": "none", "new_finding": true, "known_findings": []}' >"$tmp/known/check-ours-2.json"
+expect "known summary: a new finding in a check" 0 "NEW finding in check-ours-2.json" python3 "$K" "$tmp/known"
+expect "known summary: not a folder" 2 "usage" python3 "$K" "$tmp/none"
+echo '{' >"$tmp/known/check-bad-2.json"
+expect "known summary: a report that is not JSON" 2 "check-bad-2.json" python3 "$K" "$tmp/known"
 # The format check: a misformatted file fails it, a formatted one passes.
 if command -v clang-format >/dev/null 2>&1; then
   expect "format: a misformatted file" 1 "unformatted.cpp is not formatted" \
