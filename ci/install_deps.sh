@@ -9,7 +9,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   cmake ninja-build g++ git python3 \
   libeigen3-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libopenmpi-dev openmpi-bin libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev \
-  libzip-dev libre2-dev pkg-config python3-matplotlib clang-format >/dev/null
+  libzip-dev libre2-dev python3-matplotlib clang-format >/dev/null
 # cuobjdump (and nvdisasm, which its -sass needs) disassemble the compiled kernels for
 # `fusioncheck audit`.
 if ! command -v nvdisasm >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvdisasm ]; then

@@ -107,8 +107,9 @@ expect "wheels: TIMEOUT not a number" 2 "TIMEOUT=soon: not a number of seconds" 
 expect "wheels: ARCH not an architecture" 2 "ARCH=compute_90: not an architecture list" env BUILD="$fake" ARCH=compute_90 bash "$W"
 expect "wheels: not a requirement" 2 "'vllm;rm': not a requirement" env BUILD="$fake" bash "$W" "vllm;rm"
 real_build=$(cd "$(dirname "$fc")/.." && pwd)
+# (A cache of its own and a requirement PyPI lacks: nothing is downloaded even if the check broke.)
 expect "wheels: KERNELS the audit refuses" 2 "KERNELS=\(ab: .*pattern refused: not a valid regular expression" \
-  env BUILD="$real_build" KERNELS="(ab" bash "$W"
+  env BUILD="$real_build" KERNELS="(ab" CACHE="$tmp/wheels" bash "$W" fusioncheck-no-such-package==0
 expect "wheels: a relative BUILD is the caller's" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" \
   bash -c 'cd "$1" && BUILD=nobuild bash "$2"' _ "$tmp" "$W"
 # The GPU suite refuses bad settings before it looks for a GPU, and a machine without one.
