@@ -74,8 +74,10 @@ fc_bin() { printf '%s/bin/fusioncheck\n' "${1:-build/default}"; }
 # compiled here: the kill table's machine adds them (fc_build_flashinfer_copies).
 fc_configure_default() {
   local args=(-DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <"$FC_ROOT/ci/old_flashinfer_release")")
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    args+=(-DCMAKE_CUDA_ARCHITECTURES=native -DFUSIONCHECK_FLASHINFER_ARCH_CHECK=)
+  local archs
+  archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' | sort -u | paste -sd';')
+  if [ -n "$archs" ]; then  # the GPUs' own architectures (90 for compute capability 9.0)
+    args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs" -DFUSIONCHECK_FLASHINFER_ARCH_CHECK=)
   else
     args+=(-DCMAKE_CUDA_ARCHITECTURES=90 -DFUSIONCHECK_FLASHINFER_RANKS=2
            "-DFUSIONCHECK_FLASHINFER_ARCH_CHECK=100;120")
