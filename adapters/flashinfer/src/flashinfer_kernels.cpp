@@ -388,9 +388,13 @@ k::HangRecord lamport_hang_record(const FiWorkspace& ws, HostBoundedWait& waiter
 }
 
 // A value that is no sentinel (bf16 1.0, fp16 1.875) in every element of this rank's Lamport
-// buffers, a flag value (3) that no barrier waits for.
+// buffers and of its peers' (mapped here): a kernel that polls a peer's buffer (FlashInfer's MoE
+// finalize kernel) is released only there, and that peer may have finished its calls and never
+// release anything. A flag value (3) that no barrier waits for.
 void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter) {
   waiter.fill(ws.lamport(), 3 * ws.comm_size(), 0x3F80u, 2);
+  for (int r = 0; r < ws.ranks(); ++r)
+    if (r != ws.rank()) waiter.fill(ws.peer_lamport(r), 3 * ws.comm_size(), 0x3F80u, 2);
   waiter.fill(ws.barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * ws.ranks() * 4, 3u, 4);
 }
 

@@ -59,8 +59,8 @@ std::uint64_t lamport_comm_size(int ranks, std::uint64_t max_elems_per_rank, boo
 // awaited), read beside the running kernel.
 kernels::HangRecord lamport_hang_record(const FiWorkspace& ws, HostBoundedWait& waiter,
                                         const PendingCall& call, double seconds);
-// Lets a stuck kernel finish: no sentinel left in this rank's Lamport buffers, no barrier flag
-// value anyone waits for. The workspace is not trusted afterwards.
+// Lets a stuck kernel finish: no sentinel left in this rank's and its peers' Lamport buffers, no
+// barrier flag value anyone waits for. The workspace is not trusted afterwards.
 void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter);
 
 class FlashInferKernels final : public gpu::KernelUnderTest {
