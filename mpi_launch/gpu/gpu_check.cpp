@@ -538,6 +538,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   result.mutant = o.mutant;
   result.twoshot_percent = o.twoshot_percent;
   result.late_blocks = o.focus_late_blocks;
+  result.variant = o.variant;
   result.strict = o.strict;
   KnownFindingRun known(o.known ? entries_for(*o.known, o.kernel.name, o.kernel.release)
                                 : std::vector<KnownFinding>{});

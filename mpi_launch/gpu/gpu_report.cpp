@@ -72,10 +72,12 @@ void write_file(const std::string& path, const std::string& text) {
 std::string summary_line(const CheckResult& r, int ranks) {
   const double rate = r.seconds > 0 ? r.cases / r.seconds : 0.0;
   return fmt::format(
-      "{} ranks, mutant {}, {} % two-shot calls{}: {} cases ({} kernel calls per rank, {} refused) in "
+      "{} ranks, mutant {}, {} % two-shot calls{}{}: {} cases ({} kernel calls per rank, {} refused) in "
       "{:.1f} s = {:.0f} checked cases/s: {}",
       ranks, protocol::mutant_id(r.mutant), r.twoshot_percent,
-      r.late_blocks ? ", blocks started late" : "", r.cases, r.calls, r.refused, r.seconds, rate,
+      r.late_blocks ? ", blocks started late" : "",
+      r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "", r.cases, r.calls,
+      r.refused, r.seconds, rate,
       r.new_finding ? "FAILED " + first_finding(r)
       : r.failed    ? std::string("FAILED: a known finding is absent (--strict)")
       : known_reproduced(r) > 0
@@ -236,23 +238,48 @@ std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& place
   return "";
 }
 
-std::vector<KillTableRun> kill_table_plan(
-    const std::vector<protocol::Mutant>& mutants, int default_percent,
-    const std::function<bool(protocol::Mutant)>& twoshot_only,
-    const std::function<bool(protocol::Mutant)>& late_blocks) {
+std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
+                                          int default_percent,
+                                          const std::function<bool(protocol::Mutant)>& twoshot_only,
+                                          const std::function<bool(protocol::Mutant)>& late_blocks,
+                                          const std::function<int(protocol::Mutant)>& variant_of) {
   std::vector<KillTableRun> plan;
   bool mixed = false, late = false;
+  std::vector<int> variants;  // the variants some mutant is focused on, in order
   for (const auto& m : mutants) {
-    plan.push_back({m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent, late_blocks(m)});
+    plan.push_back({m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent, late_blocks(m),
+                    variant_of ? variant_of(m) : -1});
     mixed |= plan.back().twoshot_percent != default_percent;
     late |= plan.back().late_blocks;
+    const int v = plan.back().variant;
+    if (v >= 0 && std::find(variants.begin(), variants.end(), v) == variants.end())
+      variants.push_back(v);
   }
   if (plan.empty() || plan.front().mutant != protocol::Mutant::none) return plan;
   auto controls = plan.begin() + 1;
   if (late) controls = plan.insert(controls, {protocol::Mutant::none, default_percent, true}) + 1;
-  if (mixed) plan.insert(controls, {protocol::Mutant::none, kTwoShotMutantPercent, false});
+  if (mixed)
+    controls = plan.insert(controls, {protocol::Mutant::none, kTwoShotMutantPercent, false}) + 1;
+  for (int v : variants)
+    controls = plan.insert(controls, {protocol::Mutant::none, default_percent, false, v}) + 1;
   return plan;
 }
+
+namespace {
+
+// The "killed" cell of a kill table row.
+std::string kill_verdict(const CheckResult& r, const GpuPlacement& placement) {
+  if (r.mutant == protocol::Mutant::none) {
+    if (r.new_finding) return "CONTROL FAILED (the kernel as built fails: see gpu check)";
+    if (r.failed) return "CONTROL FAILED: a known finding is absent (--strict; fixed upstream?)";
+    return known_reproduced(r) > 0 ? "clean (control) except known findings" : "clean (control)";
+  }
+  if (r.failed) return "yes";
+  const std::string excuse = expected_survival(r.mutant, placement);
+  return excuse.empty() ? "NO" : "no, as expected here: " + excuse;
+}
+
+}  // namespace
 
 std::string kill_table_markdown(
     const std::vector<CheckResult>& runs, const std::string& setup, const GpuPlacement& placement,
@@ -263,7 +290,6 @@ std::string kill_table_markdown(
       "|---|---|---|---|---|---|---|---|\n",
       setup);
   for (const auto& r : runs) {
-    const bool control = r.mutant == protocol::Mutant::none;
     std::string how = r.findings.empty() ? "-" : r.findings.front().check;
     std::string message = r.findings.empty() ? "-" : r.findings.front().message;
     if (message.size() > 160) message = message.substr(0, 157) + "...";
@@ -273,16 +299,11 @@ std::string kill_table_markdown(
     for (auto& ch : known)
       if (ch == '|') ch = '/';
     out += fmt::format(
-        "| {} | {} %{} | {} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
+        "| {} | {} %{}{} | {} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
         r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
-        control    ? (r.failed ? "CONTROL FAILED (the kernel as built fails: see gpu check)"
-                      : known_reproduced(r) > 0 ? "clean (control) except known findings"
-                                                : "clean (control)")
-        : r.failed ? "yes"
-        : expected_survival(r.mutant, placement).empty()
-            ? "NO"
-            : "no, as expected here: " + expected_survival(r.mutant, placement),
-        how, r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
+        r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "",
+        kill_verdict(r, placement), how,
+        r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
         r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message,
         known.empty() ? "-" : known);
   }

@@ -46,7 +46,8 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
   const auto plan = kill_table_plan(
       mutants, options.check.twoshot_percent,
       [&](protocol::Mutant m) { return kernel->mutant_in_twoshot_only(m); },
-      [&](protocol::Mutant m) { return kernel->mutant_needs_late_blocks(m); });
+      [&](protocol::Mutant m) { return kernel->mutant_needs_late_blocks(m); },
+      [&](protocol::Mutant m) { return kernel->mutant_variant(m); });
   for (const auto& run : plan) {
     check.mutant = run.mutant;
     // An absent known finding says something of the kernel as built, not of a mutant.
@@ -54,13 +55,17 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
     check.twoshot_percent = run.twoshot_percent;
     check.focus_twoshot = run.twoshot_percent == kTwoShotMutantPercent;
     check.focus_late_blocks = run.late_blocks;
+    // A mutant of one launch variant draws it alone, unless --variant chose one for every run.
+    check.variant = options.check.variant >= 0 ? options.check.variant : run.variant;
     // Every case of a two-shot race run is a long sequence: each call is another chance for
     // the race, at no cost in cases.
     check.limits.max_calls = check.focus_twoshot || check.focus_late_blocks
                                  ? kMaxCallsPerCase
                                  : options.check.limits.max_calls;
-    check.replay_out = fmt::format("fusioncheck-gpu-{}-{}{}.json", protocol::mutant_id(run.mutant),
-                                   run.twoshot_percent, run.late_blocks ? "-late-blocks" : "");
+    check.replay_out =
+        fmt::format("fusioncheck-gpu-{}-{}{}{}.json", protocol::mutant_id(run.mutant),
+                    run.twoshot_percent, run.late_blocks ? "-late-blocks" : "",
+                    run.variant >= 0 ? fmt::format("-variant{}", run.variant) : "");
     result.runs.push_back(run_check(comm, check, result.placement));
     if (comm.rank() == 0)
       fmt::print("{}\n", summary_line(result.runs.back(), comm.size())), std::fflush(stdout);

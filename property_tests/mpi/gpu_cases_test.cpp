@@ -543,6 +543,12 @@ TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
       fg::kill_table_plan({none, fs, fba, tgo}, 25, twoshot_only, late),
       (Plan{{none, 25}, {none, 25, true}, {none, mix}, {fs, 25}, {fba, 25, true}, {tgo, mix}}));
   EXPECT_EQ(fg::kill_table_plan({fba}, 25, twoshot_only, late), (Plan{{fba, 25, true}}));
+  // A mutant of one launch variant draws it alone, beside a control at that focus.
+  const auto mrr = M("moe-remote-read");
+  const auto variant_of = [&](fusioncheck::protocol::Mutant m) { return m == mrr ? 0 : -1; };
+  EXPECT_EQ(fg::kill_table_plan({none, fs, mrr}, 25, never, never, variant_of),
+            (Plan{{none, 25}, {none, 25, false, 0}, {fs, 25}, {mrr, 25, false, 0}}));
+  EXPECT_EQ(fg::kill_table_plan({mrr}, 25, never, never, variant_of), (Plan{{mrr, 25, false, 0}}));
   // Every mutant our kernels have is listed once, the kill table's default.
   const auto all = ours.mutants();
   EXPECT_EQ(std::count(all.begin(), all.end(), fs), 1);

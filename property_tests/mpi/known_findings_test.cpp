@@ -315,7 +315,13 @@ TEST(KnownFindingReports, KillTableCountsOnlyNewFindingsAsKills) {
   EXPECT_NE(md.find("a (4 of 10 cases)"), std::string::npos);
   // Negative control: a control with a new finding still fails.
   const std::string bad = fg::kill_table_markdown({run_with({known}, true)}, "setup", placement);
-  EXPECT_NE(bad.find("CONTROL FAILED"), std::string::npos);
+  EXPECT_NE(bad.find("CONTROL FAILED (the kernel as built fails"), std::string::npos);
+  // A control whose known finding is absent under --strict fails, saying why.
+  fg::CheckResult absent =
+      run_with({{.id = "b", .trigger_cases = 7, .failed_cases = 0}}, false, true);
+  absent.failed = true;
+  EXPECT_NE(fg::kill_table_markdown({absent}, "setup", placement).find("a known finding is absent"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -30,6 +30,10 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
   bool mutant_needs_late_blocks(protocol::Mutant m) const override {
     return m == protocol::Mutant::flag_before_arrival;
   }
+  // moe-remote-read changes the reduction kernel (variant 0) alone; the other copies both.
+  int mutant_variant(protocol::Mutant m) const override {
+    return m == protocol::Mutant::moe_remote_read ? 0 : -1;
+  }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy lamport) override {

@@ -60,6 +60,7 @@ struct CheckResult {
   protocol::Mutant mutant = protocol::Mutant::none;
   int twoshot_percent = 0;   // the run's CheckOptions::twoshot_percent
   bool late_blocks = false;  // the run's CheckOptions::focus_late_blocks
+  int variant = -1;          // the run's CheckOptions::variant
   bool failed = false;
   int cases = 0;  // run to completion (refused ones not counted)
   int refused = 0;

@@ -29,16 +29,19 @@ struct KillTableRun {
   protocol::Mutant mutant = protocol::Mutant::none;
   int twoshot_percent = 0;
   bool late_blocks = false;
+  int variant = -1;  // the one launch variant drawn (KernelUnderTest::mutant_variant); -1: all
   bool operator==(const KillTableRun&) const = default;
 };
 // The kill table's runs, in order. A mutant of the two-shot kernel alone runs at
-// kTwoShotMutantPercent; a mutant that needs late blocks runs on such cases. When `none`
+// kTwoShotMutantPercent; a mutant that needs late blocks runs on such cases; a mutant of one
+// launch variant (variant_of, when given, >= 0) draws that variant alone. When `none`
 // leads the list, the correct kernels also run under each focus a mutant uses, as its
 // control (a focus that made correct code fail would be a false positive).
-std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
-                                          int default_percent,
-                                          const std::function<bool(protocol::Mutant)>& twoshot_only,
-                                          const std::function<bool(protocol::Mutant)>& late_blocks);
+std::vector<KillTableRun> kill_table_plan(
+    const std::vector<protocol::Mutant>& mutants, int default_percent,
+    const std::function<bool(protocol::Mutant)>& twoshot_only,
+    const std::function<bool(protocol::Mutant)>& late_blocks,
+    const std::function<int(protocol::Mutant)>& variant_of = {});
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
 // Why `mutant` may survive in this setup ("" if it must be killed): the arch-guard mutants
 // are wrong only in sm_120 code; a missing release/acquire is seldom observable between

@@ -120,6 +120,13 @@ class KernelUnderTest {
     (void)m;
     return false;
   }
+  // The one launch variant a mutant changes (KernelTraits::variants), or -1 when it changes
+  // them all: the kill table then draws only that variant for it (the others' calls would be
+  // cases that cannot kill it), beside a control at the same focus.
+  virtual int mutant_variant(protocol::Mutant m) const {
+    (void)m;
+    return -1;
+  }
   // Collective: every rank calls it with the same arguments before a case's calls.
   virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
