@@ -48,7 +48,6 @@ fi
 known=()
 if [ "$KNOWN" != none ]; then
   [ -f "$KNOWN" ] || { echo "gpu_suite: KNOWN=$KNOWN: no such file"; exit 2; }
-  KNOWN=$(cd "$(dirname "$KNOWN")" && pwd)/$(basename "$KNOWN")
   known=(--known "$KNOWN")
   [ "$STRICT" = 1 ] && known+=(--strict)
 fi

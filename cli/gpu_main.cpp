@@ -14,6 +14,7 @@
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
+#include "fusioncheck/protocol/mutants.hpp"
 #include "fusioncheck/cli/error_line.hpp"
 #include "gpu_cli.hpp"
 
@@ -76,7 +77,18 @@ gpu::KernelRegistry builtin_kernels() {
   gpu::KernelRegistry registry;
   registry.add({.name = "ours",
                 .description = "fusioncheck's kernels",
-                .choose = [](const std::string&) { return gpu::KernelChoice{}; }});
+                .choose = [](const std::string&) { return gpu::KernelChoice{}; },
+                // A mutant of the catalogue that our kernels do not build (the sim's alone, or
+                // another project's patched copy) is refused before any GPU is touched; which
+                // of ours this build compiled is checked on the GPU.
+                .check_mutant =
+                    [](protocol::Mutant m) {
+                      const protocol::MutantInfo* info = protocol::find_mutant_info(m);
+                      if (info == nullptr || (info->layers & protocol::kInKernel) == 0)
+                        throw gpu::BadInput(
+                            "our kernels have no instance of this mutant (its layers: "
+                            "fusioncheck mutants --json)");
+                    }});
   adapters::add_flashinfer_kernels(registry);
   return registry;
 }

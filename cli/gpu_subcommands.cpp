@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -73,8 +74,10 @@ template <typename Job> int run_on_ranks(const GpuCliOptions& options, Job job) 
     watchdog.stop();
     return rc;
   } catch (const gpu::BadInput& e) {
+    mpi::quiet_terminate_report(kExitBadInput);
     throw UsageError(e.what());  // every rank sees the same bad input: exit 2 on each
   } catch (const kernels::InvalidLaunch& e) {
+    mpi::quiet_terminate_report(kExitBadInput);
     throw UsageError(e.what());
   } catch (const mpi::MpiTimeout& e) {
     const std::string gone = mpi::vanished_peers(peers);
@@ -261,8 +264,27 @@ void add_timeout_option(CLI::App* cmd, GpuCliOptions& o) {
       ->check(integer_in<int>(1, 3600));
 }
 
+// Two outputs of one run in one file: the second would overwrite the first.
+void refuse_shared_outputs(const std::vector<std::pair<const char*, std::string>>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [a, pa] = outputs[i];
+      const auto& [b, pb] = outputs[j];
+      if (pa.empty() || pb.empty()) continue;
+      std::error_code error;
+      if (pa == pb || std::filesystem::equivalent(pa, pb, error))
+        throw UsageError(
+            fmt::format("{} and {} name the same file ({}): give each its own", a, b, pb));
+    }
+}
+
 // Output and input paths, checked before any rank starts work.
 void check_paths(const GpuCliOptions& o) {
+  refuse_shared_outputs({{"--json", o.json_out},
+                         {"--junit", o.junit_out},
+                         {"--out", o.table_out},
+                         {"--json", o.smoke.json_out},
+                         {"--json", o.bench.json_out}});
   if (!o.json_out.empty()) require_output_file("--json", o.json_out);
   if (!o.junit_out.empty()) require_output_file("--junit", o.junit_out);
   if (!o.table_out.empty()) require_output_file("--out", o.table_out);
@@ -388,7 +410,12 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
       }
     }
     o->check.kernel = choose_kernel(*o, "--kernel", o->kernel);
-    if (o->check.replay_file.empty()) require_output_file("--replay-out", o->check.replay_out);
+    if (o->check.replay_file.empty()) {
+      require_output_file("--replay-out", o->check.replay_out);
+      refuse_shared_outputs({{"--replay-out", o->check.replay_out},
+                             {"--json", o->json_out},
+                             {"--junit", o->junit_out}});
+    }
     o->check.mutant = mutant_from_id(o->mutant);
     check_family_mutant(*o, o->check.mutant);
     o->check.known = load_known(*o);
@@ -575,6 +602,9 @@ void add_bench(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
                    "without --wait-profile", "they set up the profile");
     refuse_options(*bench, {"--kernel", "--variant"}, "without --wait-profile",
                    "bench times ours; --compare times another kernel beside it");
+    if (o->bench.pattern == kernels::Pattern::allreduce)
+      refuse_options(*bench, {"--allreduce", "--cluster"}, "with --pattern allreduce",
+                     "they choose the unfused baseline's allreduce and the RMSNorm path");
     if (!o->compare.empty()) o->bench.compare = choose_kernel(*o, "--compare", o->compare);
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) {
       gpu::run_bench(c, o->bench);

@@ -64,6 +64,10 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
   if (a.late_trigger) c.late_trigger = true;
   if (!a.calls.empty() && !parse_calls(a.calls, c.calls))
     throw UsageError("bad --calls '" + a.calls + "' (expected e.g. os4,os2,ts4 or pp4,rs2)");
+  // The calls say which model runs: --protocol must not name the other one.
+  if (!a.protocol.empty() && protocol_of(c) != protocol)
+    throw UsageError(fmt::format("--calls {} are calls of the {} model, --protocol is {}", a.calls,
+                                 protocol_name(protocol_of(c)), a.protocol));
   if (!in_sim(mutant, protocol_of(c)))
     throw UsageError(fmt::format("mutant {} is not in the sim's {} model (see fusioncheck mutants)",
                                  protocol::mutant_id(mutant), protocol_name(protocol_of(c))));

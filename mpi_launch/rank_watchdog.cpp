@@ -29,6 +29,9 @@ int g_term_ranks[kMaxPeers];
 long long g_term_pids[kMaxPeers];
 
 // Async-signal-safe text building.
+// The exit code of a rank leaving quietly (quiet_terminate_report), or -1.
+volatile std::sig_atomic_t g_term_quiet_exit = -1;
+
 void append(char* buf, std::size_t& len, std::size_t cap, const char* text) {
   while (*text != '\0' && len + 1 < cap) buf[len++] = *text++;
 }
@@ -47,6 +50,8 @@ void append_number(char* buf, std::size_t& len, std::size_t cap, long long v) {
 }
 
 void on_terminate(int) {
+  // This rank is leaving on bad input that rank 0 reports: the launcher's SIGTERM adds nothing.
+  if (g_term_quiet_exit >= 0) _exit(g_term_quiet_exit);
   char msg[1024];
   std::size_t len = 0;
   append(msg, len, sizeof msg, "fusioncheck: rank ");
@@ -129,6 +134,8 @@ void RankWatchdog::watch() {
     }
   }
 }
+
+void quiet_terminate_report(int exit_code) { g_term_quiet_exit = exit_code; }
 
 void install_terminate_report(int rank, const std::vector<PeerProcess>& peers) {
   g_term_rank = rank;

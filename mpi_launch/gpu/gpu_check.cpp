@@ -471,7 +471,10 @@ void search_cases(mpi::MpiComm& comm, const CheckOptions& o, const DrawSettings&
       }
       if (v.refused) RC_DISCARD(v.refusal);
       const bool shrinking = last_failure.has_value();
-      if (!shrinking) ++drawn, known.count_trigger(c);
+      if (!shrinking) {
+        ++drawn;
+        known.count_trigger(c);
+      }
       if (!v.failed()) return;
       if (const int e = known.match(c, v.findings); e >= 0 && (confirmed[e] || !o.shrink)) {
         if (!shrinking) ++known.tallies[static_cast<std::size_t>(e)].failed_cases;
@@ -576,6 +579,13 @@ CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
     throw BadInput(
         fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
   agree_on_config(comm, run_config(o, comm.size(), std::string(protocol::mutant_id(o.mutant))));
+  // Before a GPU is assigned: a replay of another rank count needs no device to be refused.
+  if (!o.replay_file.empty()) {
+    const GpuCase c = read_replay_case(o.replay_file);
+    if (c.ranks != comm.size())
+      throw BadInput(
+          fmt::format("--replay: the case needs {} ranks, the job has {}", c.ranks, comm.size()));
+  }
   CheckJob job;
   job.placement = place_rank_on_gpu(comm, o.kernel.share_sms);
   if (comm.rank() == 0)

@@ -7,3 +7,7 @@ endif()
 if(NOT "${out}${err}" MATCHES "${EXPECT_OUTPUT}")
   message(FATAL_ERROR "output does not match '${EXPECT_OUTPUT}':\n${out}${err}")
 endif()
+# Bad input is one line: the ranks that leave with it add none (no launcher's SIGTERM report).
+if(DEFINED FORBID_OUTPUT AND "${out}${err}" MATCHES "${FORBID_OUTPUT}")
+  message(FATAL_ERROR "output matches '${FORBID_OUTPUT}':\n${out}${err}")
+endif()

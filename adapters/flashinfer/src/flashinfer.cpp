@@ -170,6 +170,10 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& b
                                                            protocol::Mutant mutant) {
   return make_flashinfer(bootstrap, mutant);
 }
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
+    kernels::Bootstrap& bootstrap) {
+  return make_flashinfer(bootstrap, protocol::Mutant::none);
+}
 
 #endif
 

@@ -61,5 +61,8 @@ std::vector<PeerProcess> peers_on_this_host(MpiComm& comm);
 
 // SIGTERM (mpirun's reaction to a dead rank): print which peers vanished, exit 1.
 void install_terminate_report(int rank, const std::vector<PeerProcess>& peers);
+// From now on the launcher's SIGTERM ends this rank at once with `exit_code` and no line: the
+// rank is leaving on bad input that rank 0 reports for every rank.
+void quiet_terminate_report(int exit_code);
 
 }  // namespace fusioncheck::mpi
