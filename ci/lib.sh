@@ -75,7 +75,8 @@ fc_bin() { printf '%s/bin/fusioncheck\n' "${1:-build/default}"; }
 fc_configure_default() {
   local args=(-DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <"$FC_ROOT/ci/old_flashinfer_release")")
   local archs
-  archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' | sort -u | paste -sd';')
+  # (No nvidia-smi, or no GPU: none; `|| true` keeps a caller's `set -e -o pipefail` going.)
+  archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' | sort -u | paste -sd';') || true
   if [ -n "$archs" ]; then  # the GPUs' own architectures (90 for compute capability 9.0)
     args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs" -DFUSIONCHECK_FLASHINFER_ARCH_CHECK=)
   else
