@@ -11,6 +11,7 @@
 #                             typed, relative to the folder a script was started from (DIR)
 #   fc_bin BUILD_DIR          prints the fusioncheck binary of a build (BUILD_DIR/bin/fusioncheck)
 #   fc_configure_default      configures build/default as README's two commands share it
+#   fc_gpu_archs              the GPUs' CUDA architectures (90;120), empty without a GPU
 #   fc_build_flashinfer_copies BUILD   adds FlashInfer's patched copies to a build (kill tables)
 #   fc_use_carried_debs       machines without a network: unpacks .debs/ into /tmp/fcdeps
 #   fc_mps_start / fc_mps_stop   the MPS daemon for ranks sharing a GPU; stop only quits a
@@ -63,6 +64,13 @@ fc_from_caller() {
 
 fc_bin() { printf '%s/bin/fusioncheck\n' "${1:-build/default}"; }
 
+# The CUDA architectures of this machine's GPUs, ";"-separated (9.0 -> 90); nothing where
+# nvidia-smi is missing or finds no GPU (and no failure: callers run under set -e -o pipefail).
+fc_gpu_archs() {
+  nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' | sort -u |
+    paste -sd';' || true
+}
+
 # The one configuration of build/default that setup.sh and test.sh share (test.sh then builds
 # nothing setup.sh built). Without a GPU the CUDA code is compiled for sm_90 alone and the
 # FlashInfer instances for 2 ranks: the CPU tests only build and load them, and the audit
@@ -75,8 +83,7 @@ fc_bin() { printf '%s/bin/fusioncheck\n' "${1:-build/default}"; }
 fc_configure_default() {
   local args=(-DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <"$FC_ROOT/ci/old_flashinfer_release")")
   local archs
-  # (No nvidia-smi, or no GPU: none; `|| true` keeps a caller's `set -e -o pipefail` going.)
-  archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' | sort -u | paste -sd';') || true
+  archs=$(fc_gpu_archs)
   if [ -n "$archs" ]; then  # the GPUs' own architectures (90 for compute capability 9.0)
     args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs" -DFUSIONCHECK_FLASHINFER_ARCH_CHECK=)
   else

@@ -125,6 +125,15 @@ expect "gpu suite: a relative BUILD is the caller's" 2 "no fusioncheck binary at
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   expect "gpu suite: no GPU" 2 "no GPU found" env BUILD="$fake" REPORTS="$tmp/reports" bash "$G"
 fi
+# The GPUs' architectures for the shared configuration, under set -e -o pipefail as setup.sh
+# and test.sh run it: none without nvidia-smi (a stand-in that is "not found"), else each once.
+mkdir -p "$tmp/nosmi" "$tmp/smi"
+printf '#!/bin/sh\nexit 127\n' >"$tmp/nosmi/nvidia-smi"
+printf '#!/bin/sh\nprintf "9.0\\n12.0\\n9.0\\n"\n' >"$tmp/smi/nvidia-smi"
+chmod +x "$tmp/nosmi/nvidia-smi" "$tmp/smi/nvidia-smi"
+archs_of() { PATH="$1:$PATH" bash -c 'set -euo pipefail; source "$0/ci/lib.sh"; a=$(fc_gpu_archs); echo "archs=[$a]"' "$root"; }
+expect "lib: no GPU, no architectures, no failure" 0 "^archs=\[\]$" archs_of "$tmp/nosmi"
+expect "lib: each GPU architecture once" 0 "^archs=\[120;90\]$" archs_of "$tmp/smi"
 # The GPU suite's closing line on known findings, from its JSON reports.
 K="$root/ci/known_summary.py"
 mkdir -p "$tmp/known"
