@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # README command 2: build (if needed) and run the test suite: every test that needs no GPU
 # runs; GPU tests report as skipped where no GPU is present. Then the CPU tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer. JUnit XML lands in build/*/junit.xml.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, in the CUDA configuration without
+# FlashInfer's headers (the asan preset), and the CPU-only configuration's binary with its
+# command-line tests. JUnit XML lands in build/*/junit.xml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/lib.sh
@@ -15,3 +17,8 @@ ctest --preset default -j "$jobs"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan -j "$jobs"
+# The CPU-only configuration (no CUDA, as where nvcc is missing): its binary and command lines.
+cmake --preset cpu-only >/dev/null
+cmake --build --preset cpu-only -j "$jobs" --target fusioncheck
+ctest --test-dir build/cpu-only -R '^cli\.' -j "$jobs" --output-on-failure --no-tests=error \
+  --output-junit junit.xml
