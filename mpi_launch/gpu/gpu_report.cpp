@@ -31,18 +31,7 @@ std::string first_finding(const CheckResult& r) {
 }
 
 // "known a (12 cases), b (absent: 40 cases drew its trigger)" or "".
-std::string known_summary(const CheckResult& r) {
-  std::string out;
-  for (const auto& t : r.known) {
-    if (t.state() == "not drawn") continue;
-    out += out.empty() ? "" : ", ";
-    out += t.state() == "known"
-               ? fmt::format("{} ({} of {} cases)", t.id, t.failed_cases, t.trigger_cases)
-               : fmt::format("{} (ABSENT: {} cases drew its trigger, none failed)", t.id,
-                             t.trigger_cases);
-  }
-  return out;
-}
+std::string known_summary(const CheckResult& r) { return describe_tallies(r.known); }
 
 int known_reproduced(const CheckResult& r) {
   return static_cast<int>(

@@ -288,12 +288,7 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
         "sm_100); {} kernel calls on each rank\n",
         result.passed, result.failed, result.refused, result.calls);
     if (options.known) {
-      std::string line;
-      for (const auto& t : result.tallies)
-        if (t.state() != "not drawn")
-          line += fmt::format("{}{} {} ({} of {} cases)", line.empty() ? "" : ", ", t.id,
-                              t.state() == "known" ? "reproduced" : "ABSENT", t.failed_cases,
-                              t.trigger_cases);
+      const std::string line = describe_tallies(result.tallies);
       fmt::print(
           "known findings: {} cases failed with a known finding, {} new failures, {} "
           "entries absent{}{}\n",

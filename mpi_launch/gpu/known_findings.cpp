@@ -328,6 +328,19 @@ std::string KnownFindingTally::state() const {
   return trigger_cases > 0 ? "absent" : "not drawn";
 }
 
+std::string describe_tallies(const std::vector<KnownFindingTally>& tallies) {
+  std::string out;
+  for (const auto& t : tallies) {
+    if (t.state() == "not drawn") continue;
+    out += out.empty() ? "" : ", ";
+    out += t.state() == "known"
+               ? fmt::format("{} ({} of {} cases)", t.id, t.failed_cases, t.trigger_cases)
+               : fmt::format("{} (ABSENT: {} cases drew its trigger, none failed)", t.id,
+                             t.trigger_cases);
+  }
+  return out;
+}
+
 KnownFindingRun::KnownFindingRun(std::vector<KnownFinding> applicable)
     : entries(std::move(applicable)) {
   for (const auto& e : entries) tallies.push_back({.id = e.id, .finding_class = e.finding_class});

@@ -299,6 +299,15 @@ TEST(KnownFindingReports, SummaryJsonAndJunitCarryEachState) {
   EXPECT_NE(fg::known_findings_line(fresh).find("1 new"), std::string::npos);
 }
 
+TEST(KnownFindingReports, TalliesAreDescribedOncePerEntryMet) {
+  const fg::KnownFindingTally known{.id = "a", .trigger_cases = 10, .failed_cases = 4};
+  const fg::KnownFindingTally absent{.id = "b", .trigger_cases = 7, .failed_cases = 0};
+  const fg::KnownFindingTally unmet{.id = "c", .trigger_cases = 0, .failed_cases = 0};
+  EXPECT_EQ(fg::describe_tallies({known, unmet, absent}),
+            "a (4 of 10 cases), b (ABSENT: 7 cases drew its trigger, none failed)");
+  EXPECT_EQ(fg::describe_tallies({unmet}), "");
+}
+
 TEST(KnownFindingReports, KillTableCountsOnlyNewFindingsAsKills) {
   fg::GpuPlacement placement;
   placement.compute_capability = 90;

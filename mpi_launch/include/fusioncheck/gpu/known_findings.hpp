@@ -102,6 +102,10 @@ struct KnownFindingTally {
   std::string state() const;
 };
 
+// The entries a run met, one phrase each: "id (4 of 10 cases)", or "id (ABSENT: 7 cases drew
+// its trigger, none failed)"; entries never drawn are left out. "" when none was met.
+std::string describe_tallies(const std::vector<KnownFindingTally>& tallies);
+
 // The tallies of a run's entries, in ledger order; the index of the entry a failed case
 // matches (or -1).
 struct KnownFindingRun {
