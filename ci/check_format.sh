@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks that C++/CUDA sources follow .clang-format (ColumnLimit 100): with no arguments,
 # every tracked source outside fixture folders (fixtures mimic other projects' files byte for
-# byte); else the files named. --fix rewrites them instead. Exit 0 clean, 1 when a file
+# byte) and the exported reproducers of docs/reports (written by `gpu repro`, kept as
+# exported); else the files named. --fix rewrites them instead. Exit 0 clean, 1 when a file
 # differs (its name and the first differences are printed), 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -12,9 +13,9 @@ files=("$@")
 if [ "${#files[@]}" -eq 0 ]; then
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h' |
-      grep -v '/fixtures/' | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
+      grep -v -e '/fixtures/' -e '^docs/reports/' | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
   else
-    mapfile -t files < <(find . -path ./build -prune -o -path '*/fixtures/*' -prune -o \
+    mapfile -t files < <(find . -path ./build -prune -o -path '*/fixtures/*' -prune -o -path ./docs/reports -prune -o \
       \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' -o -name '*.h' \) -print | sed 's|^\./||')
   fi
 fi

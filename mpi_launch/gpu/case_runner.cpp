@@ -43,37 +43,6 @@ ref::Tensor zeros_unsigned(const ref::Tensor& t) {
   return out;
 }
 
-ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
-                                  const KernelTraits& traits) {
-  ref::FusedConfig rc;
-  rc.ranks = c.ranks;
-  rc.tokens = call.tokens;
-  rc.hidden = c.hidden;
-  rc.dtype = c.dtype;
-  rc.accumulation = c.fp32_accumulation ? ref::Accumulation::fp32 : ref::Accumulation::per_step;
-  rc.eps = 1e-6f;
-  rc.weight_bias = c.weight_bias;
-  rc.canonicalize_neg_zero = !call.twoshot;                 // only the Lamport push maps -0 to +0
-  if (const KernelVariant* v = variant_of(traits, call)) {  // its zeros, order and build
-    rc.canonicalize_neg_zero = !call.twoshot && v->neg_zero_sentinel;
-    rc.sanitise_pos_zero = v->sanitises_pos_zero;
-    rc.sum_order = v->sum_order;
-    rc.fast_math = v->fast_math;
-  }
-  rc.quant.fp8_static = call.pattern == k::Pattern::fp8_static;
-  rc.quant.fp8_inv_scale = kFp8InvScale;
-  rc.quant.fp8_dynamic = call.pattern == k::Pattern::fp8_dynamic;
-  rc.quant.nvfp4 = call.pattern == k::Pattern::nvfp4;
-  rc.quant.nvfp4_global_scale = kNvfp4GlobalScale;
-  rc.quant.nvfp4_layout = ref::Nvfp4Layout::swizzled128x4;
-  rc.quant.mxfp8 = call.pattern == k::Pattern::mxfp8;
-  rc.quant.mxfp8_layout = call.scale_layout;
-  rc.quant.group_fp8 = call.pattern == k::Pattern::group_fp8;
-  rc.quant.group_size = call.group_size;
-  rc.quant.tma_aligned_mn = group_fp8_tma_aligned_mn(call);
-  return rc;
-}
-
 // The rows of a call this rank compares with the reference. A kernel whose ranks sum in
 // rotated orders: every rank checks all rows in its own order (the ranks need not agree
 // bitwise, so no rank's rows stand for another's).
@@ -116,6 +85,37 @@ class Timed {
 };
 
 }  // namespace
+
+ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
+                                  const KernelTraits& traits) {
+  ref::FusedConfig rc;
+  rc.ranks = c.ranks;
+  rc.tokens = call.tokens;
+  rc.hidden = c.hidden;
+  rc.dtype = c.dtype;
+  rc.accumulation = c.fp32_accumulation ? ref::Accumulation::fp32 : ref::Accumulation::per_step;
+  rc.eps = 1e-6f;
+  rc.weight_bias = c.weight_bias;
+  rc.canonicalize_neg_zero = !call.twoshot;                 // only the Lamport push maps -0 to +0
+  if (const KernelVariant* v = variant_of(traits, call)) {  // its zeros, order and build
+    rc.canonicalize_neg_zero = !call.twoshot && v->neg_zero_sentinel;
+    rc.sanitise_pos_zero = v->sanitises_pos_zero;
+    rc.sum_order = v->sum_order;
+    rc.fast_math = v->fast_math;
+  }
+  rc.quant.fp8_static = call.pattern == k::Pattern::fp8_static;
+  rc.quant.fp8_inv_scale = kFp8InvScale;
+  rc.quant.fp8_dynamic = call.pattern == k::Pattern::fp8_dynamic;
+  rc.quant.nvfp4 = call.pattern == k::Pattern::nvfp4;
+  rc.quant.nvfp4_global_scale = kNvfp4GlobalScale;
+  rc.quant.nvfp4_layout = ref::Nvfp4Layout::swizzled128x4;
+  rc.quant.mxfp8 = call.pattern == k::Pattern::mxfp8;
+  rc.quant.mxfp8_layout = call.scale_layout;
+  rc.quant.group_fp8 = call.pattern == k::Pattern::group_fp8;
+  rc.quant.group_size = call.group_size;
+  rc.quant.tma_aligned_mn = group_fp8_tma_aligned_mn(call);
+  return rc;
+}
 
 struct CaseRunner::CallBuffers {
   DeviceBuffer input, residual_in, gamma, allreduce_out, residual_out, norm_out, quant_out,

@@ -1,9 +1,12 @@
 // The adapter's public face (flashinfer.hpp): whether it was built, and the factory.
 #include "fusioncheck/adapters/flashinfer.hpp"
 
+#include "fusioncheck/gpu/errors.hpp"
+
 #include <algorithm>
 
 #if defined(FUSIONCHECK_HAVE_FLASHINFER)
+#include "fi_tree.hpp"
 #include "flashinfer_kernels.hpp"
 #if defined(FUSIONCHECK_HAVE_FLASHINFER_LEGACY)
 #include "legacy_kernels.hpp"
@@ -17,6 +20,12 @@ namespace fusioncheck::adapters {
 bool flashinfer_available() { return true; }
 std::string flashinfer_unavailable_reason() { return ""; }
 std::string flashinfer_source() { return fi::kSource; }
+std::string flashinfer_include_dir() { return fi::kIncludeDir; }
+std::string flashinfer_header_sha256(const std::string& header) {
+  for (const fi::HeaderSum& h : fi::kHeaderSums)
+    if (h.header != nullptr && header == h.header) return h.sha256;
+  return "";
+}
 std::string flashinfer_fast_math_flags() { return fi::kJitFlags; }
 std::string flashinfer_fast_math_refused() { return fi::kFastMathRefused; }
 
@@ -174,24 +183,24 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
     kernels::Bootstrap& bootstrap) {
   return make_flashinfer(bootstrap, protocol::Mutant::none);
 }
+ReproExport export_flashinfer_repro(const ReproRequest&) {
+  throw gpu::BadInput("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
+}
+std::string flashinfer_include_dir() { return ""; }
+std::string flashinfer_header_sha256(const std::string&) { return ""; }
 
 #endif
 
-namespace {
-
-// The release of the main tree: the pinned wheel's, "" for a tree given at configure time.
-std::string main_tree_release() {
+std::string flashinfer_main_release() {
   const std::string prefix = "flashinfer-python ";
   const std::string source = flashinfer_source();
   return source.rfind(prefix, 0) == 0 ? source.substr(prefix.size()) : "";
 }
 
-}  // namespace
-
 gpu::KernelChoice flashinfer_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer";
-  choice.release = main_tree_release();
+  choice.release = flashinfer_main_release();
   choice.make = make_flashinfer;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
   return choice;
@@ -200,7 +209,7 @@ gpu::KernelChoice flashinfer_choice() {
 gpu::KernelChoice flashinfer_pcie_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-pcie";
-  choice.release = main_tree_release();
+  choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_pcie;
   choice.share_sms =
       true;  // its grids do not shrink for ranks sharing a GPU, and every block spins
@@ -213,7 +222,7 @@ gpu::KernelChoice flashinfer_pcie_choice() {
 gpu::KernelChoice flashinfer_moe_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-moe";
-  choice.release = main_tree_release();
+  choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_moe;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
   // A patched copy is FlashInfer's whole entry point, which dispatches every rank count.
@@ -224,7 +233,7 @@ gpu::KernelChoice flashinfer_moe_choice() {
 gpu::KernelChoice flashinfer_legacy_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-legacy";
-  choice.release = main_tree_release();
+  choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_legacy;
   choice.share_sms = true;  // every block of its grid (tokens x cluster) spins
   return choice;

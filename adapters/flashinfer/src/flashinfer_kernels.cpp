@@ -27,9 +27,13 @@ constexpr int kCtrlWords = 5;      // counter, two-shot flag, Lamport flag, comm
 constexpr std::uint64_t kGuardBytes = 256;
 constexpr std::uint64_t kMaxCommSize = 1ull << 30;  // clear_offset * comm_size is an int product
 
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
 // FlashInfer's AllReduceFusionPattern for ours: the quantising ones with norm_out ("Out") or
 // without it.
-int fi_pattern(k::Pattern p, bool norm_out) {
+int fi_fusion_pattern(k::Pattern p, bool norm_out) {
   switch (p) {
     case k::Pattern::allreduce: return 0;                     // kAllReduce
     case k::Pattern::residual_rmsnorm: return 1;              // kARResidualRMSNorm
@@ -41,10 +45,6 @@ int fi_pattern(k::Pattern p, bool norm_out) {
   }
   return -1;
 }
-
-std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
-
-}  // namespace
 
 // Byte offsets of one rank's shared allocation: guard, two-shot data, guard, barrier flags,
 // guard, the three Lamport buffers, guard.
@@ -161,6 +161,24 @@ k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
   s.twoshot_blocks = kBarrierRows;
   s.twoshot_flag_steps = 2;  // two barrier rounds per two-shot call
   return s;
+}
+
+gpu::KernelTraits fusion_traits(const Instance& bf16, bool fast_math_variant) {
+  gpu::KernelTraits t;
+  t.fp32_lamport = false;                   // only with fp32 inputs
+  t.unfused = false;                        // FlashInfer has no separate baseline on this workspace
+  t.forced_cluster = false;                 // it picks the cluster size itself
+  t.twoshot_more_tokens_than_ranks = true;  // as its Python API asserts
+  t.outputs_visible_at_trigger = false;     // no fence before its trigger (docs/flashinfer.md)
+  t.quant_without_norm_out = bf16.no_norm_out;  // patterns 2, 3 and 10
+  t.block_scaled_fp8 = bf16.block_scaled_fp8;   // patterns 8, 9, 13 and 14
+  // What the tree has, from its compile probes (an older release lacks these).
+  t.weight_bias = bf16.weight_bias;
+  if (!bf16.dynamic_fp8)
+    t.patterns = {k::Pattern::allreduce, k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
+                  k::Pattern::nvfp4};
+  if (fast_math_variant) t.variants = FlashInferKernels::fast_math_variants();
+  return t;
 }
 
 FlashInferKernels::FlashInferKernels(k::Bootstrap& bootstrap, const Instance& instance_bf16,
@@ -305,7 +323,7 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   if (!p.write_norm_out && !k::pattern_quantises(p.pattern))
     throw k::InvalidLaunch("FlashInfer's patterns without norm_out are quantising ones only, not " +
                            std::string(k::pattern_name(p.pattern)));
-  c.pattern = fi_pattern(p.pattern, p.write_norm_out);
+  c.pattern = fi_fusion_pattern(p.pattern, p.write_norm_out);
   c.sf_layout = p.nvfp4_layout == k::Nvfp4Layout::linear ? 2 : 0;  // LINEAR : SWIZZLED_128x4
   if (k::pattern_block_scaled_fp8(p.pattern) && !instance->block_scaled_fp8)
     throw k::InvalidLaunch("pattern " + std::string(k::pattern_name(p.pattern)) +

@@ -55,6 +55,8 @@ class FiWorkspace {
 // The Lamport buffer size of a workspace for calls of up to max_elems_per_rank elements, as
 // FlashInfer sizes it; InvalidLaunch for fp32 elements or 1 GiB and more.
 std::uint64_t lamport_comm_size(int ranks, std::uint64_t max_elems_per_rank, bool fp32_lamport);
+// FlashInfer's AllReduceFusionPattern value for a pattern, with norm_out or without it.
+int fi_fusion_pattern(kernels::Pattern pattern, bool norm_out);
 // A one-shot call stuck at the host's bound: the first sentinel left in its slots (what it
 // awaited), read beside the running kernel.
 kernels::HangRecord lamport_hang_record(const FiWorkspace& ws, HostBoundedWait& waiter,
@@ -62,6 +64,9 @@ kernels::HangRecord lamport_hang_record(const FiWorkspace& ws, HostBoundedWait& 
 // Lets a stuck kernel finish: no sentinel left in this rank's and its peers' Lamport buffers, no
 // barrier flag value anyone waits for. The workspace is not trusted afterwards.
 void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter);
+
+// What a fusion instance runs (its compile probes), with its fast-math twin or without.
+gpu::KernelTraits fusion_traits(const Instance& bf16, bool fast_math_variant);
 
 class FlashInferKernels final : public gpu::KernelUnderTest {
  public:
@@ -74,23 +79,7 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   ~FlashInferKernels() override;
 
   std::string name() const override;
-  gpu::KernelTraits traits() const override {
-    gpu::KernelTraits t;
-    t.fp32_lamport = false;    // only with fp32 inputs
-    t.unfused = false;         // FlashInfer has no separate baseline on this workspace
-    t.forced_cluster = false;  // it picks the cluster size itself
-    t.twoshot_more_tokens_than_ranks = true;  // as its Python API asserts
-    t.outputs_visible_at_trigger = false;     // no fence before its trigger (docs/flashinfer.md)
-    t.quant_without_norm_out = bf16_.no_norm_out;  // patterns 2, 3 and 10
-    t.block_scaled_fp8 = bf16_.block_scaled_fp8;   // patterns 8, 9, 13 and 14
-    // What the tree has, from its compile probes (an older release lacks these).
-    t.weight_bias = bf16_.weight_bias;
-    if (!bf16_.dynamic_fp8)
-      t.patterns = {kernels::Pattern::allreduce, kernels::Pattern::residual_rmsnorm,
-                    kernels::Pattern::fp8_static, kernels::Pattern::nvfp4};
-    if (fast_bf16_ != nullptr) t.variants = fast_math_variants();
-    return t;
-  }
+  gpu::KernelTraits traits() const override { return fusion_traits(bf16_, fast_bf16_ != nullptr); }
   // Variant 0: the header built with nvcc's defaults (IEEE); 1: with FlashInfer's JIT flags.
   static std::vector<gpu::KernelVariant> fast_math_variants();
   std::vector<protocol::Mutant> mutants() const override;

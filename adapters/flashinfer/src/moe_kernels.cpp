@@ -26,7 +26,9 @@ std::string FlashInferMoeKernels::name() const {
               : ", patched: " + std::string(protocol::mutant_id(patch_)));
 }
 
-gpu::KernelTraits FlashInferMoeKernels::traits() const {
+gpu::KernelTraits FlashInferMoeKernels::traits() const { return flashinfer_moe_traits(); }
+
+gpu::KernelTraits flashinfer_moe_traits() {
   gpu::KernelTraits t;
   t.moe = true;
   t.fp32_lamport = false;       // only with fp32 inputs

@@ -16,6 +16,9 @@
 
 namespace fusioncheck::adapters::fi {
 
+// What the MoE kernels run (their traits; no instance needed).
+gpu::KernelTraits flashinfer_moe_traits();
+
 class FlashInferMoeKernels final : public gpu::KernelUnderTest {
  public:
   // instance_f16 may be null (the patched copies are bf16 only).

@@ -43,6 +43,11 @@ struct PhaseTimes {
   double exchange = 0;    // gathering every rank's report and the verdict (MPI)
 };
 
+// The reference's configuration of one call of a case on a kernel of these traits: its sum
+// order and zeros (the call's launch variant), the quantisation of its pattern.
+reference::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
+                                        const KernelTraits& traits);
+
 class CaseRunner {
  public:
   // Buffers are sized once for the largest call the limits allow (validated by the caller).

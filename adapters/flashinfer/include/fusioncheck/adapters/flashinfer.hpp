@@ -158,6 +158,30 @@ std::string flashinfer_moe_unavailable_reason();
 // Registers FlashInfer's families: flashinfer, flashinfer-legacy and flashinfer@VERSION. They
 // are registered in every build; where this build lacks the adapter or a release, choosing
 // one throws gpu::BadInput with the reason.
+// `gpu repro`: a replay file of flashinfer, flashinfer-moe or flashinfer-legacy as a
+// stand-alone CUDA program in an empty (or new) folder: sources, CMakeLists.txt, README.md,
+// the case's inputs and the reference's expected outputs (adapters/flashinfer/repro/). Needs
+// no GPU. `known_path`: a ledger whose matching entry names the finding ("" : the replay's
+// findings). Throws gpu::BadInput for a replay it cannot export, naming why; gpu::RunFailure
+// when a file cannot be written.
+struct ReproRequest {
+  std::string replay_path;
+  std::string out_dir;
+  std::string known_path;
+  int runs = 20;  // runs of the case in the program (as gpu check --replay-runs)
+};
+struct ReproExport {
+  std::string finding;             // the ledger id, or "the finding of <replay file>"
+  std::string kernel;              // the family
+  std::vector<std::string> files;  // relative to out_dir
+};
+ReproExport export_flashinfer_repro(const ReproRequest& request);
+// The release of the main tree ("0.7.4"), "" for a tree given at configure time; the include
+// tree it was built from; the SHA-256 of one of its headers (relative to the tree; "" unknown).
+std::string flashinfer_main_release();
+std::string flashinfer_include_dir();
+std::string flashinfer_header_sha256(const std::string& header);
+
 void add_flashinfer_kernels(gpu::KernelRegistry& registry);
 
 }  // namespace fusioncheck::adapters

@@ -1,0 +1,353 @@
+// The reproducer's run: where the ranks live, the calls of each run of the case, the bounded
+// wait, the checks and the verdict. Included at the end of repro_main.cu (it uses its
+// launch_call and buffers).
+namespace {
+
+struct Failure {
+  std::string check;  // "launch", "hang", "reference", "agreement", "pdl-consumer"
+  std::string message;
+};
+
+bool finding_is(const std::string& check) {
+  for (const char* c : repro::kFindingChecks)
+    if (check == c) return true;
+  return false;
+}
+
+// The finding's failures: one of its checks, and for a refused launch its message too. A
+// launch refused for another reason (the launcher's own check of a shape it does not take)
+// is not the finding; for a finding about outputs or hangs it means the case cannot run.
+int status_of(const Failure& f) {
+  const std::string message = repro::kFindingMessage;
+  const bool launch = f.check == "launch";
+  if (finding_is(f.check) &&
+      (!launch || message.empty() || f.message.find(message) != std::string::npos))
+    return 3;
+  if (launch) return finding_is("launch") ? 0 : 2;
+  return 1;
+}
+
+[[noreturn]] void verdict(const std::vector<Failure>& failures, int run) {
+  for (const Failure& f : failures) std::printf("  [%s] %s\n", f.check.c_str(), f.message.c_str());
+  const int status = failures.empty() ? 0 : status_of(failures.front());
+  if (status == 3)
+    std::printf("REPRODUCED (exit 3): %s, in run %d of %d\n", repro::kFinding, run + 1,
+                repro::kRuns);
+  else if (status == 1)
+    std::printf("OTHER FAILURE (exit 1): [%s] is not what %s is about\n",
+                failures.front().check.c_str(), repro::kFinding);
+  else if (status == 2)
+    std::printf("CANNOT RUN (exit 2): the launcher refuses the case, so %s cannot be checked\n",
+                repro::kFinding);
+  else if (!failures.empty())
+    std::printf(
+        "NOT REPRODUCED (exit 0): the launcher refuses the case with its own check, not "
+        "as %s did\n",
+        repro::kFinding);
+  else
+    std::printf("NOT REPRODUCED (exit 0): %d runs of the case, every output as expected, no hang\n",
+                repro::kRuns);
+  std::fflush(stdout);
+  std::_Exit(status);  // a hung kernel may still run: the driver ends it with the process
+}
+
+// One GPU per rank where there are enough and each reaches the others; else all on GPU 0,
+// where the ranks' grids must be resident together (every block of a rank waits for its peers).
+std::vector<Rank> place_ranks() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) cannot_run("no CUDA device");
+  std::vector<Rank> ranks(kN);
+  bool spread = devices >= kN;
+  for (int a = 0; spread && a < kN; ++a)
+    for (int b = 0; b < kN; ++b) {
+      int ok = 0;
+      if (a != b && (cudaDeviceCanAccessPeer(&ok, a, b) != cudaSuccess || ok == 0)) spread = false;
+    }
+  for (int r = 0; r < kN; ++r) ranks[r].device = spread ? r : 0;
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  if (prop.major < repro::kMinComputeMajor)
+    cannot_run("the case needs sm_" + std::to_string(repro::kMinComputeMajor) +
+               "0 or newer; GPU 0 is sm_" + std::to_string(prop.major) +
+               std::to_string(prop.minor));
+  if (!spread) {
+    // At most one block per token slice of 8 elements and per SM, 1024 threads per SM assumed.
+    const std::uint64_t threads =
+        static_cast<std::uint64_t>(kN) * repro::kMaxTokens * repro::kHidden / 8;
+    const std::uint64_t room = static_cast<std::uint64_t>(prop.multiProcessorCount) * 1024;
+    if (threads > room)
+      cannot_run("the " + std::to_string(kN) + " ranks share GPU 0, and their grids (up to " +
+                 std::to_string(threads) + " threads) may not be resident together on its " +
+                 std::to_string(prop.multiProcessorCount) + " SMs; run it with one GPU per rank");
+  }
+  for (Rank& r : ranks) {
+    check(cudaSetDevice(r.device), "cudaSetDevice");
+    for (int peer = 0; spread && peer < kN; ++peer) {
+      if (peer == r.device) continue;
+      const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+        check(e, "cudaDeviceEnablePeerAccess");
+      (void)cudaGetLastError();
+    }
+    check(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaStreamCreateWithFlags(&r.side, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  std::printf("ranks: %d, %s\n", kN, spread ? "one GPU each" : "sharing GPU 0");
+  return ranks;
+}
+
+void before_call(Rank& rank, const repro::Delay& delay, int sm_count) {
+  if (delay.ns == 0) return;
+  if (delay.staggered) {  // the call's blocks start as the hog's blocks leave the SMs
+    hog_kernel<<<2 * sm_count / kN + 1, 1024, 0, rank.side>>>(delay.ns);
+  } else {
+    pause_kernel<<<1, 1, 0, rank.stream>>>(delay.ns);
+  }
+  check(cudaGetLastError(), "delay kernel");
+}
+
+void launch_producer(CallBuffers& b, const repro::CallCase& c, cudaStream_t stream) {
+  const std::size_t elems = static_cast<std::size_t>(c.tokens) * repro::kHidden;
+  Copies copies{};
+  copies.copy[copies.count++] = {b.staged_input, b.input, elems * 2};
+  copies.copy[copies.count++] = {b.staged_residual, b.residual_in, elems * 2};
+  copies.copy[copies.count++] = {b.staged_gamma, b.gamma, align16(repro::kHidden * 2)};
+  for (int part = 0; part < repro::kMoeParts; ++part)
+    if (b.moe[part] != nullptr)
+      copies.copy[copies.count++] = {b.moe_staged[part], b.moe[part], b.moe_bytes[part]};
+  producer_kernel<<<8, 256, 0, stream>>>(copies, c.producer_delay_ns);
+  check(cudaGetLastError(), "PDL producer launch");
+}
+
+// Enqueues call i on every rank; a launch the launcher refuses is a failure of class "launch".
+void enqueue_call(std::vector<Rank>& ranks, int run, int i, std::vector<Failure>& failures) {
+  const repro::CallCase& c = repro::kCallCases[i];
+  for (int r = 0; r < kN; ++r) {
+    Rank& rank = ranks[static_cast<std::size_t>(r)];
+    CallBuffers& b = rank.calls[static_cast<std::size_t>(i)];
+    check(cudaSetDevice(rank.device), "cudaSetDevice");
+    int sms = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank.device), "SM count");
+    if (c.pdl_producer) launch_producer(b, c, rank.stream);
+    else before_call(rank, repro::kDelays[run][i][r], sms);
+    cudaError_t e = cudaSuccess;
+    std::string message;
+    try {
+#if FC_FAMILY_LEGACY
+      e = launch_call(rank, r, i, ranks);
+#else
+      e = launch_call(rank, r, i);
+#endif
+    } catch (const std::exception& ex) {  // FLASHINFER_CHECK throws
+      message = ex.what();
+      e = cudaErrorInvalidValue;
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      failures.push_back({"launch", "rank " + std::to_string(r) + " call " + std::to_string(i) +
+                                        ": FlashInfer's launcher refused it: " +
+                                        (message.empty() ? cudaGetErrorString(e) : message)});
+      return;
+    }
+    if (c.pdl_consumer)
+      launch_consumer(c.pattern_is_allreduce ? b.allreduce_out : b.norm_out, b.consumer_copy,
+                      static_cast<std::size_t>(c.tokens) * repro::kHidden * 2, rank.stream);
+    check(cudaEventRecord(b.done, rank.stream), "cudaEventRecord");
+  }
+}
+
+// Waits for calls [first, last] of every rank, bounded: a call still running at the bound is
+// a hang, reported with the first rank and call that had not finished.
+void wait_bounded(std::vector<Rank>& ranks, int first, int last, double timeout_s,
+                  std::vector<Failure>& failures) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    bool all = true;
+    for (int i = first; i <= last && all; ++i)
+      for (Rank& rank : ranks) {
+        const cudaError_t e = cudaEventQuery(rank.calls[static_cast<std::size_t>(i)].done);
+        if (e == cudaErrorNotReady) {
+          all = false;
+          break;
+        }
+        check(e, "a kernel of the case");
+      }
+    if (all) return;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  for (int i = first; i <= last; ++i)
+    for (int r = 0; r < kN; ++r)
+      if (cudaEventQuery(
+              ranks[static_cast<std::size_t>(r)].calls[static_cast<std::size_t>(i)].done) ==
+          cudaErrorNotReady) {
+        char line[256];
+        std::snprintf(line, sizeof(line),
+                      "rank %d call %d: still running %.1f s after the launch (a call takes "
+                      "microseconds): its polls never saw what they wait for",
+                      r, i, timeout_s);
+        failures.push_back({"hang", line});
+        return;
+      }
+}
+
+std::vector<std::uint8_t> download(const void* device, std::size_t bytes) {
+  std::vector<std::uint8_t> host(bytes);
+  check(cudaMemcpy(host.data(), device, bytes, cudaMemcpyDeviceToHost), "download");
+  return host;
+}
+
+float to_float(std::uint16_t bits) {
+#if FC_BF16
+  const std::uint32_t word = static_cast<std::uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &word, 4);
+  return f;
+#else
+  return __half2float(__ushort_as_half(bits));
+#endif
+}
+
+// Bit-exact outputs (allreduce, residual): the first element that differs.
+void compare_bits(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want,
+                  const std::string& where, std::vector<Failure>& failures) {
+  const auto* g = reinterpret_cast<const std::uint16_t*>(got.data());
+  const auto* w = reinterpret_cast<const std::uint16_t*>(want.data());
+  for (std::size_t e = 0; e < got.size() / 2; ++e)
+    if (g[e] != w[e]) {
+      char line[320];
+      std::snprintf(line, sizeof(line),
+                    "%s at element %zu: got %.9g (0x%04x) expected %.9g (0x%04x)", where.c_str(), e,
+                    to_float(g[e]), g[e], to_float(w[e]), w[e]);
+      failures.push_back({"reference", line});
+      return;
+    }
+}
+
+// norm_out within the reference's bound for each element (NaN only where the reference has
+// NaN; an infinite bound makes no claim), as fusioncheck's check compares it.
+void compare_norm(const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want,
+                  const std::vector<std::uint8_t>& allowed_bytes, const std::string& where,
+                  std::vector<Failure>& failures) {
+  const auto* g = reinterpret_cast<const std::uint16_t*>(got.data());
+  const auto* w = reinterpret_cast<const std::uint16_t*>(want.data());
+  const auto* allowed = reinterpret_cast<const float*>(allowed_bytes.data());
+  for (std::size_t e = 0; e < got.size() / 2; ++e) {
+    if (std::isinf(allowed[e])) continue;
+    const double a = to_float(g[e]), b = to_float(w[e]);
+    const bool ok = (std::isnan(a) || std::isnan(b)) ? (std::isnan(a) && std::isnan(b))
+                                                     : (a == b || std::fabs(a - b) <= allowed[e]);
+    if (!ok) {
+      char line[320];
+      std::snprintf(line, sizeof(line), "%s at element %zu: got %.9g expected %.9g (allowed %.9g)",
+                    where.c_str(), e, a, b, static_cast<double>(allowed[e]));
+      failures.push_back({"reference", line});
+      return;
+    }
+  }
+}
+
+// Call i's outputs on every rank against the reference, then every rank's against rank 0's.
+void check_call(std::vector<Rank>& ranks, int i, std::vector<Failure>& failures) {
+  const repro::CallCase& c = repro::kCallCases[i];
+  const std::size_t bytes = static_cast<std::size_t>(c.tokens) * repro::kHidden * 2;
+  const auto want_residual = c.pattern_is_allreduce
+                                 ? std::vector<std::uint8_t>{}
+                                 : read_data(data_name(i, -1, "expected_residual_out"), bytes);
+  const auto want_norm = c.norm_out && !c.pattern_is_allreduce
+                             ? read_data(data_name(i, -1, "expected_norm_out"), bytes)
+                             : std::vector<std::uint8_t>{};
+  const auto allowed = want_norm.empty() ? std::vector<std::uint8_t>{}
+                                         : read_data(data_name(i, -1, "norm_allowed"), bytes * 2);
+  const auto want_sum = c.check_allreduce_out
+                            ? read_data(data_name(i, -1, "expected_allreduce_out"), bytes)
+                            : std::vector<std::uint8_t>{};
+  std::vector<std::uint8_t> first_outputs;
+  for (int r = 0; r < kN; ++r) {
+    Rank& rank = ranks[static_cast<std::size_t>(r)];
+    CallBuffers& b = rank.calls[static_cast<std::size_t>(i)];
+    check(cudaSetDevice(rank.device), "cudaSetDevice");
+    const std::string where = "rank " + std::to_string(r) + " call " + std::to_string(i) + ": ";
+    std::vector<std::uint8_t> outputs;
+    if (c.check_allreduce_out) {
+      const auto sum = download(b.allreduce_out, bytes);
+      compare_bits(sum, want_sum, where + "allreduce_out", failures);
+      outputs.insert(outputs.end(), sum.begin(), sum.end());
+    }
+    if (!c.pattern_is_allreduce) {
+      const auto residual = download(b.residual_out, bytes);
+      compare_bits(residual, want_residual, where + "residual_out", failures);
+      outputs.insert(outputs.end(), residual.begin(), residual.end());
+      if (c.norm_out) {
+        const auto norm = download(b.norm_out, bytes);
+        compare_norm(norm, want_norm, allowed, where + "norm_out", failures);
+        outputs.insert(outputs.end(), norm.begin(), norm.end());
+      }
+    }
+    if (c.pdl_consumer) {
+      const auto copy = download(b.consumer_copy, bytes);
+      const auto out = download(c.pattern_is_allreduce ? b.allreduce_out : b.norm_out, bytes);
+      if (copy != out)
+        failures.push_back({"pdl-consumer", where + "the next layer, reading before its wait, saw "
+                                                    "other values than the call's final output"});
+    }
+    if (r == 0) first_outputs = outputs;
+    else if (outputs != first_outputs)
+      failures.push_back({"agreement", where + "its outputs differ bitwise from rank 0's"});
+  }
+}
+
+double parse_timeout(int argc, char** argv) {
+  double timeout = 10.0;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--timeout" && a + 1 < argc) {
+      char* end = nullptr;
+      timeout = std::strtod(argv[++a], &end);
+      if (*end != '\0' || !(timeout >= 0.1 && timeout <= 600))
+        cannot_run("--timeout takes seconds in [0.1, 600]");
+    } else {
+      cannot_run("usage: " + std::string(argv[0]) + " [--timeout SECONDS]");
+    }
+  }
+  return timeout;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double timeout = parse_timeout(argc, argv);
+  std::printf("reproducer of %s (%s)\n", repro::kFinding, repro::kFamily);
+  std::printf("header: %s\n  sha256 %s (exported against %s)\n", FC_HEADER_PATH, FC_HEADER_SHA256,
+              repro::kExportedHeaderSha256);
+  std::vector<Rank> ranks = place_ranks();
+  make_workspace(ranks);
+  for (int r = 0; r < kN; ++r) make_call_buffers(ranks[static_cast<std::size_t>(r)], r);
+  for (Rank& rank : ranks)
+    check(cudaSetDevice(rank.device), "cudaSetDevice"), check(cudaDeviceSynchronize(), "set-up");
+  std::vector<Failure> failures;
+  int previous_elems = 0;
+  for (int run = 0; run < repro::kRuns; ++run) {
+    for (Rank& rank : ranks) reset_outputs(rank);
+    for (Rank& rank : ranks)
+      check(cudaSetDevice(rank.device), "cudaSetDevice"),
+          check(cudaDeviceSynchronize(), "canaries");
+    for (int i = 0; i < repro::kCalls; ++i) {
+      const int elems = repro::kCallCases[i].tokens * repro::kHidden;
+      if (FC_FAMILY_LEGACY && previous_elems != 0 && elems != previous_elems)
+        for (Rank& rank : ranks) fill_sentinel(rank);  // it clears by the current call's layout
+      previous_elems = elems;
+      enqueue_call(ranks, run, i, failures);
+      if (!failures.empty()) verdict(failures, run);
+      if (!repro::kBackToBack) {
+        wait_bounded(ranks, i, i, timeout, failures);
+        if (!failures.empty()) verdict(failures, run);
+      }
+    }
+    if (repro::kBackToBack) wait_bounded(ranks, 0, repro::kCalls - 1, timeout, failures);
+    if (!failures.empty()) verdict(failures, run);
+    for (int i = 0; i < repro::kCalls; ++i) check_call(ranks, i, failures);
+    if (!failures.empty()) verdict(failures, run);
+  }
+  verdict(failures, repro::kRuns - 1);
+}

@@ -1,0 +1,20 @@
+#!/bin/sh
+# gpu repro on the CPU machine: a replay exported, the folder configured and compiled with nvcc
+# against an include tree, and the program run: without a GPU it must say so and exit 2.
+# Usage: repro_test.sh FUSIONCHECK REPLAY KNOWN INCLUDE CUDA_COMPILER WORKDIR
+set -u
+fc=$1 replay=$2 known=$3 include=$4 nvcc=$5 work=$6
+rm -rf "$work"
+"$fc" gpu repro --replay "$replay" --known "$known" --out "$work/repro" || { echo "export failed"; exit 1; }
+for f in repro_main.cu repro_run.cuh repro_types.h repro_case.h CMakeLists.txt README.md replay.json; do
+  [ -s "$work/repro/$f" ] || { echo "missing $f"; exit 1; }
+done
+cmake -S "$work/repro" -B "$work/build" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$nvcc" \
+  -DFLASHINFER_INCLUDE="$include" >"$work/configure.log" 2>&1 || { tail -20 "$work/configure.log"; exit 1; }
+cmake --build "$work/build" >"$work/build.log" 2>&1 || { grep -m5 -A3 error "$work/build.log"; exit 1; }
+out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 2 ] || { echo "exit $rc without a GPU (expected 2)"; exit 1; }
+echo "$out" | grep -q "sha256 [0-9a-f]\{64\}" || { echo "no header checksum printed"; exit 1; }
+echo "repro_test: exported, compiled, refused to run without a GPU"
