@@ -55,17 +55,20 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) cannot_run(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+// A data file of `bytes` bytes exactly; with `bytes` 0, the whole file (a MoE part, whose size
+// differs between ranks), at most 1 GiB.
 std::vector<std::uint8_t> read_data(const std::string& name, std::size_t bytes) {
   const std::string path = std::string(FC_DATA_DIR) + "/" + name;
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) cannot_run("cannot read " + path);
-  std::vector<std::uint8_t> data(bytes + 1);
+  const std::size_t limit = bytes == 0 ? (std::size_t{1} << 30) : bytes;
+  std::vector<std::uint8_t> data(limit + 1);
   const std::size_t got = std::fread(data.data(), 1, data.size(), f);
   std::fclose(f);
-  if (got != bytes)
+  if (bytes == 0 ? got > limit : got != bytes)
     cannot_run(path + " holds " + std::to_string(got) + " bytes, the case needs " +
-               std::to_string(bytes));
-  data.resize(bytes);
+               (bytes == 0 ? "at most 1 GiB" : std::to_string(bytes)));
+  data.resize(got);
   return data;
 }
 
@@ -257,9 +260,9 @@ void make_call_buffers(Rank& rank, int rank_index) {
       b.gamma = upload(gamma);
     }
     for (int part = 0; part < repro::kMoeParts; ++part) {
-      const std::size_t bytes = c.moe_part_bytes[part];
-      if (bytes == 0) continue;
-      const auto host = read_data(data_name(i, rank_index, repro::kMoePartNames[part]), bytes);
+      if (c.moe_part_bytes[part] == 0) continue;  // the call has no such input
+      const auto host = read_data(data_name(i, rank_index, repro::kMoePartNames[part]), 0);
+      const std::size_t bytes = host.size();
       b.moe_bytes[part] = align16(bytes);
       if (c.pdl_producer) {
         b.moe_staged[part] = upload(host);

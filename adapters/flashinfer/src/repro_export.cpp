@@ -199,7 +199,7 @@ std::string export_call(const gpu::GpuCase& c, int i, const gpu::KernelTraits& t
       static constexpr const char* kNames[5] = {"expert_rows", "reduction_scales", "token_rows",
                                                 "permuted_index", "topk_scales"};
       for (int part = 0; part < 5; ++part) {
-        moe_bytes[part] = parts[part].second;
+        moe_bytes[part] = std::max(moe_bytes[part], parts[part].second);
         if (parts[part].second > 0)
           out.bytes(data_name(i, r, kNames[part]), parts[part].first, parts[part].second);
       }

@@ -39,7 +39,7 @@ struct CallCase {
   int moe_experts = 0;
   float moe_routed_scaling = 1.0f;
   bool moe_allreduce_out = false;
-  std::size_t moe_part_bytes[kMoeParts] = {};
+  std::size_t moe_part_bytes[kMoeParts] = {};  // the largest rank's (0: the call has none)
 };
 
 // What the suite did before a rank's call in one run of the case: nothing, a pause of ns, or
