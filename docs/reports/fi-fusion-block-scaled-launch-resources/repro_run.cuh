@@ -315,13 +315,29 @@ double parse_timeout(int argc, char** argv) {
 
 }  // namespace
 
+// What the program was doing, for a crash report (a signal handler may read it).
+volatile const char* g_phase = "start";
+
+extern "C" void on_crash(int signal) {
+  char line[160];
+  const int n = std::snprintf(line, sizeof(line), "CRASHED (exit 1): signal %d during %s\n", signal,
+                              const_cast<const char*>(g_phase));
+  if (n > 0) (void)!write(1, line, static_cast<std::size_t>(n));
+  std::_Exit(1);
+}
+
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out at once, whatever comes after
+  for (int sig : {SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGABRT}) std::signal(sig, on_crash);
   const double timeout = parse_timeout(argc, argv);
   std::printf("reproducer of %s (%s)\n", repro::kFinding, repro::kFamily);
   std::printf("header: %s\n  sha256 %s (exported against %s)\n", FC_HEADER_PATH, FC_HEADER_SHA256,
               repro::kExportedHeaderSha256);
+  g_phase = "placing the ranks";
   std::vector<Rank> ranks = place_ranks();
+  g_phase = "making the workspace";
   make_workspace(ranks);
+  g_phase = "loading the inputs";
   for (int r = 0; r < kN; ++r) make_call_buffers(ranks[static_cast<std::size_t>(r)], r);
   for (Rank& rank : ranks)
     check(cudaSetDevice(rank.device), "cudaSetDevice"), check(cudaDeviceSynchronize(), "set-up");
@@ -337,6 +353,7 @@ int main(int argc, char** argv) {
       if (FC_FAMILY_LEGACY && previous_elems != 0 && elems != previous_elems)
         for (Rank& rank : ranks) fill_sentinel(rank);  // it clears by the current call's layout
       previous_elems = elems;
+      g_phase = "launching a call";
       enqueue_call(ranks, run, i, failures);
       if (!failures.empty()) verdict(failures, run);
       if (!repro::kBackToBack) {
@@ -346,6 +363,7 @@ int main(int argc, char** argv) {
     }
     if (repro::kBackToBack) wait_bounded(ranks, 0, repro::kCalls - 1, timeout, failures);
     if (!failures.empty()) verdict(failures, run);
+    g_phase = "checking the outputs";
     for (int i = 0; i < repro::kCalls; ++i) check_call(ranks, i, failures);
     if (!failures.empty()) verdict(failures, run);
   }

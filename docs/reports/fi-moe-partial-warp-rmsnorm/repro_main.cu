@@ -9,14 +9,17 @@
 // Exit status: 3 the finding reproduced; 0 it did not (every output as expected, no hang);
 // 1 something else failed (printed); 2 it cannot run here (no GPU, too few SMs, missing data).
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <utility>
@@ -56,19 +59,21 @@ void check(cudaError_t e, const char* what) {
 }
 
 // A data file of `bytes` bytes exactly; with `bytes` 0, the whole file (a MoE part, whose size
-// differs between ranks), at most 1 GiB.
+// differs between ranks).
 std::vector<std::uint8_t> read_data(const std::string& name, std::size_t bytes) {
   const std::string path = std::string(FC_DATA_DIR) + "/" + name;
+  std::error_code error;
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) cannot_run("cannot read " + path + ": " + error.message());
+  if (bytes != 0 && size != bytes)
+    cannot_run(path + " holds " + std::to_string(size) + " bytes, the case needs " +
+               std::to_string(bytes));
+  std::vector<std::uint8_t> data(static_cast<std::size_t>(size));
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) cannot_run("cannot read " + path);
-  const std::size_t limit = bytes == 0 ? (std::size_t{1} << 30) : bytes;
-  std::vector<std::uint8_t> data(limit + 1);
   const std::size_t got = std::fread(data.data(), 1, data.size(), f);
   std::fclose(f);
-  if (bytes == 0 ? got > limit : got != bytes)
-    cannot_run(path + " holds " + std::to_string(got) + " bytes, the case needs " +
-               (bytes == 0 ? "at most 1 GiB" : std::to_string(bytes)));
-  data.resize(got);
+  if (got != data.size()) cannot_run("cannot read " + path + " whole");
   return data;
 }
 
