@@ -413,6 +413,16 @@ void keep_minimal_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCa
   result.replay_command = replay_command(comm.size(), o, o.replay_out);
   write_replay(o.replay_out, failure, verdict, o.kernel.name, o.mutant, result.replay_command);
   result.replay_file = o.replay_out;
+  // A new finding of an upstream kernel: its stand-alone reproducer beside the replay.
+  if (!o.kernel.export_reproducer || o.mutant != protocol::Mutant::none) return;
+  const auto dot = o.replay_out.rfind(".json");
+  const std::string dir =
+      (dot == std::string::npos ? o.replay_out : o.replay_out.substr(0, dot)) + "-repro";
+  try {
+    result.reproducer = o.kernel.export_reproducer(o.replay_out, dir);
+  } catch (const BadInput& e) {
+    result.reproducer = std::string("none: ") + e.what();
+  }
 }
 
 // Rank 0: a shrunk case that matched a ledger entry: its replay beside --replay-out, named by

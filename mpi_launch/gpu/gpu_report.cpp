@@ -107,6 +107,7 @@ std::string failure_report(const CheckResult& r, const GpuPlacement& placement, 
     out += fmt::format("  {:<18}run {} of {}\n", "replay failed on", r.replay_failed_run,
                        r.replay_runs);
   if (!r.replay_file.empty()) out += fmt::format("  {:<18}{}\n", "replay file", r.replay_file);
+  if (!r.reproducer.empty()) out += fmt::format("  {:<18}{}\n", "reproducer", r.reproducer);
   if (!r.replay_command.empty())
     out += fmt::format("  {:<18}{}\n", "replay with", r.replay_command);
   return out;
@@ -139,6 +140,7 @@ nlohmann::json to_json(const CheckResult& r) {
           {"new_finding", r.new_finding},
           {"known_findings", known},
           {"replay", r.replay_command},
+          {"reproducer", r.reproducer},
           {"seconds_by_phase",
            {{"inputs", r.times.inputs},
             {"uploads", r.times.uploads},

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -534,3 +537,32 @@ TEST(FlashInferPcieChecks, TheExpectationFollowsTheCalls) {
 }
 
 }  // namespace
+
+// gpu check writes a stand-alone reproducer beside a new finding's replay: the families of
+// FlashInfer's headers have the export, and a case it cannot carry is refused with why.
+TEST(FlashInferRepro, ChecksOfTheHeaderFamiliesExportBesideTheReplay) {
+  namespace fs = std::filesystem;
+  for (const auto& choice :
+       {fa::flashinfer_choice(), fa::flashinfer_legacy_choice(), fa::flashinfer_moe_choice()})
+    ASSERT_TRUE(static_cast<bool>(choice.export_reproducer)) << choice.name;
+  EXPECT_FALSE(static_cast<bool>(fa::flashinfer_pcie_choice().export_reproducer));
+  const fs::path dir = fs::temp_directory_path() / ("fc-repro-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string line = fa::flashinfer_legacy_choice().export_reproducer(
+      FUSIONCHECK_LEGACY_RESIDUAL_CASE, dir.string());
+  EXPECT_NE(line.find(dir.string()), std::string::npos) << line;
+  for (const char* file : {"repro_main.cu", "repro_case.h", "CMakeLists.txt", "README.md",
+                           "data/c1_r1_input.bin", "data/c1_expected_norm_out.bin"})
+    EXPECT_TRUE(fs::is_regular_file(dir / file)) << file;
+  // The case's header names the finding by the replay and carries its checks.
+  std::ifstream header(dir / "repro_case.h");
+  const std::string text((std::istreambuf_iterator<char>(header)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("kFindingChecks[] = {\"reference\""), std::string::npos) << text;
+  EXPECT_NE(text.find("#define FC_FAMILY_LEGACY 1"), std::string::npos);
+  // Negative control: the folder now holds files, so a second export there is refused.
+  EXPECT_THROW(fa::flashinfer_legacy_choice().export_reproducer(FUSIONCHECK_LEGACY_RESIDUAL_CASE,
+                                                                dir.string()),
+               fg::BadInput);
+  fs::remove_all(dir);
+}

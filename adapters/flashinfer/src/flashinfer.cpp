@@ -191,6 +191,20 @@ std::string flashinfer_header_sha256(const std::string&) { return ""; }
 
 #endif
 
+namespace {
+
+// gpu check's reproducer beside a new finding's replay (export_flashinfer_repro).
+std::string export_beside(const std::string& replay_file, const std::string& out_dir) {
+  ReproRequest request;
+  request.replay_path = replay_file;
+  request.out_dir = out_dir;
+  const ReproExport done = export_flashinfer_repro(request);
+  return out_dir + " (" + std::to_string(done.files.size()) +
+         " files; cmake -DFLASHINFER_INCLUDE=... && build && run: exit 3 reproduced)";
+}
+
+}  // namespace
+
 std::string flashinfer_main_release() {
   const std::string prefix = "flashinfer-python ";
   const std::string source = flashinfer_source();
@@ -200,6 +214,7 @@ std::string flashinfer_main_release() {
 gpu::KernelChoice flashinfer_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer";
+  choice.export_reproducer = export_beside;
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
@@ -222,6 +237,7 @@ gpu::KernelChoice flashinfer_pcie_choice() {
 gpu::KernelChoice flashinfer_moe_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-moe";
+  choice.export_reproducer = export_beside;
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_moe;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
@@ -233,6 +249,7 @@ gpu::KernelChoice flashinfer_moe_choice() {
 gpu::KernelChoice flashinfer_legacy_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-legacy";
+  choice.export_reproducer = export_beside;
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_legacy;
   choice.share_sms = true;  // every block of its grid (tokens x cluster) spins

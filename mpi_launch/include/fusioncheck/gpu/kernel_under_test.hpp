@@ -240,6 +240,11 @@ struct KernelChoice {
   std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&)> make_poll_profiled;
   // Where its poll sites' lines point (the header the profiled build rewrote), for the report.
   std::string poll_profiled_source;
+  // Writes a stand-alone reproducer of a replay file into a new folder (the family's own
+  // format; empty when it has none); returns one line saying what it wrote. Throws BadInput
+  // for a case it cannot export (then the replay file stands alone).
+  std::function<std::string(const std::string& replay_file, const std::string& out_dir)>
+      export_reproducer;
 };
 
 }  // namespace fusioncheck::gpu
