@@ -77,7 +77,13 @@ gpu::KernelRegistry builtin_kernels() {
   gpu::KernelRegistry registry;
   registry.add({.name = "ours",
                 .description = "fusioncheck's kernels",
-                .choose = [](const std::string&) { return gpu::KernelChoice{}; },
+                .choose =
+                    [](const std::string&) {
+                      gpu::KernelChoice ours;
+                      // One launch variant, every pattern (OurKernels keeps the default traits).
+                      ours.host_traits = [](int) { return gpu::KernelTraits{}; };
+                      return ours;
+                    },
                 // A mutant of the catalogue that our kernels do not build (the sim's alone, or
                 // another project's patched copy) is refused before any GPU is touched; which
                 // of ours this build compiled is checked on the GPU.

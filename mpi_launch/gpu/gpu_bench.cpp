@@ -21,6 +21,15 @@ namespace {
 
 namespace k = kernels;
 
+// BadInput when the kernel timed beside ours does not run the pattern.
+void require_compared_pattern(const KernelChoice& compare, k::Pattern pattern,
+                              const KernelTraits& traits) {
+  if (!traits.runs_pattern(pattern))
+    throw BadInput(fmt::format(
+        "--compare {}: it does not run the {} pattern{}", compare.name, k::pattern_name(pattern),
+        traits.runs_pattern(k::Pattern::allreduce) ? " (time it with --pattern allreduce)" : ""));
+}
+
 // oneshot_unbounded: our one-shot compiled without the time bound on its polls (benchmark
 // only: a hang there spins for ever), timed beside it (graphs interleaved) to show what the bound
 // costs. other_*: the same calls through another kernel under test (BenchOptions::compare), one
@@ -160,12 +169,8 @@ class BenchRunner {
       other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
       other_traits_ = other_->traits();
       const KernelTraits& traits = other_traits_;
-      if (!traits.runs_pattern(options_.pattern))  // the same on every rank, before any workspace
-        throw BadInput(fmt::format("--compare {}: it does not run the {} pattern{}",
-                                   options_.compare->name, k::pattern_name(options_.pattern),
-                                   traits.runs_pattern(k::Pattern::allreduce)
-                                       ? " (time it with --pattern allreduce)"
-                                       : ""));
+      // The same on every rank, before any workspace.
+      require_compared_pattern(*options_.compare, options_.pattern, traits);
       other_->prepare(max_elems_, false);
       other_variants_ = traits.variants;
       if (other_variants_.empty()) other_variants_.push_back(KernelVariant{});
@@ -492,6 +497,9 @@ BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
   if (options.graph_calls < 1 || options.repeats < 5)
     throw BadInput(
         "--graph-calls must be >= 1 and --repeats >= 5 (a median and p10/p90 over repeats)");
+  if (options.compare && options.compare->host_traits)  // before a GPU is assigned
+    require_compared_pattern(*options.compare, options.pattern,
+                             options.compare->host_traits(comm.size()));
   const GpuPlacement placement =
       place_rank_on_gpu(comm, options.compare && options.compare->share_sms);
   // Before any workspace exists: every rank on a node sees the same placement and refuses alike.

@@ -542,10 +542,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   const DrawSettings draw = draw_settings(o, comm.size(), placement);
   require_hidden_size_within(traits, o.limits.max_hidden, kernel);
   require_listed_hidden_size(traits, o, kernel);
-  if (o.variant >= std::max<int>(1, static_cast<int>(traits.variants.size())))
-    throw BadInput(fmt::format("--variant {}: {} has {} launch variant(s), numbered from 0",
-                               o.variant, kernel.name(),
-                               std::max<std::size_t>(1, traits.variants.size())));
+  require_variant(o.variant, kernel.name(), traits);
   CaseRunner runner(comm, kernel, o.limits);
   CheckResult result;
   result.mutant = o.mutant;
@@ -565,6 +562,13 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   }
   share_verdict(comm, runner, cases.start(), result);
   return result;
+}
+
+void require_variant(int variant, const std::string& kernel, const KernelTraits& traits) {
+  const std::size_t variants = std::max<std::size_t>(1, traits.variants.size());
+  if (variant >= static_cast<int>(variants))
+    throw BadInput(fmt::format("--variant {}: {} has {} launch variant(s), numbered from 0",
+                               variant, kernel, variants));
 }
 
 RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutants) {
@@ -589,7 +593,10 @@ CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
     throw BadInput(
         fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
   agree_on_config(comm, run_config(o, comm.size(), std::string(protocol::mutant_id(o.mutant))));
-  // Before a GPU is assigned: a replay of another rank count needs no device to be refused.
+  // Before a GPU is assigned: a variant the kernel lacks, a replay of another rank count need
+  // no device to be refused.
+  if (o.kernel.host_traits)
+    require_variant(o.variant, o.kernel.name, o.kernel.host_traits(comm.size()));
   if (!o.replay_file.empty()) {
     const GpuCase c = read_replay_case(o.replay_file);
     if (c.ranks != comm.size())

@@ -22,6 +22,9 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
         "{} ranks: the mutant instances are compiled for {} ranks; run the kill table with "
         "mpirun -np {}",
         comm.size(), fmt::join(ranks, ", "), ranks.front()));
+  if (options.check.kernel.host_traits)  // refused before any GPU is touched
+    require_variant(options.check.variant, options.check.kernel.name,
+                    options.check.kernel.host_traits(comm.size()));
   require_cuda_device();  // before the kernel below is made (some adapters load device code)
   // A kernel made only to ask it which mutants it has and where they live.
   MpiBootstrap bootstrap(comm);

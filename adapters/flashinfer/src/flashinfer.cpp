@@ -8,6 +8,7 @@
 #if defined(FUSIONCHECK_HAVE_FLASHINFER)
 #include "fi_tree.hpp"
 #include "flashinfer_kernels.hpp"
+#include "moe_kernels.hpp"
 #if defined(FUSIONCHECK_HAVE_FLASHINFER_LEGACY)
 #include "legacy_kernels.hpp"
 #endif
@@ -137,6 +138,19 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap&
 #endif
 }
 
+namespace {
+
+// What the main tree's fusion and MoE instances run (their traits, without a GPU).
+gpu::KernelTraits main_fusion_traits() {
+  for (const fi::Instance& i : fi::kInstances)
+    if (i.mutant == protocol::Mutant::none && i.release[0] == '\0' && i.bf16 && !i.fast_math)
+      return fi::fusion_traits(i, !flashinfer_fast_math_flags().empty());
+  return {};
+}
+gpu::KernelTraits moe_traits() { return fi::flashinfer_moe_traits(); }
+
+}  // namespace
+
 #else
 
 bool flashinfer_available() { return false; }
@@ -189,6 +203,11 @@ ReproExport export_flashinfer_repro(const ReproRequest&) {
 std::string flashinfer_include_dir() { return ""; }
 std::string flashinfer_header_sha256(const std::string&) { return ""; }
 
+namespace {
+gpu::KernelTraits main_fusion_traits() { return {}; }  // never asked: no choice is made
+gpu::KernelTraits moe_traits() { return {}; }
+}  // namespace
+
 #endif
 
 namespace {
@@ -215,6 +234,7 @@ gpu::KernelChoice flashinfer_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer";
   choice.export_reproducer = export_beside;
+  choice.host_traits = [](int) { return main_fusion_traits(); };
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
@@ -224,6 +244,7 @@ gpu::KernelChoice flashinfer_choice() {
 gpu::KernelChoice flashinfer_pcie_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-pcie";
+  choice.host_traits = [](int ranks) { return flashinfer_pcie_traits(ranks); };
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_pcie;
   choice.share_sms =
@@ -238,6 +259,7 @@ gpu::KernelChoice flashinfer_moe_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-moe";
   choice.export_reproducer = export_beside;
+  choice.host_traits = [](int) { return moe_traits(); };
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_moe;
   choice.share_sms = true;  // its grid is min(SM count, clusters) and every block spins
@@ -250,6 +272,7 @@ gpu::KernelChoice flashinfer_legacy_choice() {
   gpu::KernelChoice choice;
   choice.name = "flashinfer-legacy";
   choice.export_reproducer = export_beside;
+  choice.host_traits = [](int) { return flashinfer_legacy_traits(); };
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_legacy;
   choice.share_sms = true;  // every block of its grid (tokens x cluster) spins

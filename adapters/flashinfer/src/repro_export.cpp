@@ -52,14 +52,13 @@ const Family& family_of(const std::string& kernel) {
       kernel + "'");
 }
 
-gpu::KernelTraits traits_of(const Family& family) {
+// What the family runs (its choice's traits, known without a GPU).
+gpu::KernelTraits traits_of(const Family& family, int ranks) {
   const std::string name = family.name;
-  if (name == "flashinfer-moe") return fi::flashinfer_moe_traits();
-  if (name == "flashinfer-legacy") return flashinfer_legacy_traits();
-  for (const fi::Instance& i : fi::kInstances)  // the main tree's own instance
-    if (i.mutant == protocol::Mutant::none && i.release[0] == '\0' && i.bf16 && !i.fast_math)
-      return fi::fusion_traits(i, !flashinfer_fast_math_flags().empty());
-  throw BadInput("this build has no instance of FlashInfer's allreduce fusion");
+  const gpu::KernelChoice choice = name == "flashinfer-moe"      ? flashinfer_moe_choice()
+                                   : name == "flashinfer-legacy" ? flashinfer_legacy_choice()
+                                                                 : flashinfer_choice();
+  return choice.host_traits(ranks);
 }
 
 // The JSON string of a field, or BadInput.
@@ -306,7 +305,7 @@ ReproExport export_flashinfer_repro(const ReproRequest& request) {
   const gpu::GpuCase c = gpu::case_from_json(replay["case"]);
   if (const std::string why = gpu::case_problem(c); !why.empty())
     throw BadInput("the replay's case cannot run: " + why);
-  const gpu::KernelTraits traits = traits_of(family);
+  const gpu::KernelTraits traits = traits_of(family, c.ranks);
   if (const std::string why = gpu::outside_traits(c, traits); !why.empty())
     throw BadInput("the replay's case is outside what " + kernel + " runs: " + why);
   if (const std::string why = not_exportable(c, family); !why.empty()) throw BadInput(why);

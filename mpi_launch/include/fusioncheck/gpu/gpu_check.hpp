@@ -100,5 +100,7 @@ CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& options);
 
 // The configuration every rank must agree on before a run.
 RunConfig run_config(const CheckOptions& options, int ranks, const std::string& mutants);
+// BadInput when `variant` (-1: any) is not one of the kernel's launch variants.
+void require_variant(int variant, const std::string& kernel, const KernelTraits& traits);
 
 }  // namespace fusioncheck::gpu

@@ -240,6 +240,10 @@ struct KernelChoice {
   std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&)> make_poll_profiled;
   // Where its poll sites' lines point (the header the profiled build rewrote), for the report.
   std::string poll_profiled_source;
+  // What its kernels run at a rank count, known without a GPU (its launch variants and
+  // patterns, for options refused before a GPU is assigned); empty: known only once the
+  // kernel is made on a GPU (KernelUnderTest::traits).
+  std::function<KernelTraits(int ranks)> host_traits;
   // Writes a stand-alone reproducer of a replay file into a new folder (the family's own
   // format; empty when it has none); returns one line saying what it wrote. Throws BadInput
   // for a case it cannot export (then the replay file stands alone).
