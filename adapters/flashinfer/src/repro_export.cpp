@@ -239,14 +239,15 @@ std::string export_call(const gpu::GpuCase& c, int i, const gpu::KernelTraits& t
   return fmt::format(
       "    {{/*tokens*/ {}, /*fi_pattern*/ {}, /*twoshot*/ {}, /*pdl*/ {}, /*trigger_at_end*/ {}, "
       "/*norm_out*/ {}, /*pattern_is_allreduce*/ {}, /*check_allreduce_out*/ {}, "
-      "/*pdl_producer*/ {}, /*producer_delay_ns*/ {}, /*pdl_consumer*/ {}, /*sf_layout*/ {}, "
+      "/*pdl_producer*/ {}, /*producer_delay_ns*/ {}, /*pdl_consumer*/ {}, /*quantises*/ {}, "
+      "/*sf_layout*/ {}, "
       "/*group_size*/ {}, /*tma_aligned_mn*/ {}, /*scale_bytes*/ {}, /*scale_factor*/ {}, "
       "/*moe_finalize*/ {}, /*moe_experts*/ {}, /*moe_routed_scaling*/ {}, "
       "/*moe_allreduce_out*/ {}, /*moe_part_bytes*/ {{{}, {}, {}, {}, {}}}}},\n",
       spec.tokens, fi::fi_fusion_pattern(spec.pattern, spec.norm_out), spec.twoshot, spec.use_pdl,
       spec.trigger == k::Trigger::at_end, spec.norm_out, allreduce,
       allreduce || spec.moe_allreduce_out, spec.pdl_producer, spec.producer_delay_ns,
-      spec.pdl_consumer, sf_layout, group ? spec.group_size : 0,
+      spec.pdl_consumer, k::pattern_quantises(spec.pattern), sf_layout, group ? spec.group_size : 0,
       group ? gpu::group_fp8_tma_aligned_mn(spec) : 0, gpu::scale_out_bytes(spec, c.hidden),
       float_literal(scale_factor),
       moe && gpu::moe_config(spec, traits).kind == ref::MoeKind::finalize, spec.moe_experts,

@@ -23,7 +23,7 @@ inline constexpr bool kFp32Acc = false;
 inline constexpr unsigned long long kCommSize = 4194304;
 inline constexpr unsigned long long kTwoshotBytes = 4194304;
 inline constexpr CallCase kCallCases[kCalls] = {
-    {/*tokens*/ 3, /*fi_pattern*/ 8, /*twoshot*/ true, /*pdl*/ true, /*trigger_at_end*/ true, /*norm_out*/ false, /*pattern_is_allreduce*/ false, /*check_allreduce_out*/ false, /*pdl_producer*/ true, /*producer_delay_ns*/ 20000, /*pdl_consumer*/ false, /*sf_layout*/ 0, /*group_size*/ 96, /*tma_aligned_mn*/ 4, /*scale_bytes*/ 316, /*scale_factor*/ 0.0f, /*moe_finalize*/ false, /*moe_experts*/ 0, /*moe_routed_scaling*/ 1.0f, /*moe_allreduce_out*/ false, /*moe_part_bytes*/ {0, 0, 0, 0, 0}},
+    {/*tokens*/ 3, /*fi_pattern*/ 8, /*twoshot*/ true, /*pdl*/ true, /*trigger_at_end*/ true, /*norm_out*/ false, /*pattern_is_allreduce*/ false, /*check_allreduce_out*/ false, /*pdl_producer*/ true, /*producer_delay_ns*/ 20000, /*pdl_consumer*/ false, /*quantises*/ true, /*sf_layout*/ 0, /*group_size*/ 96, /*tma_aligned_mn*/ 4, /*scale_bytes*/ 316, /*scale_factor*/ 0.0f, /*moe_finalize*/ false, /*moe_experts*/ 0, /*moe_routed_scaling*/ 1.0f, /*moe_allreduce_out*/ false, /*moe_part_bytes*/ {0, 0, 0, 0, 0}},
 };
 // [run][call][rank]
 inline constexpr Delay kDelays[kRuns][kCalls][kRanks] = {

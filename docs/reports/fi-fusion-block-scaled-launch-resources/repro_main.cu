@@ -349,8 +349,10 @@ cudaError_t launch_call(Rank& rank, int rank_index, int i) {
   p.residual_in = b.residual_in;
   p.residual_out = b.residual_out;
   p.norm_out = c.norm_out ? b.norm_out : nullptr;
-  p.quant_out = b.quant_out;
-  p.scale_out = b.scale_out;
+  // As fusioncheck's adapter passes them: only where the pattern writes them (the MoE ops pick
+  // their quantising kernel by quant_out alone).
+  p.quant_out = c.quantises ? b.quant_out : nullptr;
+  p.scale_out = c.scale_bytes > 0 ? b.scale_out : nullptr;
   p.rms_gamma = b.gamma;
   p.rms_eps = repro::kEps;
   p.scale_factor = b.scale_factor;
@@ -376,8 +378,10 @@ void fill_common(Params& p, Rank& rank, int rank_index, const repro::CallCase& c
   p.residual_in = b.residual_in;
   p.residual_out = b.residual_out;
   p.norm_out = c.norm_out ? b.norm_out : nullptr;
-  p.quant_out = b.quant_out;
-  p.scale_out = b.scale_out;
+  // As fusioncheck's adapter passes them: only where the pattern writes them (the MoE ops pick
+  // their quantising kernel by quant_out alone).
+  p.quant_out = c.quantises ? b.quant_out : nullptr;
+  p.scale_out = c.scale_bytes > 0 ? b.scale_out : nullptr;
   p.rms_gamma = b.gamma;
   p.rms_eps = repro::kEps;
   p.weight_bias = repro::kWeightBias;

@@ -23,7 +23,7 @@ inline constexpr bool kFp32Acc = false;
 inline constexpr unsigned long long kCommSize = 4194304;
 inline constexpr unsigned long long kTwoshotBytes = 256;
 inline constexpr CallCase kCallCases[kCalls] = {
-    {/*tokens*/ 2, /*fi_pattern*/ 1, /*twoshot*/ false, /*pdl*/ false, /*trigger_at_end*/ true, /*norm_out*/ true, /*pattern_is_allreduce*/ false, /*check_allreduce_out*/ false, /*pdl_producer*/ false, /*producer_delay_ns*/ 0, /*pdl_consumer*/ false, /*sf_layout*/ 0, /*group_size*/ 0, /*tma_aligned_mn*/ 0, /*scale_bytes*/ 0, /*scale_factor*/ 42.0f, /*moe_finalize*/ true, /*moe_experts*/ 8, /*moe_routed_scaling*/ 1.0f, /*moe_allreduce_out*/ false, /*moe_part_bytes*/ {896, 0, 64, 64, 0}},
+    {/*tokens*/ 2, /*fi_pattern*/ 1, /*twoshot*/ false, /*pdl*/ false, /*trigger_at_end*/ true, /*norm_out*/ true, /*pattern_is_allreduce*/ false, /*check_allreduce_out*/ false, /*pdl_producer*/ false, /*producer_delay_ns*/ 0, /*pdl_consumer*/ false, /*quantises*/ false, /*sf_layout*/ 0, /*group_size*/ 0, /*tma_aligned_mn*/ 0, /*scale_bytes*/ 0, /*scale_factor*/ 42.0f, /*moe_finalize*/ true, /*moe_experts*/ 8, /*moe_routed_scaling*/ 1.0f, /*moe_allreduce_out*/ false, /*moe_part_bytes*/ {896, 0, 64, 64, 0}},
 };
 // [run][call][rank]
 inline constexpr Delay kDelays[kRuns][kCalls][kRanks] = {

@@ -30,6 +30,7 @@ struct CallCase {
   bool pdl_producer = false;          // a kernel that writes the inputs runs right before, with PDL
   std::uint32_t producer_delay_ns = 0;
   bool pdl_consumer = false;  // a kernel that reads the output before its wait runs behind
+  bool quantises = false;     // the pattern writes quant_out
   int sf_layout = 0;          // FlashInfer's QuantizationSFLayout
   int group_size = 0;         // per-token-group FP8: the group (0: not that pattern)
   int tma_aligned_mn = 0;
