@@ -15,6 +15,8 @@
 # the pinned FlashInfer release's, adapters/flashinfer/known/flashinfer-<VERSION>.json, when
 # this build's FlashInfer is that release; KNOWN=none: every finding is new); STRICT=1 adds
 # --strict (an entry whose trigger was drawn and that never failed fails the step).
+# HOSTFILE=FILE (Open MPI's format): the suite on every node named there instead, side by side,
+# each node's reports in REPORTS/<host>/ (ci/suite_on_hosts.sh; a job cannot span nodes).
 # Exits non-zero if any step failed.
 set -uo pipefail
 caller=$PWD  # BUILD, REPORTS, KNOWN, RESULTS_MD given relative are relative to it
@@ -57,6 +59,10 @@ done
 [[ $KILL_SEEDS =~ ^[0-9]+( [0-9]+)*$ ]] || { echo "gpu_suite: KILL_SEEDS='$KILL_SEEDS': not seeds"; exit 2; }
 mkdir -p "$REPORTS" || exit 2
 REPORTS_ABS=$(cd "$REPORTS" && pwd)
+if [ -n "${HOSTFILE:-}" ]; then
+  HOSTFILE=$(fc_from_caller "$caller" "$HOSTFILE")
+  exec bash ci/suite_on_hosts.sh "$HOSTFILE" "$REPORTS_ABS"
+fi
 export FC_STEPS_FILE="$REPORTS_ABS/steps.txt"
 : >"$FC_STEPS_FILE"
 

@@ -1,12 +1,14 @@
 #include "fusioncheck/gpu/rank_placement.hpp"
 
 #include <cuda_runtime.h>
+#include <unistd.h>
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -82,10 +84,43 @@ const bool kStartedByLauncher = launcher_environment();
 
 void load_modules_eagerly_before_cuda() { setenv("CUDA_MODULE_LOADING", "EAGER", 1); }
 
-void require_launcher(const mpi::MpiComm& comm, const std::string& counts) {
-  if (comm.size() != 1 || kStartedByLauncher) return;  // mpirun -np 1: its own message
-  throw BadInput("the gpu commands run one process per rank: start them with mpirun -np N (N = " +
-                 counts + ")");
+std::string multi_node_problem(const std::vector<std::string>& hosts) {
+  std::map<std::string, int> ranks_on;
+  for (const std::string& host : hosts) ++ranks_on[host];
+  if (ranks_on.size() <= 1) return "";
+  std::string nodes;
+  for (const auto& [host, ranks] : ranks_on)
+    nodes += fmt::format("{}{} ({} rank{})", nodes.empty() ? "" : ", ", host, ranks,
+                         ranks == 1 ? "" : "s");
+  return fmt::format(
+      "the ranks are on {} nodes: {}; the workspace is shared through CUDA IPC, which ends at the "
+      "node (a run across nodes needs fabric handles: docs/design.md, \"Beyond one node\"). Run "
+      "one node per job; ci/gpu_suite.sh HOSTFILE=FILE runs the suite on every node of an "
+      "allocation",
+      ranks_on.size(), nodes);
+}
+
+void require_launcher(mpi::MpiComm& comm, const std::string& counts) {
+  if (comm.size() == 1 && !kStartedByLauncher)  // mpirun -np 1: its own message
+    throw BadInput("the gpu commands run one process per rank: start them with mpirun -np N (N = " +
+                   counts + ")");
+  if (comm.local_size() == comm.size()) return;  // one node (every rank sees the same)
+  constexpr std::size_t kHostBytes = 256;
+  std::string mine(kHostBytes, '\0');
+  if (::gethostname(mine.data(), kHostBytes - 1) != 0) mine = "unknown host";
+  mine.resize(kHostBytes, '\0');
+  std::vector<char> all(kHostBytes * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(mine.data(), all.data(), kHostBytes, "the ranks' host names");
+  std::vector<std::string> hosts;
+  for (int r = 0; r < comm.size(); ++r)
+    hosts.emplace_back(all.data() + kHostBytes * static_cast<std::size_t>(r));
+  std::string why = multi_node_problem(hosts);
+  if (why.empty())  // host names alike, yet MPI puts the ranks on several shared-memory domains
+    why = fmt::format(
+        "{} of {} ranks share this node's memory: the workspace is shared through "
+        "CUDA IPC, which needs every rank on one node",
+        comm.local_size(), comm.size());
+  throw BadInput(why);
 }
 
 // The same line on every rank of a node without a GPU (printed once, by rank 0).

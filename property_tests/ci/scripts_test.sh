@@ -125,6 +125,23 @@ expect "gpu suite: a relative BUILD is the caller's" 2 "no fusioncheck binary at
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   expect "gpu suite: no GPU" 2 "no GPU found" env BUILD="$fake" REPORTS="$tmp/reports" bash "$G"
 fi
+# Hostfile mode: every node of a (fake) allocation runs the single-node suite and its reports
+# come back into REPORTS/<host>/; here one node, "localhost", whose nvidia-smi finds no GPU (a
+# stand-in first on PATH), so its suite exits 2 and the mode names it and fails.
+mkdir -p "$tmp/nogpu"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/nogpu/nvidia-smi" && chmod +x "$tmp/nogpu/nvidia-smi"
+printf '# the allocation\nlocalhost slots=2\n\nlocalhost\n' >"$tmp/hosts"
+if command -v mpirun >/dev/null 2>&1; then
+  expect "gpu suite: hostfile mode runs each node and gathers its reports" 1 \
+    "^gpu_suite: node localhost: exit 2: gpu_suite: no GPU found$" \
+    env PATH="$tmp/nogpu:$PATH" HOSTFILE="$tmp/hosts" BUILD="$fake" REPORTS="$tmp/hostreports" bash "$G"
+  expect "gpu suite: the node's log came back" 0 "^gpu_suite: no GPU found$" cat "$tmp/hostreports/localhost/suite.log"
+fi
+printf '# nothing here\n\n' >"$tmp/nohosts"
+expect "gpu suite: a hostfile without hosts" 2 "names no host" env HOSTFILE="$tmp/nohosts" BUILD="$fake" REPORTS="$tmp/r2" bash "$G"
+printf 'node1;rm slots=1\n' >"$tmp/badhost"
+expect "gpu suite: a hostfile with a bad host name" 2 "'node1;rm' is not a host name" env HOSTFILE="$tmp/badhost" BUILD="$fake" REPORTS="$tmp/r3" bash "$G"
+expect "gpu suite: an unreadable hostfile" 2 "HOSTFILE=$tmp/missing: not a readable file" env HOSTFILE="$tmp/missing" BUILD="$fake" REPORTS="$tmp/r4" bash "$G"
 # The GPUs' architectures for the shared configuration, under set -e -o pipefail as setup.sh
 # and test.sh run it: none without nvidia-smi (a stand-in that is "not found"), else each once.
 mkdir -p "$tmp/nosmi" "$tmp/smi"

@@ -737,3 +737,17 @@ TEST(GpuCaseStrict, ReplayFilesAreBoundedAndEndWithTheDocument) {
 }
 
 }  // namespace
+
+// A job across nodes is refused with the nodes named and why; one node (or one rank) is not.
+TEST(RankPlacement, RanksOnSeveralNodesAreRefusedWithTheNodesNamed) {
+  EXPECT_EQ(fusioncheck::gpu::multi_node_problem({"gpu-a", "gpu-a", "gpu-a", "gpu-a"}), "");
+  EXPECT_EQ(fusioncheck::gpu::multi_node_problem({"gpu-a"}), "");
+  const std::string why =
+      fusioncheck::gpu::multi_node_problem({"gpu-a", "gpu-b", "gpu-a", "gpu-b", "gpu-c"});
+  EXPECT_NE(why.find("the ranks are on 3 nodes: gpu-a (2 ranks), gpu-b (2 ranks), gpu-c (1 rank)"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("CUDA IPC, which ends at the node"), std::string::npos) << why;
+  EXPECT_NE(why.find("HOSTFILE"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos) << "one line";
+}

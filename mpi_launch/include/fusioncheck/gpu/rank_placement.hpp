@@ -4,6 +4,7 @@
 // exchange round then costs a scheduler time slice, about 2 ms on the H200).
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "fusioncheck/mpi/mpi_comm.hpp"
 
@@ -36,7 +37,10 @@ int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
 // no MPI launcher started (no OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or SLURM_NTASKS in its
 // environment) is told to run under mpirun -np N, N one of `counts` (e.g. "2, 4, 8 or 16").
 // Throws BadInput.
-void require_launcher(const mpi::MpiComm& comm, const std::string& counts);
+void require_launcher(mpi::MpiComm& comm, const std::string& counts);
+// Why ranks on these hosts (one name per rank) cannot run one job: "" on one node; else a line
+// naming the nodes and what a multi-node run needs (docs/design.md, "Beyond one node").
+std::string multi_node_problem(const std::vector<std::string>& hosts);
 // Before CUDA starts: every module is loaded when the context is made. Loaded lazily, a
 // kernel's first launch waits until every kernel of the context has finished; beside another
 // project's kernel whose polls have no bound (a hung negative control), that launch would
