@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fusioncheck/audit/audit.hpp"
+#include "fusioncheck/audit/release_diff.hpp"
 #include "fusioncheck/audit/cuobjdump.hpp"
 #include "fusioncheck/audit/inputs.hpp"
 #include "fusioncheck/audit/installed.hpp"
@@ -37,6 +38,7 @@ struct AuditArguments {
   std::string empty_kernels;
   std::string kernels;  // --kernels: only these are disassembled and audited
   std::string baseline;
+  bool diff_releases = false;
   bool as_json = false;
   bool recursive = false;
   std::string arch_list = "sm_90+";  // --arch: comma-separated, or all
@@ -223,7 +225,33 @@ std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
   return reports;
 }
 
+// --diff-releases: each FILE one release of the same package, oldest first.
+int run_release_diff(const AuditArguments& args, const std::string& cuobjdump,
+                     const audit::DumpOptions& dump, const audit::AuditOptions& options) {
+  std::vector<audit::Release> releases;
+  try {
+    for (const std::string& file : args.files) {
+      AuditArguments one = args;
+      one.files = {file};
+      releases.push_back({std::filesystem::path(file).filename().string(),
+                          audit_files(cuobjdump, audit_inputs(one), dump, options)});
+    }
+  } catch (const audit::AuditInputError& e) {
+    throw UsageError(e.what());
+  }
+  const std::vector<audit::ReleaseStep> steps = audit::diff_releases(releases);
+  if (args.as_json) fmt::print("{}\n", audit::to_json(steps).dump(2));
+  else fmt::print("{}", audit::format_table(steps));
+  return audit::count_findings(steps) == 0 ? kExitClean : kExitFindings;
+}
+
 int run_audit(const AuditArguments& args) {
+  if (args.diff_releases) {
+    if (args.files.size() < 2)
+      throw UsageError("--diff-releases: give two releases or more, oldest first");
+    if (!args.python.empty() || !args.baseline.empty())
+      throw UsageError("--diff-releases compares the FILEs given; not with --python or --baseline");
+  }
   for (const auto& arch : args.archs)
     if (!audit::is_arch_selector(arch))
       throw UsageError("--arch " + arch +
@@ -248,6 +276,7 @@ int run_audit(const AuditArguments& args) {
   dump.parallel = static_cast<std::size_t>(args.jobs > 0 ? args.jobs : default_jobs());
   dump.in_pieces = !args.whole_files;
   dump.kernels = kernels;
+  if (args.diff_releases) return run_release_diff(args, *cuobjdump, dump, options);
   std::vector<audit::FileReport> reports;
   try {
     reports = audit_files(*cuobjdump, inputs, dump, options);
@@ -310,6 +339,10 @@ void add_audit_command(CLI::App& app, int& exit_code) {
          "Another build of the same kernels (e.g. the sm_90 build known to work): report the sync "
          "classes each kernel lacks against it, per source")
       ->type_name("FILE");
+  sub->add_flag("--diff-releases", args->diff_releases,
+                "Each FILE is one release of the same package, oldest first: per kernel and "
+                "architecture, the sync classes lost and gained from one release to the next (a "
+                "lost wait, fence or acquire is a finding), and kernels gone or new");
   sub->add_flag("--json", args->as_json, "Print as JSON instead of a table");
   sub->add_flag("-r,--recursive", args->recursive,
                 "Read folder arguments recursively: every ELF, fatbin or archive in them (an "
