@@ -322,8 +322,9 @@ int run_search(const SimArgs& a) {
                  static_cast<double>(result.memory_events), result.seconds, rate);
       continue;
     }
-    fmt::print("sim: {}: violation after {} schedules, {:.3f} s\n", what, result.executions,
-               result.seconds);
+    const std::string& hold = result.counterexample->hold;
+    fmt::print("sim: {}: violation after {} schedules{}, {:.3f} s\n", what, result.executions,
+               hold.empty() ? "" : " (" + hold + ")", result.seconds);
     Counterexample cx = make_counterexample(config, *p, *mutant, *scheduler, result);
     if (!a.no_minimise) cx = minimise(cx);
     return report_counterexample(cx, a.out);
@@ -350,8 +351,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
          "Search: the protocol whose default configuration a search starts from: lamport "
          "(our kernels), pcie (FlashInfer's PCIe allreduce); a PCIe-only mutant implies pcie")
       ->check(CLI::IsMember({"lamport", "pcie"}));
-  sub->add_option("--scheduler", args->scheduler, "Search: how schedules are explored")
-      ->check(CLI::IsMember({"random", "pct", "exhaustive"}));
+  sub->add_option("--scheduler", args->scheduler,
+                  "Search: how schedules are explored (held-rank: one rank held at a drawn step "
+                  "of a drawn call while the others run ahead)")
+      ->check(CLI::IsMember({"random", "pct", "exhaustive", "held-rank"}));
   sub->add_option(
          "--budget", args->budget,
          fmt::format("Search: schedules (random, pct; default {}) or executions (exhaustive; "

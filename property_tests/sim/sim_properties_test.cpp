@@ -39,6 +39,25 @@ RC_GTEST_PROP(SimProperties, CorrectProtocolIsCleanOnAnyShapeAndSchedule, ()) {
   RC_ASSERT(!random.violation.has_value());
   const RunResult pct = run_pct(model, seed, 3, random.steps);
   RC_ASSERT(!pct.violation.has_value());
+  // A rank held back while the others run ahead is a schedule the protocol must survive too.
+  const RunResult held =
+      run_held_rank(model, seed, config.ranks, static_cast<int>(expanded_calls(config).size()));
+  RC_ASSERT(!held.violation.has_value());
+  RC_ASSERT(held.hold.rfind("rank ", 0) == 0);
+}
+
+RC_GTEST_PROP(SimProperties, HeldRankRunsReplayFromTheirDeviations, ()) {
+  const SimConfig config = *gen_config();
+  const Profile& p = kProfiles[*rc::gen::inRange<std::size_t>(0, kProfiles.size())];
+  const auto mutants = testing::sim_mutants();
+  const Mutant mutant = mutants[*rc::gen::inRange<std::size_t>(0, mutants.size())];
+  Model model(config, p, mutant);
+  const RunResult first = run_held_rank(model, *rc::gen::arbitrary<std::uint64_t>(), config.ranks,
+                                        static_cast<int>(expanded_calls(config).size()));
+  const RunResult again = run_replay(model, first.deviations);
+  RC_ASSERT(again.steps == first.steps);
+  RC_ASSERT(again.violation.has_value() == first.violation.has_value());
+  if (first.violation) RC_ASSERT(again.violation->text == first.violation->text);
 }
 
 RC_GTEST_PROP(SimProperties, EveryRunReplaysFromItsDeviations, ()) {

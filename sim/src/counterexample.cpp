@@ -18,6 +18,7 @@ Counterexample make_counterexample(const SimConfig& config, const Profile& profi
   cx.scheduler = scheduler;
   cx.seed = result.counterexample_seed;
   cx.deviations = result.counterexample->deviations;
+  cx.hold = result.counterexample->hold;
   cx.kind = result.counterexample->violation->kind;
   cx.violation = result.counterexample->violation->text;
   cx.steps = result.counterexample->steps;
@@ -43,6 +44,7 @@ nlohmann::json to_json(const Counterexample& cx) {
       {"scheduler", scheduler_name(cx.scheduler)},
       {"seed", cx.seed},
       {"deviations", devs},
+      {"hold", cx.hold},
       {"violation_kind", violation_kind_name(cx.kind)},
       {"violation", cx.violation},
       {"steps", cx.steps},
@@ -80,6 +82,7 @@ Counterexample counterexample_from_json(const nlohmann::json& j) {
       if (cx.deviations[i].step <= cx.deviations[i - 1].step)
         throw std::invalid_argument("deviations must be in increasing step order");
     cx.violation = j.at("violation").get<std::string>();
+    cx.hold = j.value("hold", std::string());
     cx.steps = j.value("steps", std::uint64_t{0});
     const std::string error = validate(cx.config, *find_profile(cx.profile));
     if (!error.empty()) throw std::invalid_argument(error);
@@ -142,6 +145,7 @@ std::string format_counterexample(const Counterexample& cx, const std::vector<st
       cx.config.late_trigger ? ", late trigger" : ", early trigger", scheduler_name(cx.scheduler),
       cx.scheduler == SchedulerKind::exhaustive ? "" : fmt::format(" (seed {})", cx.seed),
       cx.deviations.size(), cx.steps, violation_kind_name(cx.kind), cx.violation);
+  if (!cx.hold.empty()) out += fmt::format("  held: {}\n", cx.hold);
   if (!cx.deviations.empty()) {
     out += "  deviations (step:choice):";
     for (const auto& d : cx.deviations) out += fmt::format(" {}:{}", d.step, d.choice);

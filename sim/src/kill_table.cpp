@@ -34,6 +34,7 @@ KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& 
   const Attempt attempts[] = {
       {SchedulerKind::random, provoking_config(mutant, row.protocol), options.random_budget},
       {SchedulerKind::pct, provoking_config(mutant, row.protocol), options.random_budget},
+      {SchedulerKind::held_rank, provoking_config(mutant, row.protocol), options.random_budget},
       {SchedulerKind::exhaustive, provoking_tiny_config(mutant, row.protocol),
        options.exhaustive_budget},
   };

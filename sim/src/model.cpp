@@ -519,3 +519,28 @@ void Model::launch_ready_kernels(int rank) {
 }
 
 }  // namespace fusioncheck::sim
+
+namespace fusioncheck::sim {
+
+namespace {
+// In Pc's order (model_internal.hpp).
+constexpr const char* kLamportStepNames[] = {
+    "wait",    "read_flag", "arrive",      "push",       "clear", "poll",
+    "update",  "trigger",   "scatter",     "signal1",    "wait1", "reduce",
+    "signal2", "wait2",     "read_gather", "empty_body", "done"};
+static_assert(std::size(kLamportStepNames) == kPcDone + 1);
+}  // namespace
+
+std::optional<StepSite> Model::site_of(const Event& event) const {
+  if (event.kind != EventKind::thread_step) return std::nullopt;
+  const Thread& t = threads_[static_cast<std::size_t>(event.id)];
+  return StepSite{t.rank, t.call, t.pc};
+}
+
+int Model::step_codes() const { return kPcDone + 1; }
+
+std::string Model::step_name(int step) const {
+  return step >= 0 && step < step_codes() ? kLamportStepNames[step] : "?";
+}
+
+}  // namespace fusioncheck::sim

@@ -248,3 +248,27 @@ void PcieModel::finish() {
 }
 
 }  // namespace fusioncheck::sim
+
+namespace fusioncheck::sim {
+
+namespace {
+// In pcie::Pc's order (pcie_model_internal.hpp).
+constexpr const char* kPcieStepNames[] = {
+    "wait",  "read",     "arrive",  "push",  "poll",       "reset",   "push_gather", "signal1",
+    "wait1", "read_raw", "signal2", "wait2", "generation", "trigger", "done"};
+static_assert(std::size(kPcieStepNames) == pcie::kDone + 1);
+}  // namespace
+
+std::optional<StepSite> PcieModel::site_of(const Event& event) const {
+  if (event.kind != EventKind::thread_step) return std::nullopt;
+  const Thread& t = threads_[static_cast<std::size_t>(event.id)];
+  return StepSite{t.rank, t.call, t.pc};
+}
+
+int PcieModel::step_codes() const { return pcie::kDone + 1; }
+
+std::string PcieModel::step_name(int step) const {
+  return step >= 0 && step < step_codes() ? kPcieStepNames[step] : "?";
+}
+
+}  // namespace fusioncheck::sim

@@ -156,7 +156,33 @@ RunResult run_pct(ProtocolModel& model, std::uint64_t seed, int depth,
       });
 }
 
+RunResult run_held_rank(ProtocolModel& model, std::uint64_t seed, int ranks, int calls) {
+  Rng rng{seed};
+  const int rank = static_cast<int>(rng.below(static_cast<std::uint32_t>(std::max(1, ranks))));
+  const int call = static_cast<int>(rng.below(static_cast<std::uint32_t>(std::max(1, calls))));
+  const int step =
+      static_cast<int>(rng.below(static_cast<std::uint32_t>(std::max(1, model.step_codes()))));
+  const auto held = [&](const Event& e) {
+    const std::optional<StepSite> site = model.site_of(e);
+    return site && site->rank == rank &&
+           (site->call > call || (site->call == call && site->step == step));
+  };
+  std::vector<std::uint32_t> free;
+  RunResult run =
+      run_with<false>(model, [&](std::uint32_t, std::span<const Event> events, std::uint32_t) {
+        free.clear();
+        for (std::uint32_t i = 0; i < events.size(); ++i)
+          if (!held(events[i])) free.push_back(i);
+        if (free.empty()) return rng.below(static_cast<std::uint32_t>(events.size()));
+        return free[rng.below(static_cast<std::uint32_t>(free.size()))];
+      });
+  run.hold = "rank " + std::to_string(rank) + " held at " + model.step_name(step) + " of call " +
+             std::to_string(call);
+  return run;
+}
+
 std::optional<SchedulerKind> parse_scheduler(std::string_view name) {
+  if (name == "held-rank") return SchedulerKind::held_rank;
   if (name == "random") return SchedulerKind::random;
   if (name == "pct") return SchedulerKind::pct;
   if (name == "exhaustive") return SchedulerKind::exhaustive;
@@ -168,6 +194,7 @@ const char* scheduler_name(SchedulerKind kind) {
     case SchedulerKind::random: return "random";
     case SchedulerKind::pct: return "pct";
     case SchedulerKind::exhaustive: return "exhaustive";
+    case SchedulerKind::held_rank: return "held-rank";
   }
   return "?";
 }
@@ -239,6 +266,9 @@ SearchResult search(const SimConfig& config, const Profile& profile, Mutant muta
     const std::uint64_t seed = schedule_seed(options.seed, i);
     RunResult run = options.scheduler == SchedulerKind::pct
                         ? run_pct(model, seed, options.pct_depth, expected_steps)
+                    : options.scheduler == SchedulerKind::held_rank
+                        ? run_held_rank(model, seed, config.ranks,
+                                        static_cast<int>(expanded_calls(config).size()))
                         : run_random(model, seed);
     ++result.executions;
     result.memory_events += run.memory_events;

@@ -20,6 +20,7 @@ struct Counterexample {
   SchedulerKind scheduler = SchedulerKind::random;
   std::uint64_t seed = 0;
   std::vector<Deviation> deviations;
+  std::string hold;  // held-rank: which rank waited where ("" for the other schedulers)
   ViolationKind kind = ViolationKind::wrong_value;
   std::string violation;
   std::uint64_t steps = 0;

@@ -22,7 +22,8 @@ struct KillRow {
 };
 
 struct KillTableOptions {
-  std::uint64_t random_budget = 20000;        // per (mutant, profile), then as many PCT schedules
+  std::uint64_t random_budget =
+      20000;  // per (mutant, profile), then as many PCT and held-rank ones
   std::uint64_t exhaustive_budget = 1000000;  // then the exhaustive tiny search (<= 2 deviations)
   bool include_correct = true;                // a row per profile for each correct protocol
   // The models, each with its mutants (kInSim, kInSimPcie).
@@ -30,8 +31,8 @@ struct KillTableOptions {
   std::function<void(const KillRow&)> on_row;  // progress
 };
 
-// One search per (mutant, profile): random, then PCT, then the bounded exhaustive search
-// of the tiny configuration (the mutant's provoking ones, see provoking_config).
+// One search per (mutant, profile): random, then PCT, then held-rank, then the bounded exhaustive
+// search of the tiny configuration (the mutant's provoking ones, see provoking_config).
 KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options,
                  SimProtocol protocol = SimProtocol::lamport);
 std::vector<KillRow> kill_table(const KillTableOptions& options);

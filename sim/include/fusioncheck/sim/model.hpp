@@ -98,6 +98,14 @@ struct RankMemory {
   bool initialised = false;
 };
 
+// Where a thread's next step is: its rank, the call (counted over graph replays) and the step
+// code (the thread's program counter, a value below ProtocolModel::step_codes()).
+struct StepSite {
+  int rank = 0;
+  int call = 0;
+  int step = 0;
+};
+
 // What the schedulers, the minimiser and the counterexamples drive: one protocol's model.
 // The model does not choose: it lists the enabled events and executes the one a scheduler
 // picked.
@@ -125,6 +133,12 @@ class ProtocolModel {
   virtual int actor_count() const = 0;
   // When set, every executed event appends one readable line.
   virtual void set_trace(std::vector<std::string>* trace) = 0;
+  // The step a thread's event takes (nothing for a delivery or a rank's init), and how many
+  // step codes the protocol has: what the held-rank scheduler holds a rank at.
+  virtual std::optional<StepSite> site_of(const Event& event) const = 0;
+  virtual int step_codes() const = 0;
+  // The name of a step code, for reports ("push", "poll").
+  virtual std::string step_name(int step) const = 0;
 };
 
 // The model of the configuration's protocol (protocol_of). Throws std::invalid_argument with
@@ -152,6 +166,9 @@ class Model final : public ProtocolModel {
   void set_step_bound(std::uint64_t bound) override { step_bound_override_ = bound; }
   int actor_count() const override;
   void set_trace(std::vector<std::string>* trace) override { trace_ = trace; }
+  std::optional<StepSite> site_of(const Event& event) const override;
+  int step_codes() const override;
+  std::string step_name(int step) const override;
 
   const SimConfig& config() const { return config_; }
   const Profile& profile() const { return profile_; }

@@ -32,6 +32,9 @@ class PcieModel final : public ProtocolModel {
   void set_step_bound(std::uint64_t bound) override { step_bound_override_ = bound; }
   int actor_count() const override;
   void set_trace(std::vector<std::string>* trace) override { trace_ = trace; }
+  std::optional<StepSite> site_of(const Event& event) const override;
+  int step_codes() const override;
+  std::string step_name(int step) const override;
 
   // The header's ScratchRegion values.
   static constexpr int kBlockRegion = 0, kPackRegion = 1;

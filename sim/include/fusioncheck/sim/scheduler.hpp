@@ -22,6 +22,7 @@ struct Deviation {
 
 struct RunResult {
   std::optional<Violation> violation;
+  std::string hold;  // held-rank: "rank 1 held at push of call 2" (else empty)
   std::vector<Deviation> deviations;
   std::uint64_t steps = 0;
   std::uint64_t memory_events = 0;
@@ -40,8 +41,15 @@ RunResult run_random(ProtocolModel& model, std::uint64_t seed);
 // `expected_steps` steps, always run the highest-priority enabled actor.
 RunResult run_pct(ProtocolModel& model, std::uint64_t seed, int depth,
                   std::uint64_t expected_steps);
+// One rank held back: the seed draws a rank, a call (over graph replays) and a step code; the
+// rank's threads that reach that step of that call, and all of its later calls, wait while
+// any other event is enabled (the other ranks run as far as they can: into their next calls,
+// reusing slots and flags), then go on; every choice among the others is random. This is the
+// rank-ahead schedule (a peer reuses a buffer before a slower rank has read it) made certain
+// instead of left to chance.
+RunResult run_held_rank(ProtocolModel& model, std::uint64_t seed, int ranks, int calls);
 
-enum class SchedulerKind : std::uint8_t { random, pct, exhaustive };
+enum class SchedulerKind : std::uint8_t { random, pct, exhaustive, held_rank };
 std::optional<SchedulerKind> parse_scheduler(std::string_view name);
 const char* scheduler_name(SchedulerKind kind);
 
