@@ -241,8 +241,8 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
       << format_calls(default_config(SimProtocol::pcie).calls)
       << " for the model of the PCIe protocol; 2 ranks x 2 blocks x 2 vectors x 2 elements, "
       << options.random_budget
-      << " schedules, seed 1), then as many PCT schedules (depth 3), then the bounded "
-         "exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
+      << " schedules, seed 1), then as many PCT schedules (depth 3), then as many held-rank "
+         "schedules, then the bounded exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
          "is the search time until\nthe first violation on the machine that generated the "
          "table (it varies from run to run);\n*schedules* counts the executions until then "
          "(for a clean row: all of them). The counterexample\nis the minimised one: ranks x "
