@@ -29,7 +29,7 @@ nlohmann::json to_json(const Counterexample& cx) {
   nlohmann::json calls = nlohmann::json::array();
   auto devs = nlohmann::json::array();
   for (const auto& d : cx.deviations) devs.push_back({d.step, d.choice});
-  return {
+  nlohmann::json j = {
       {"format", "fusioncheck-sim-counterexample-1"},
       {"profile", cx.profile},
       {"mutant", std::string(protocol::mutant_id(cx.mutant))},
@@ -44,11 +44,12 @@ nlohmann::json to_json(const Counterexample& cx) {
       {"scheduler", scheduler_name(cx.scheduler)},
       {"seed", cx.seed},
       {"deviations", devs},
-      {"hold", cx.hold},
       {"violation_kind", violation_kind_name(cx.kind)},
       {"violation", cx.violation},
       {"steps", cx.steps},
   };
+  if (!cx.hold.empty()) j["hold"] = cx.hold;  // held-rank schedules only
+  return j;
 }
 
 Counterexample counterexample_from_json(const nlohmann::json& j) {

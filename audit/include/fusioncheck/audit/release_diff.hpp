@@ -25,8 +25,8 @@ struct KernelChange {
   std::string kernel;  // demangled
   std::string arch;
   CodeSource source = CodeSource::kSass;
-  std::vector<std::string> lost;    // sync classes the kernel had and no longer has
-  std::vector<std::string> gained;  // and the other way round
+  std::vector<std::string> lost;    // sync classes in the earlier release, not in the later
+  std::vector<std::string> gained;  // in the later release, not in the earlier
   bool finding = false;             // a lost wait, fence or acquire
 };
 
