@@ -418,9 +418,9 @@ void keep_minimal_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCa
   const auto dot = o.replay_out.rfind(".json");
   const std::string dir =
       (dot == std::string::npos ? o.replay_out : o.replay_out.substr(0, dot)) + "-repro";
-  try {
+  try {  // the finding stands whatever the export says: its failure is only reported
     result.reproducer = o.kernel.export_reproducer(o.replay_out, dir);
-  } catch (const BadInput& e) {
+  } catch (const std::exception& e) {
     result.reproducer = std::string("none: ") + e.what();
   }
 }
