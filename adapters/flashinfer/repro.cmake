@@ -25,3 +25,5 @@ endforeach()
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/src/fi_tree.hpp.in
   ${CMAKE_CURRENT_BINARY_DIR}/generated/fi_tree.hpp @ONLY)
 target_sources(fusioncheck_adapter_flashinfer PRIVATE src/repro_export.cpp)
+# repro_types.h: the exporter writes what the program reads by the same definitions.
+set_source_files_properties(src/repro_export.cpp PROPERTIES INCLUDE_DIRECTORIES ${_fi_repro_dir})

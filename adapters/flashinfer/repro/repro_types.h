@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace repro {
 
@@ -17,6 +18,13 @@ enum MoePart : int {
 };
 inline constexpr const char* kMoePartNames[kMoeParts] = {
     "expert_rows", "reduction_scales", "token_rows", "permuted_index", "topk_scales"};
+
+// The file under data/ of one input or expected output: c<call>[_r<rank>]_<what>.bin (rank -1:
+// the same for every rank). The exporter writes by it and the program reads by it.
+inline std::string data_name(int call, int rank, const char* what) {
+  return "c" + std::to_string(call) + (rank >= 0 ? "_r" + std::to_string(rank) : "") + "_" + what +
+         ".bin";
+}
 
 struct CallCase {
   int tokens = 1;

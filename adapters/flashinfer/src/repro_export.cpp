@@ -23,6 +23,7 @@
 #include "fusioncheck/reference/generators.hpp"
 #include "fusioncheck/reference/tolerance.hpp"
 #include "repro_sources.hpp"
+#include "repro_types.h"  // the program's own vocabulary: data files, MoE parts
 
 namespace fusioncheck::adapters {
 namespace {
@@ -157,11 +158,6 @@ class Writer {
   std::vector<std::string> files_;
 };
 
-std::string data_name(int call, int rank, const char* what) {
-  return "c" + std::to_string(call) + (rank >= 0 ? "_r" + std::to_string(rank) : "") + "_" + what +
-         ".bin";
-}
-
 // One call's inputs (every rank's) and the reference's outputs, written; returns its CallCase.
 std::string export_call(const gpu::GpuCase& c, int i, const gpu::KernelTraits& traits,
                         const Family& family, Writer& out) {
@@ -175,7 +171,7 @@ std::string export_call(const gpu::GpuCase& c, int i, const gpu::KernelTraits& t
   specials.with_neg_zero = c.neg_zero_inputs;
   inputs = spec.exact_values ? ref::make_exact_inputs(config, c.seed, call_index, c.neg_zero_inputs)
                              : ref::make_random_inputs(config, specials);
-  std::size_t moe_bytes[5] = {};
+  std::size_t moe_bytes[repro::kMoeParts] = {};
   const bool moe = spec.moe_experts > 0;
   if (moe) {  // each rank's expert rows, reduced to the rank input the reference sums
     const ref::MoeConfig moe_config = gpu::moe_config(spec, traits);
@@ -188,41 +184,42 @@ std::string export_call(const gpu::GpuCase& c, int i, const gpu::KernelTraits& t
                                                      exact, moe_specials, spec.exact_values, r);
       inputs.rank_inputs[static_cast<std::size_t>(r)] =
           ref::moe_combine(moe_config, c.dtype, spec.tokens, c.hidden, in);
-      const std::pair<const void*, std::size_t> parts[5] = {
+      const std::pair<const void*, std::size_t> parts[repro::kMoeParts] = {
           {in.expert_rows.data(), in.expert_rows.bytes()},
           {in.reduction_scales.data(), finalize ? 0 : in.reduction_scales.size() * 4},
           {in.token_rows.data(), !finalize || moe_config.shared_expert ? in.token_rows.bytes() : 0},
           {in.permuted_index.data(), finalize ? in.permuted_index.size() * 4 : 0},
           {in.topk_scales.data(),
            finalize && moe_config.expert_scales ? in.topk_scales.bytes() : 0}};
-      static constexpr const char* kNames[5] = {"expert_rows", "reduction_scales", "token_rows",
-                                                "permuted_index", "topk_scales"};
-      for (int part = 0; part < 5; ++part) {
+      for (int part = 0; part < repro::kMoeParts; ++part) {
         moe_bytes[part] = std::max(moe_bytes[part], parts[part].second);
         if (parts[part].second > 0)
-          out.bytes(data_name(i, r, kNames[part]), parts[part].first, parts[part].second);
+          out.bytes(repro::data_name(i, r, repro::kMoePartNames[part]), parts[part].first,
+                    parts[part].second);
       }
     }
   }
   for (int r = 0; r < c.ranks; ++r) {
     const ref::Tensor& t = inputs.rank_inputs[static_cast<std::size_t>(r)];
-    out.bytes(data_name(i, r, "input"), t.data(), t.bytes());
+    out.bytes(repro::data_name(i, r, "input"), t.data(), t.bytes());
   }
-  out.bytes(data_name(i, -1, "residual_in"), inputs.residual_in.data(), inputs.residual_in.bytes());
-  out.bytes(data_name(i, -1, "gamma"), inputs.gamma.data(), inputs.gamma.bytes());
+  out.bytes(repro::data_name(i, -1, "residual_in"), inputs.residual_in.data(),
+            inputs.residual_in.bytes());
+  out.bytes(repro::data_name(i, -1, "gamma"), inputs.gamma.data(), inputs.gamma.bytes());
   const ref::FusedOutputs want = ref::compute_fused(config, inputs);
   const bool allreduce = spec.pattern == k::Pattern::allreduce;
   if (allreduce || spec.moe_allreduce_out)
-    out.bytes(data_name(i, -1, "expected_allreduce_out"), want.allreduce.data(),
+    out.bytes(repro::data_name(i, -1, "expected_allreduce_out"), want.allreduce.data(),
               want.allreduce.bytes());
   if (!allreduce) {
-    out.bytes(data_name(i, -1, "expected_residual_out"), want.residual_out.data(),
+    out.bytes(repro::data_name(i, -1, "expected_residual_out"), want.residual_out.data(),
               want.residual_out.bytes());
     if (spec.norm_out) {
-      out.bytes(data_name(i, -1, "expected_norm_out"), want.norm_out.data(), want.norm_out.bytes());
+      out.bytes(repro::data_name(i, -1, "expected_norm_out"), want.norm_out.data(),
+                want.norm_out.bytes());
       const std::vector<float> allowed =
           ref::norm_out_tolerance(config, want.residual_out, inputs.gamma);
-      out.bytes(data_name(i, -1, "norm_allowed"), allowed.data(), allowed.size() * 4);
+      out.bytes(repro::data_name(i, -1, "norm_allowed"), allowed.data(), allowed.size() * 4);
     }
   }
   const std::string name = family.name;

@@ -238,20 +238,15 @@ void make_workspace(std::vector<Rank>& ranks) {
   }
 }
 
-std::string data_name(int call, int rank, const char* what) {
-  return "c" + std::to_string(call) + (rank >= 0 ? "_r" + std::to_string(rank) : "") + "_" + what +
-         ".bin";
-}
-
 void make_call_buffers(Rank& rank, int rank_index) {
   check(cudaSetDevice(rank.device), "cudaSetDevice");
   for (int i = 0; i < repro::kCalls; ++i) {
     const repro::CallCase& c = repro::kCallCases[i];
     const std::size_t elems = static_cast<std::size_t>(c.tokens) * repro::kHidden;
     CallBuffers b;
-    const auto input = read_data(data_name(i, rank_index, "input"), elems * 2);
-    const auto residual = read_data(data_name(i, -1, "residual_in"), elems * 2);
-    const auto gamma = read_data(data_name(i, -1, "gamma"), repro::kHidden * 2);
+    const auto input = read_data(repro::data_name(i, rank_index, "input"), elems * 2);
+    const auto residual = read_data(repro::data_name(i, -1, "residual_in"), elems * 2);
+    const auto gamma = read_data(repro::data_name(i, -1, "gamma"), repro::kHidden * 2);
     if (c.pdl_producer) {  // the staged inputs; the live ones hold poison until the producer
       b.staged_input = upload(input);
       b.staged_residual = upload(residual);
@@ -266,7 +261,7 @@ void make_call_buffers(Rank& rank, int rank_index) {
     }
     for (int part = 0; part < repro::kMoeParts; ++part) {
       if (c.moe_part_bytes[part] == 0) continue;  // the call has no such input
-      const auto host = read_data(data_name(i, rank_index, repro::kMoePartNames[part]), 0);
+      const auto host = read_data(repro::data_name(i, rank_index, repro::kMoePartNames[part]), 0);
       const std::size_t bytes = host.size();
       b.moe_bytes[part] = align16(bytes);
       if (c.pdl_producer) {
@@ -311,6 +306,30 @@ void reset_outputs(Rank& rank) {
 
 // ---- the kernel families -------------------------------------------------------------------
 
+#if FC_FAMILY_FUSION || FC_FAMILY_MOE
+// The fields FlashInfer's fusion and MoE parameter structs share, as the adapter fills them
+// (scale_factor and weight_bias are the family's: a pointer or a value, a field some trees lack).
+template <typename Params>
+void fill_common(Params& p, Rank& rank, int rank_index, const repro::CallCase& c, CallBuffers& b) {
+  p.nranks = kN;
+  p.rank = rank_index;
+  p.size = c.tokens * repro::kHidden;
+  p.hidden_dim = repro::kHidden;
+  p.workspace = rank.table;
+  p.residual_in = b.residual_in;
+  p.residual_out = b.residual_out;
+  p.norm_out = c.norm_out ? b.norm_out : nullptr;
+  // Only where the pattern writes them, as the adapter passes them (the MoE ops pick their
+  // quantising kernel by quant_out alone).
+  p.quant_out = c.quantises ? b.quant_out : nullptr;
+  p.scale_out = c.scale_bytes > 0 ? b.scale_out : nullptr;
+  p.rms_gamma = b.gamma;
+  p.rms_eps = repro::kEps;
+  p.layout = static_cast<flashinfer::QuantizationSFLayout>(c.sf_layout);
+  p.stream = rank.stream;
+}
+#endif
+
 #if FC_FAMILY_FUSION
 namespace fif = flashinfer::trtllm_allreduce_fusion;
 
@@ -339,26 +358,11 @@ cudaError_t launch_call(Rank& rank, int rank_index, int i) {
   const repro::CallCase& c = repro::kCallCases[i];
   CallBuffers& b = rank.calls[static_cast<std::size_t>(i)];
   fif::AllReduceFusionParams<T> p{};
-  p.nranks = kN;
-  p.rank = rank_index;
-  p.size = c.tokens * repro::kHidden;
-  p.hidden_dim = repro::kHidden;
-  p.workspace = rank.table;
+  fill_common(p, rank, rank_index, c, b);
   p.allreduce_in = b.input;
   p.allreduce_out = b.allreduce_out;
-  p.residual_in = b.residual_in;
-  p.residual_out = b.residual_out;
-  p.norm_out = c.norm_out ? b.norm_out : nullptr;
-  // As fusioncheck's adapter passes them: only where the pattern writes them (the MoE ops pick
-  // their quantising kernel by quant_out alone).
-  p.quant_out = c.quantises ? b.quant_out : nullptr;
-  p.scale_out = c.scale_bytes > 0 ? b.scale_out : nullptr;
-  p.rms_gamma = b.gamma;
-  p.rms_eps = repro::kEps;
-  p.scale_factor = b.scale_factor;
+  p.scale_factor = b.scale_factor;  // a device pointer here
   p.use_oneshot = !c.twoshot;
-  p.layout = static_cast<flashinfer::QuantizationSFLayout>(c.sf_layout);
-  p.stream = rank.stream;
   p.pattern = static_cast<fif::AllReduceFusionPattern>(c.fi_pattern);
   p.trigger_completion_at_end = c.trigger_at_end;
   return dispatch_fusion(i, p, c.pdl, std::make_integer_sequence<int, repro::kCalls>{});
@@ -368,34 +372,14 @@ cudaError_t launch_call(Rank& rank, int rank_index, int i) {
 #if FC_FAMILY_MOE
 namespace fim = flashinfer::trtllm_moe_allreduce_fusion;
 
-template <typename Params>
-void fill_common(Params& p, Rank& rank, int rank_index, const repro::CallCase& c, CallBuffers& b) {
-  p.nranks = kN;
-  p.rank = rank_index;
-  p.size = c.tokens * repro::kHidden;
-  p.hidden_dim = repro::kHidden;
-  p.workspace = rank.table;
-  p.residual_in = b.residual_in;
-  p.residual_out = b.residual_out;
-  p.norm_out = c.norm_out ? b.norm_out : nullptr;
-  // As fusioncheck's adapter passes them: only where the pattern writes them (the MoE ops pick
-  // their quantising kernel by quant_out alone).
-  p.quant_out = c.quantises ? b.quant_out : nullptr;
-  p.scale_out = c.scale_bytes > 0 ? b.scale_out : nullptr;
-  p.rms_gamma = b.gamma;
-  p.rms_eps = repro::kEps;
-  p.weight_bias = repro::kWeightBias;
-  p.scale_factor = c.scale_factor;
-  p.layout = static_cast<flashinfer::QuantizationSFLayout>(c.sf_layout);
-  p.stream = rank.stream;
-}
-
 cudaError_t launch_call(Rank& rank, int rank_index, int i) {
   const repro::CallCase& c = repro::kCallCases[i];
   CallBuffers& b = rank.calls[static_cast<std::size_t>(i)];
   if (c.moe_finalize) {
     fim::MoeFinalizeAllReduceFusionParams<T> p{};
     fill_common(p, rank, rank_index, c, b);
+    p.weight_bias = repro::kWeightBias;
+    p.scale_factor = c.scale_factor;
     p.allreduce_in = b.moe[repro::kExpertRows];
     p.top_k = c.moe_experts;
     p.expert_scale_factor = b.moe[repro::kTopkScales];
@@ -406,6 +390,8 @@ cudaError_t launch_call(Rank& rank, int rank_index, int i) {
   }
   fim::MoeReductionAllReduceFusionParams<T> p{};
   fill_common(p, rank, rank_index, c, b);
+  p.weight_bias = repro::kWeightBias;
+  p.scale_factor = c.scale_factor;
   p.moe_allreduce_out = c.moe_allreduce_out ? b.allreduce_out : nullptr;
   p.moe_reduction_device_num_experts = c.moe_experts;
   p.moe_reduction_scale_input = static_cast<float*>(b.moe[repro::kReductionScales]);

@@ -251,16 +251,17 @@ void compare_norm(const std::vector<std::uint8_t>& got, const std::vector<std::u
 void check_call(std::vector<Rank>& ranks, int i, std::vector<Failure>& failures) {
   const repro::CallCase& c = repro::kCallCases[i];
   const std::size_t bytes = static_cast<std::size_t>(c.tokens) * repro::kHidden * 2;
-  const auto want_residual = c.pattern_is_allreduce
-                                 ? std::vector<std::uint8_t>{}
-                                 : read_data(data_name(i, -1, "expected_residual_out"), bytes);
+  const auto want_residual =
+      c.pattern_is_allreduce ? std::vector<std::uint8_t>{}
+                             : read_data(repro::data_name(i, -1, "expected_residual_out"), bytes);
   const auto want_norm = c.norm_out && !c.pattern_is_allreduce
-                             ? read_data(data_name(i, -1, "expected_norm_out"), bytes)
+                             ? read_data(repro::data_name(i, -1, "expected_norm_out"), bytes)
                              : std::vector<std::uint8_t>{};
-  const auto allowed = want_norm.empty() ? std::vector<std::uint8_t>{}
-                                         : read_data(data_name(i, -1, "norm_allowed"), bytes * 2);
+  const auto allowed = want_norm.empty()
+                           ? std::vector<std::uint8_t>{}
+                           : read_data(repro::data_name(i, -1, "norm_allowed"), bytes * 2);
   const auto want_sum = c.check_allreduce_out
-                            ? read_data(data_name(i, -1, "expected_allreduce_out"), bytes)
+                            ? read_data(repro::data_name(i, -1, "expected_allreduce_out"), bytes)
                             : std::vector<std::uint8_t>{};
   std::vector<std::uint8_t> first_outputs;
   for (int r = 0; r < kN; ++r) {
