@@ -235,24 +235,18 @@ std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& m
                                           const std::function<bool(protocol::Mutant)>& late_blocks,
                                           const std::function<int(protocol::Mutant)>& variant_of) {
   std::vector<KillTableRun> plan;
-  bool mixed = false, late = false;
-  std::vector<int> variants;  // the variants some mutant is focused on, in order
+  const KillTableRun plain{protocol::Mutant::none, default_percent, false, -1};
+  std::vector<KillTableRun> focuses;  // each focus a mutant runs under, as its control runs it
   for (const auto& m : mutants) {
     plan.push_back({m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent, late_blocks(m),
                     variant_of ? variant_of(m) : -1});
-    mixed |= plan.back().twoshot_percent != default_percent;
-    late |= plan.back().late_blocks;
-    const int v = plan.back().variant;
-    if (v >= 0 && std::find(variants.begin(), variants.end(), v) == variants.end())
-      variants.push_back(v);
+    KillTableRun control = plan.back();
+    control.mutant = protocol::Mutant::none;
+    if (control != plain && std::find(focuses.begin(), focuses.end(), control) == focuses.end())
+      focuses.push_back(control);
   }
   if (plan.empty() || plan.front().mutant != protocol::Mutant::none) return plan;
-  auto controls = plan.begin() + 1;
-  if (late) controls = plan.insert(controls, {protocol::Mutant::none, default_percent, true}) + 1;
-  if (mixed)
-    controls = plan.insert(controls, {protocol::Mutant::none, kTwoShotMutantPercent, false}) + 1;
-  for (int v : variants)
-    controls = plan.insert(controls, {protocol::Mutant::none, default_percent, false, v}) + 1;
+  plan.insert(plan.begin() + 1, focuses.begin(), focuses.end());
   return plan;
 }
 

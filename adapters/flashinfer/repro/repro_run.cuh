@@ -27,12 +27,11 @@ int status_of(const Failure& f) {
   return 1;
 }
 
-[[noreturn]] void verdict(const std::vector<Failure>& failures, int run) {
+[[noreturn]] void verdict(const std::vector<Failure>& failures, int run, int runs) {
   for (const Failure& f : failures) std::printf("  [%s] %s\n", f.check.c_str(), f.message.c_str());
   const int status = failures.empty() ? 0 : status_of(failures.front());
   if (status == 3)
-    std::printf("REPRODUCED (exit 3): %s, in run %d of %d\n", repro::kFinding, run + 1,
-                repro::kRuns);
+    std::printf("REPRODUCED (exit 3): %s, in run %d of %d\n", repro::kFinding, run + 1, runs);
   else if (status == 1)
     std::printf("OTHER FAILURE (exit 1): [%s] is not what %s is about\n",
                 failures.front().check.c_str(), repro::kFinding);
@@ -46,7 +45,7 @@ int status_of(const Failure& f) {
         repro::kFinding);
   else
     std::printf("NOT REPRODUCED (exit 0): %d runs of the case, every output as expected, no hang\n",
-                repro::kRuns);
+                runs);
   std::fflush(stdout);
   std::_Exit(status);  // a hung kernel may still run: the driver ends it with the process
 }
@@ -129,7 +128,7 @@ void enqueue_call(std::vector<Rank>& ranks, int run, int i, std::vector<Failure>
     int sms = 0;
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank.device), "SM count");
     if (c.pdl_producer) launch_producer(b, c, rank.stream);
-    else before_call(rank, repro::kDelays[run][i][r], sms);
+    else before_call(rank, repro::kDelays[run % repro::kRuns][i][r], sms);
     cudaError_t e = cudaSuccess;
     std::string message;
     try {
@@ -298,20 +297,33 @@ void check_call(std::vector<Rank>& ranks, int i, std::vector<Failure>& failures)
   }
 }
 
-double parse_timeout(int argc, char** argv) {
+// The command line: the bound on a call, and how many runs (the exported delays repeat).
+struct Options {
   double timeout = 10.0;
+  int runs = repro::kRuns;
+};
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  const std::string usage =
+      "usage: " + std::string(argv[0]) + " [--timeout SECONDS] [--runs N]";
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
-    if (arg == "--timeout" && a + 1 < argc) {
-      char* end = nullptr;
-      timeout = std::strtod(argv[++a], &end);
-      if (*end != '\0' || !(timeout >= 0.1 && timeout <= 600))
+    if (a + 1 >= argc) cannot_run(usage);
+    char* end = nullptr;
+    if (arg == "--timeout") {
+      o.timeout = std::strtod(argv[++a], &end);
+      if (*end != '\0' || !(o.timeout >= 0.1 && o.timeout <= 600))
         cannot_run("--timeout takes seconds in [0.1, 600]");
+    } else if (arg == "--runs") {
+      const long runs = std::strtol(argv[++a], &end, 10);
+      if (*end != '\0' || runs < 1 || runs > 100000) cannot_run("--runs takes 1 to 100000");
+      o.runs = static_cast<int>(runs);
     } else {
-      cannot_run("usage: " + std::string(argv[0]) + " [--timeout SECONDS]");
+      cannot_run(usage);
     }
   }
-  return timeout;
+  return o;
 }
 
 }  // namespace
@@ -330,7 +342,8 @@ extern "C" void on_crash(int signal) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out at once, whatever comes after
   for (int sig : {SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGABRT}) std::signal(sig, on_crash);
-  const double timeout = parse_timeout(argc, argv);
+  const Options options = parse_options(argc, argv);
+  const double timeout = options.timeout;
   std::printf("reproducer of %s (%s)\n", repro::kFinding, repro::kFamily);
   std::printf("header: %s\n  sha256 %s (exported against %s)\n", FC_HEADER_PATH, FC_HEADER_SHA256,
               repro::kExportedHeaderSha256);
@@ -344,7 +357,7 @@ int main(int argc, char** argv) {
     check(cudaSetDevice(rank.device), "cudaSetDevice"), check(cudaDeviceSynchronize(), "set-up");
   std::vector<Failure> failures;
   int previous_elems = 0;
-  for (int run = 0; run < repro::kRuns; ++run) {
+  for (int run = 0; run < options.runs; ++run) {
     for (Rank& rank : ranks) reset_outputs(rank);
     for (Rank& rank : ranks)
       check(cudaSetDevice(rank.device), "cudaSetDevice"),
@@ -356,17 +369,17 @@ int main(int argc, char** argv) {
       previous_elems = elems;
       g_phase = "launching a call";
       enqueue_call(ranks, run, i, failures);
-      if (!failures.empty()) verdict(failures, run);
+      if (!failures.empty()) verdict(failures, run, options.runs);
       if (!repro::kBackToBack) {
         wait_bounded(ranks, i, i, timeout, failures);
-        if (!failures.empty()) verdict(failures, run);
+        if (!failures.empty()) verdict(failures, run, options.runs);
       }
     }
     if (repro::kBackToBack) wait_bounded(ranks, 0, repro::kCalls - 1, timeout, failures);
-    if (!failures.empty()) verdict(failures, run);
+    if (!failures.empty()) verdict(failures, run, options.runs);
     g_phase = "checking the outputs";
     for (int i = 0; i < repro::kCalls; ++i) check_call(ranks, i, failures);
-    if (!failures.empty()) verdict(failures, run);
+    if (!failures.empty()) verdict(failures, run, options.runs);
   }
-  verdict(failures, repro::kRuns - 1);
+  verdict(failures, options.runs - 1, options.runs);
 }

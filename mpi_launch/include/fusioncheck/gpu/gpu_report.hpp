@@ -35,8 +35,9 @@ struct KillTableRun {
 // The kill table's runs, in order. A mutant of the two-shot kernel alone runs at
 // kTwoShotMutantPercent; a mutant that needs late blocks runs on such cases; a mutant of one
 // launch variant (variant_of, when given, >= 0) draws that variant alone. When `none`
-// leads the list, the correct kernels also run under each focus a mutant uses, as its
-// control (a focus that made correct code fail would be a false positive).
+// leads the list, the correct kernels also run under each focus a mutant uses (each
+// combination once, in the order the mutants first use it), as its control: a focus that
+// made correct code fail would be a false positive.
 std::vector<KillTableRun> kill_table_plan(
     const std::vector<protocol::Mutant>& mutants, int default_percent,
     const std::function<bool(protocol::Mutant)>& twoshot_only,
