@@ -21,7 +21,8 @@ std::string layers_text(std::uint8_t layers) {
                            {kInFlashInfer, "flashinfer"},
                            {kInFlashInferPcie, "flashinfer-pcie"},
                            {kInSimPcie, "sim-pcie"},
-                           {kInFlashInferMoe, "flashinfer-moe"}})
+                           {kInFlashInferMoe, "flashinfer-moe"},
+                           {kInSimVllm, "sim-vllm"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }

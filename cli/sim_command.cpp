@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -50,7 +51,9 @@ struct SimArgs {
 
 // The mutant's provoking configuration (the default one for most), then the options.
 SimConfig config_from(const SimArgs& a, Mutant mutant) {
-  const SimProtocol protocol = a.protocol == "pcie" ? SimProtocol::pcie : SimProtocol::lamport;
+  SimProtocol protocol = SimProtocol::lamport;
+  for (SimProtocol p : kSimProtocols)
+    if (a.protocol == protocol_name(p)) protocol = p;
   if (!a.protocol.empty() && !in_sim(mutant, protocol))
     throw UsageError(fmt::format("mutant {} is not in the sim's {} model (see fusioncheck mutants)",
                                  protocol::mutant_id(mutant), protocol_name(protocol)));
@@ -63,7 +66,8 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
   if (a.graph_replays) c.graph_replays = *a.graph_replays;
   if (a.late_trigger) c.late_trigger = true;
   if (!a.calls.empty() && !parse_calls(a.calls, c.calls))
-    throw UsageError("bad --calls '" + a.calls + "' (expected e.g. os4,os2,ts4 or pp4,rs2)");
+    throw UsageError("bad --calls '" + a.calls +
+                     "' (expected e.g. os4,os2,ts4 or pp4,rs2 or vs4,vt2)");
   // The calls say which model runs: --protocol must not name the other one.
   if (!a.protocol.empty() && protocol_of(c) != protocol)
     throw UsageError(fmt::format("--calls {} are calls of the {} model, --protocol is {}", a.calls,
@@ -239,7 +243,9 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
          "seeded\nrandom search of the default configuration ("
       << format_calls(default_config().calls) << " for the Lamport model, "
       << format_calls(default_config(SimProtocol::pcie).calls)
-      << " for the model of the PCIe protocol; 2 ranks x 2 blocks x 2 vectors x 2 elements, "
+      << " for the model of the PCIe protocol, "
+      << format_calls(default_config(SimProtocol::vllm).calls)
+      << " for the model of vLLM's; 2 ranks x 2 blocks x 2 vectors x 2 elements, "
       << options.random_budget
       << " schedules, seed 1), then as many PCT schedules (depth 3), then as many held-rank "
          "schedules, then the bounded exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
@@ -248,7 +254,8 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
          "(for a clean row: all of them). The counterexample\nis the minimised one: ranks x "
          "blocks x vectors x elements, calls, deviations from the default\nschedule, "
          "steps. `none` is the correct protocol: it must be clean everywhere. Rows marked (PCIe)\n"
-         "run the model of FlashInfer's PCIe protocol.\n\n"
+         "run the model of FlashInfer's PCIe protocol, rows marked (vLLM) the model of vLLM's "
+         "custom\nallreduce barriers.\n\n"
       << provoking_configs_text() << table;
   return out.str();
 }
@@ -272,7 +279,8 @@ int run_table(const SimArgs& a) {
 int run_search(const SimArgs& a) {
   const auto mutant = protocol::parse_mutant(a.mutant);
   if (!mutant) throw UsageError("unknown mutant '" + a.mutant + "' (see fusioncheck mutants)");
-  if (!in_sim(*mutant, SimProtocol::lamport) && !in_sim(*mutant, SimProtocol::pcie))
+  if (std::none_of(std::begin(kSimProtocols), std::end(kSimProtocols),
+                   [&](SimProtocol p) { return in_sim(*mutant, p); }))
     throw UsageError("mutant '" + a.mutant + "' cannot be expressed in the sim");
   const auto scheduler = parse_scheduler(a.scheduler);
   if (!scheduler)
@@ -349,8 +357,9 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   sub->add_option(
          "--protocol", args->protocol,
          "Search: the protocol whose default configuration a search starts from: lamport "
-         "(our kernels), pcie (FlashInfer's PCIe allreduce); a PCIe-only mutant implies pcie")
-      ->check(CLI::IsMember({"lamport", "pcie"}));
+         "(our kernels), pcie (FlashInfer's PCIe allreduce), vllm (vLLM's custom allreduce); "
+         "a mutant of one model alone implies it")
+      ->check(CLI::IsMember({"lamport", "pcie", "vllm"}));
   sub->add_option("--scheduler", args->scheduler,
                   "Search: how schedules are explored (held-rank: one rank held at a drawn step "
                   "of a drawn call while the others run ahead)")
@@ -394,9 +403,11 @@ void add_sim_command(CLI::App& app, int& exit_code) {
       "--calls", args->calls,
       fmt::format("Search: call sequence, os<N> one-shot / ts<N> two-shot over N vectors "
                   "(default {}, --tiny {}); PCIe: pp<N> push, rs<N> reduce-scatter (block "
-                  "region), rf<N> reduce-scatter (pack region), pb<N> barrier kernel (default {})",
+                  "region), rf<N> reduce-scatter (pack region), pb<N> barrier kernel (default {}); "
+                  "vLLM: vs<N> one-stage, vt<N> two-stage kernel (default {})",
                   format_calls(start.calls), format_calls(tiny.calls),
-                  format_calls(default_config(SimProtocol::pcie).calls)));
+                  format_calls(default_config(SimProtocol::pcie).calls),
+                  format_calls(default_config(SimProtocol::vllm).calls)));
   sub->add_option(
          "--graph-replays", args->graph_replays,
          fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "

@@ -552,17 +552,17 @@ TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
   // Foci combine: a mutant of one variant on late blocks has a control of both, and a focus
   // two mutants share has one control.
   const auto late_too = [&](fusioncheck::protocol::Mutant m) { return m == fba || m == mrr; };
-  EXPECT_EQ(fg::kill_table_plan({none, mrr, fba, fs, tgo, bnr}, 25, twoshot_only, late_too,
-                                variant_of),
-            (Plan{{none, 25},
-                  {none, 25, true, 0},
-                  {none, 25, true},
-                  {none, mix},
-                  {mrr, 25, true, 0},
-                  {fba, 25, true},
-                  {fs, 25},
-                  {tgo, mix},
-                  {bnr, mix}}));
+  EXPECT_EQ(
+      fg::kill_table_plan({none, mrr, fba, fs, tgo, bnr}, 25, twoshot_only, late_too, variant_of),
+      (Plan{{none, 25},
+            {none, 25, true, 0},
+            {none, 25, true},
+            {none, mix},
+            {mrr, 25, true, 0},
+            {fba, 25, true},
+            {fs, 25},
+            {tgo, mix},
+            {bnr, mix}}));
   // Every mutant our kernels have is listed once, the kill table's default.
   const auto all = ours.mutants();
   EXPECT_EQ(std::count(all.begin(), all.end(), fs), 1);

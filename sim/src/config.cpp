@@ -25,13 +25,36 @@ std::string profile_names() {
   return out;
 }
 
-const char* protocol_name(SimProtocol protocol) {
-  return protocol == SimProtocol::pcie ? "pcie" : "lamport";
+namespace {
+// Each model: its name, how its rows are labelled, the catalogue bit of its mutants.
+struct ProtocolInfo {
+  SimProtocol protocol;
+  const char* name;
+  const char* label;
+  std::uint8_t mutant_bit;
+};
+constexpr ProtocolInfo kProtocolInfo[] = {
+    {SimProtocol::lamport, "lamport", "", protocol::kInSim},
+    {SimProtocol::pcie, "pcie", " (PCIe)", protocol::kInSimPcie},
+    {SimProtocol::vllm, "vllm", " (vLLM)", protocol::kInSimVllm},
+};
+const ProtocolInfo& info_of(SimProtocol protocol) {
+  return kProtocolInfo[static_cast<std::size_t>(protocol)];
+}
+}  // namespace
+
+const char* protocol_name(SimProtocol protocol) { return info_of(protocol).name; }
+const char* protocol_label(SimProtocol protocol) { return info_of(protocol).label; }
+
+SimProtocol protocol_of_kind(CallKind kind) {
+  if (is_pcie(kind)) return SimProtocol::pcie;
+  if (kind == CallKind::vllm_1stage || kind == CallKind::vllm_2stage) return SimProtocol::vllm;
+  return SimProtocol::lamport;
 }
 
 SimProtocol protocol_of(const SimConfig& config) {
   for (const auto& call : config.calls)
-    if (is_pcie(call.kind)) return SimProtocol::pcie;
+    if (protocol_of_kind(call.kind) != SimProtocol::lamport) return protocol_of_kind(call.kind);
   return SimProtocol::lamport;
 }
 
@@ -42,6 +65,13 @@ SimConfig default_config(SimProtocol protocol) {
   c.vectors_per_block = 2;
   c.elems_per_vector = 2;
   using K = CallKind;
+  if (protocol == SimProtocol::vllm) {
+    // Both kernels, back to back, sizes that change the grid (2 vectors per block): each
+    // barrier of one block reuses the counters the previous call's barriers left.
+    c.calls = {{K::vllm_1stage, 4}, {K::vllm_1stage, 2}, {K::vllm_2stage, 4},
+               {K::vllm_2stage, 3}, {K::vllm_1stage, 4}, {K::vllm_2stage, 4}};
+    return c;
+  }
   if (protocol == SimProtocol::pcie) {
     // Sizes that change the grid (2 vectors per block) between calls of one region, with
     // nothing in between to drain them, and both sentinel regions in turn.
@@ -60,6 +90,13 @@ SimConfig tiny_config(SimProtocol protocol) {
   c.blocks = 2;
   c.vectors_per_block = 1;
   c.elems_per_vector = 2;  // two elements: NVLink may split the vector, PCIe does not
+  if (protocol == SimProtocol::vllm) {
+    c.calls = {{CallKind::vllm_1stage, 2},
+               {CallKind::vllm_2stage, 2},
+               {CallKind::vllm_1stage, 1},
+               {CallKind::vllm_2stage, 2}};
+    return c;
+  }
   const CallKind k = protocol == SimProtocol::pcie ? CallKind::pcie_push : CallKind::one_shot;
   c.calls = {{k, 2}, {k, 1}, {k, 2}, {k, 2}};
   return c;
@@ -68,13 +105,14 @@ SimConfig tiny_config(SimProtocol protocol) {
 bool in_sim(protocol::Mutant mutant, SimProtocol protocol) {
   if (mutant == protocol::Mutant::none) return true;
   const auto* info = protocol::find_mutant_info(mutant);
-  const std::uint8_t bit = protocol == SimProtocol::pcie ? protocol::kInSimPcie : protocol::kInSim;
-  return info != nullptr && (info->layers & bit) != 0;
+  return info != nullptr && (info->layers & info_of(protocol).mutant_bit) != 0;
 }
 
 SimProtocol mutant_protocol(protocol::Mutant mutant, SimProtocol preferred) {
   if (in_sim(mutant, preferred)) return preferred;
-  return in_sim(mutant, SimProtocol::pcie) ? SimProtocol::pcie : SimProtocol::lamport;
+  for (SimProtocol p : kSimProtocols)
+    if (in_sim(mutant, p)) return p;
+  return SimProtocol::lamport;
 }
 
 SimConfig provoking_config(protocol::Mutant mutant, SimProtocol protocol) {
@@ -161,9 +199,12 @@ std::string validate(const SimConfig& c, const Profile& p) {
         static_cast<double>(cost), c.ranks, c.blocks, c.vectors_per_block, c.elems_per_vector,
         total, static_cast<double>(kMaxScheduleCost));
   const int grid_vectors = c.blocks * c.vectors_per_block;
-  bool lamport = false, pcie = false, block_sentinel = false, block_barrier = false;
+  bool block_sentinel = false, block_barrier = false;
+  const SimProtocol protocol = protocol_of(c);
   for (const auto& call : c.calls) {
-    (is_pcie(call.kind) ? pcie : lamport) = true;
+    if (protocol_of_kind(call.kind) != protocol)
+      return fmt::format("a call sequence holds the calls of one protocol, not {} and {} calls",
+                         protocol_name(protocol), protocol_name(protocol_of_kind(call.kind)));
     block_sentinel |= call.kind == CallKind::pcie_rsag;
     block_barrier |= call.kind == CallKind::pcie_barrier;
     if (call.vectors < 1)
@@ -172,19 +213,19 @@ std::string validate(const SimConfig& c, const Profile& p) {
       return fmt::format("a call of {} vectors does not fit a grid of {} blocks x {} vectors",
                          call.vectors, c.blocks, c.vectors_per_block);
   }
-  if (lamport && pcie) return "a call sequence holds either Lamport calls or PCIe calls, not both";
   // The header's rule: a scratch region holds one protocol family.
   if (block_sentinel && block_barrier)
     return "rs (sentinel, block region) and pb (barrier, block region) calls cannot share a "
            "sequence: a region holds one protocol family (use rf beside pb)";
-  if (c.late_trigger && pcie) return "--late-trigger applies to the Lamport kernels only";
+  if (c.late_trigger && protocol != SimProtocol::lamport)
+    return "--late-trigger applies to the Lamport kernels only";
   return {};
 }
 
 namespace {
-constexpr CallKind kCallKinds[] = {CallKind::one_shot,       CallKind::two_shot,
-                                   CallKind::pcie_push,      CallKind::pcie_rsag,
-                                   CallKind::pcie_flat_rsag, CallKind::pcie_barrier};
+constexpr CallKind kCallKinds[] = {
+    CallKind::one_shot,       CallKind::two_shot,     CallKind::pcie_push,   CallKind::pcie_rsag,
+    CallKind::pcie_flat_rsag, CallKind::pcie_barrier, CallKind::vllm_1stage, CallKind::vllm_2stage};
 std::string_view call_kind_prefix(CallKind kind) {
   switch (kind) {
     case CallKind::one_shot: return "os";
@@ -193,6 +234,8 @@ std::string_view call_kind_prefix(CallKind kind) {
     case CallKind::pcie_rsag: return "rs";
     case CallKind::pcie_flat_rsag: return "rf";
     case CallKind::pcie_barrier: return "pb";
+    case CallKind::vllm_1stage: return "vs";
+    case CallKind::vllm_2stage: return "vt";
   }
   return "?";
 }

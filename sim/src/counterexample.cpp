@@ -116,10 +116,13 @@ Counterexample read_counterexample(const std::string& path) {
 }
 
 std::string counterexample_file_name(const Counterexample& cx) {
-  // The PCIe model's files say so where the id does not (a mutant may be in both models).
+  // Another model's files say which where the id does not (a mutant may be in several).
   const std::string_view id = protocol::mutant_id(cx.mutant);
-  const bool mark = protocol_of(cx.config) == SimProtocol::pcie && !id.starts_with("pcie-");
-  return fmt::format("sim-{}{}-{}.json", mark ? "pcie-" : "", id, cx.profile);
+  const SimProtocol model = protocol_of(cx.config);
+  const std::string prefix =
+      model == SimProtocol::lamport ? "" : std::string(protocol_name(model)) + "-";
+  const bool mark = !prefix.empty() && !id.starts_with(prefix);
+  return fmt::format("sim-{}{}-{}.json", mark ? prefix : "", id, cx.profile);
 }
 
 Replay replay(const Counterexample& cx) {
@@ -139,7 +142,9 @@ std::string format_counterexample(const Counterexample& cx, const std::vector<st
       "  schedule: found by {}{}; replays from {} deviation(s) from the default order, {} steps\n"
       "  violation ({}): {}\n",
       protocol::mutant_id(cx.mutant), cx.profile,
-      protocol_of(cx.config) == SimProtocol::pcie ? " (model of the PCIe protocol)" : "",
+      protocol_of(cx.config) == SimProtocol::pcie   ? " (model of the PCIe protocol)"
+      : protocol_of(cx.config) == SimProtocol::vllm ? " (model of vLLM's barrier protocol)"
+                                                    : "",
       cx.config.ranks, cx.config.blocks, cx.config.vectors_per_block, cx.config.elems_per_vector,
       format_calls(cx.config.calls),
       cx.config.graph_replays > 1 ? fmt::format(" replayed {}x", cx.config.graph_replays) : "",

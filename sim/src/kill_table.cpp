@@ -16,8 +16,7 @@ std::string counterexample_size(const Counterexample& cx) {
 
 // "float-sentinel", or "float-sentinel (PCIe)" for a row of the PCIe model.
 std::string row_label(const KillRow& row) {
-  return fmt::format("{}{}", protocol::mutant_id(row.mutant),
-                     row.protocol == SimProtocol::pcie ? " (PCIe)" : "");
+  return fmt::format("{}{}", protocol::mutant_id(row.mutant), protocol_label(row.protocol));
 }
 
 KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options,

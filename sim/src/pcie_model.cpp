@@ -9,14 +9,18 @@
 
 #include "fusioncheck/protocol/mutants.hpp"
 #include "fusioncheck/sim/values.hpp"
+#include "fusioncheck/sim/vllm_model.hpp"
 #include "pcie_model_internal.hpp"
 
 namespace fusioncheck::sim {
 
 std::unique_ptr<ProtocolModel> make_model(const SimConfig& config, const Profile& profile,
                                           Mutant mutant) {
-  if (protocol_of(config) == SimProtocol::pcie)
-    return std::make_unique<PcieModel>(config, profile, mutant);
+  switch (protocol_of(config)) {
+    case SimProtocol::pcie: return std::make_unique<PcieModel>(config, profile, mutant);
+    case SimProtocol::vllm: return std::make_unique<VllmModel>(config, profile, mutant);
+    case SimProtocol::lamport: break;
+  }
   return std::make_unique<Model>(config, profile, mutant);
 }
 

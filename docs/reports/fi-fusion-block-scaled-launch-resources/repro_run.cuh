@@ -305,8 +305,7 @@ struct Options {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  const std::string usage =
-      "usage: " + std::string(argv[0]) + " [--timeout SECONDS] [--runs N]";
+  const std::string usage = "usage: " + std::string(argv[0]) + " [--timeout SECONDS] [--runs N]";
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (a + 1 >= argc) cannot_run(usage);

@@ -55,6 +55,10 @@ enum class Mutant : std::uint8_t {
   group_fp8_padding_kept,
   // FlashInfer's MoE allreduce fusion (adapters/flashinfer/patches_moe).
   moe_remote_read,
+  // vLLM's custom allreduce barrier protocol (the sim's model of it): named after its fixes.
+  vllm_one_counter_set,
+  vllm_no_end_barrier,
+  vllm_no_fence,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
@@ -62,14 +66,16 @@ enum class Mutant : std::uint8_t {
 // kernels or the sim say so with those bits.
 // kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie);
 // kInFlashInferMoe: of its MoE allreduce fusion (patches_moe).
-// kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one.
+// kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one;
+// kInSimVllm: its model of vLLM's custom allreduce barriers.
 enum MutantLayer : std::uint8_t {
   kInSim = 1u,
   kInKernel = 2u,
   kInFlashInfer = 4u,
   kInFlashInferPcie = 8u,
   kInSimPcie = 16u,
-  kInFlashInferMoe = 32u
+  kInFlashInferMoe = 32u,
+  kInSimVllm = 64u
 };
 
 struct MutantInfo {
@@ -80,7 +86,7 @@ struct MutantInfo {
   std::uint8_t layers;          // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 36> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 39> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -190,6 +196,20 @@ inline constexpr std::array<MutantInfo, 36> kMutantCatalogue{{
      "and a buffer not cleared yet shows an older call's data as arrived",
      "FlashInfer 0.7.4 trtllm_moe_allreduce_fusion.cuh: the finalize kernel reads data_bufs[r]",
      kInSim | kInFlashInferMoe},
+    {Mutant::vllm_one_counter_set, "vllm-one-counter-set",
+     "the barrier's peer counters in one set, not two alternating ones: a peer already at the "
+     "next barrier overwrites the value a slower rank still waits for",
+     "vLLM custom_all_reduce.cuh before vllm#8558 (the TP8 hangs of vllm#8404, #8410)", kInSimVllm},
+    {Mutant::vllm_no_end_barrier, "vllm-no-end-barrier",
+     "the one-stage kernel returns without its end barrier: a rank's next input lands in its "
+     "registered buffer while a peer still reads the current one",
+     "vLLM custom_all_reduce.cuh: cross_device_reduce_1stage's closing multi_gpu_barrier",
+     kInSimVllm},
+    {Mutant::vllm_no_fence, "vllm-no-fence",
+     "the two-stage kernel's middle barrier without release/acquire: its flag may land before "
+     "the reduce-scatter's stores, and a peer gathers a stale chunk",
+     "vLLM custom_all_reduce.cuh: multi_gpu_barrier's need_fence (the barrier rework of vllm#2760)",
+     kInSimVllm},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

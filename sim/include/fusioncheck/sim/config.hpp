@@ -48,21 +48,33 @@ std::string profile_names();  // "a, b, c" for error messages
 // stages in the pack region (the unstaged variant); pcie_rsag reduce-scatters then
 // all-gathers in the block region (staged, 4 ranks); pcie_flat_rsag does the same in the pack
 // region (flat staged, 8 ranks); pcie_barrier is a barrier kernel in the block region (the
-// 8-rank topology kernels): raw payload, left in place.
+// 8-rank topology kernels): raw payload, left in place. vllm_*: vLLM's custom allreduce
+// (docs/design.md "vLLM barrier protocol"): the one-stage kernel (start barrier, every rank
+// reads every input, end barrier) and the two-stage one (start barrier, reduce-scatter into
+// the temporary buffer, a fenced middle barrier, all-gather).
 enum class CallKind : std::uint8_t {
   one_shot,
   two_shot,
   pcie_push,
   pcie_rsag,
   pcie_flat_rsag,
-  pcie_barrier
+  pcie_barrier,
+  vllm_1stage,
+  vllm_2stage
 };
 
 // Which protocol a configuration exercises: its calls say (one configuration holds one).
-enum class SimProtocol : std::uint8_t { lamport, pcie };
-const char* protocol_name(SimProtocol protocol);
+enum class SimProtocol : std::uint8_t { lamport, pcie, vllm };
+inline constexpr SimProtocol kSimProtocols[] = {SimProtocol::lamport, SimProtocol::pcie,
+                                                SimProtocol::vllm};
+const char* protocol_name(SimProtocol protocol);  // "lamport", "pcie", "vllm"
+// How a kill-table row or a counterexample names a model other than the Lamport one:
+// " (PCIe)", " (vLLM)"; "" for the Lamport model.
+const char* protocol_label(SimProtocol protocol);
+SimProtocol protocol_of_kind(CallKind kind);
 constexpr bool is_pcie(CallKind kind) {
-  return kind != CallKind::one_shot && kind != CallKind::two_shot;
+  return kind == CallKind::pcie_push || kind == CallKind::pcie_rsag ||
+         kind == CallKind::pcie_flat_rsag || kind == CallKind::pcie_barrier;
 }
 
 struct CallSpec {

@@ -26,8 +26,8 @@ struct KillTableOptions {
       20000;  // per (mutant, profile), then as many PCT and held-rank ones
   std::uint64_t exhaustive_budget = 1000000;  // then the exhaustive tiny search (<= 2 deviations)
   bool include_correct = true;                // a row per profile for each correct protocol
-  // The models, each with its mutants (kInSim, kInSimPcie).
-  std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie};
+  // The models, each with its mutants (kInSim, kInSimPcie, kInSimVllm).
+  std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie, SimProtocol::vllm};
   std::function<void(const KillRow&)> on_row;  // progress
 };
 
@@ -36,7 +36,7 @@ struct KillTableOptions {
 KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& options,
                  SimProtocol protocol = SimProtocol::lamport);
 std::vector<KillRow> kill_table(const KillTableOptions& options);
-// The row's name in the table: the mutant id, "(PCIe)" after it for the PCIe model's rows.
+// The row's name in the table: the mutant id, then the model's label (" (PCIe)", " (vLLM)").
 std::string row_label(const KillRow& row);
 std::string format_kill_table(const std::vector<KillRow>& rows);  // Markdown
 // "2 ranks x 1 block x 1 vector x 1 elem, 3 calls, 1 deviation, 57 steps"

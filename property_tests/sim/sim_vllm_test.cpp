@@ -1,0 +1,200 @@
+// The model of vLLM's custom allreduce barriers: clean on every profile and in other shapes,
+// each of its mutants killed the way its class fails with a minimised counterexample that
+// replays, each invariant caught on its negative control, the configuration rules.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "fusioncheck/sim/kill_table.hpp"
+#include "fusioncheck/sim/vllm_model.hpp"
+#include "sim_test_support.hpp"
+
+namespace fusioncheck::sim {
+namespace {
+
+using testing::profile;
+using testing::search_with;
+
+constexpr SimProtocol kVllm = SimProtocol::vllm;
+using K = CallKind;
+
+SimConfig calls(std::vector<CallSpec> list, int ranks = 2) {
+  SimConfig c = default_config(kVllm);
+  c.calls = std::move(list);
+  c.ranks = ranks;
+  return c;
+}
+
+class VllmEveryProfile : public ::testing::TestWithParam<int> {
+ protected:
+  const Profile& p() const { return kProfiles[static_cast<std::size_t>(GetParam())]; }
+};
+INSTANTIATE_TEST_SUITE_P(SimVllm, VllmEveryProfile,
+                         ::testing::Range(0, static_cast<int>(kProfiles.size())),
+                         [](const auto& info) {
+                           std::string name(kProfiles[static_cast<std::size_t>(info.param)].name);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST_P(VllmEveryProfile, CorrectProtocolIsCleanUnderEveryScheduler) {
+  for (auto scheduler : {SchedulerKind::random, SchedulerKind::pct, SchedulerKind::held_rank}) {
+    const auto result = search_with(default_config(kVllm), p(), Mutant::none, scheduler, 1000);
+    ASSERT_FALSE(result.counterexample) << result.counterexample->violation->text;
+    EXPECT_EQ(result.executions, 1000u);
+    EXPECT_GT(result.memory_events, 1000u * 50u);  // the runs did real work
+  }
+}
+
+TEST_P(VllmEveryProfile, CorrectProtocolIsCleanInOtherShapes) {
+  // Three, four and eight ranks (uneven parts: the last rank's part is larger), one element
+  // per vector, grids that change between calls, replays of the sequence as a graph.
+  std::vector<SimConfig> shapes = {
+      calls({{K::vllm_2stage, 4}, {K::vllm_1stage, 3}, {K::vllm_2stage, 3}}, 3),
+      calls({{K::vllm_2stage, 4}, {K::vllm_2stage, 2}, {K::vllm_1stage, 4}}, 4),
+      calls({{K::vllm_2stage, 4}, {K::vllm_1stage, 1}}, 8)};
+  SimConfig one_elem = default_config(kVllm);
+  one_elem.elems_per_vector = 1;
+  shapes.push_back(one_elem);
+  SimConfig graph = calls({{K::vllm_1stage, 4}, {K::vllm_2stage, 3}});
+  graph.graph_replays = 3;
+  shapes.push_back(graph);
+  for (const SimConfig& c : shapes) {
+    const auto result = search_with(c, p(), Mutant::none, SchedulerKind::random, 300);
+    ASSERT_FALSE(result.counterexample)
+        << format_calls(c.calls) << ": " << result.counterexample->violation->text;
+  }
+}
+
+std::vector<Mutant> vllm_mutants() {
+  std::vector<Mutant> out;
+  for (const auto& info : protocol::kMutantCatalogue)
+    if (info.layers & protocol::kInSimVllm) out.push_back(info.mutant);
+  return out;
+}
+
+class VllmMutant : public ::testing::TestWithParam<Mutant> {};
+INSTANTIATE_TEST_SUITE_P(SimVllm, VllmMutant, ::testing::ValuesIn(vllm_mutants()),
+                         [](const auto& info) {
+                           std::string name(protocol::mutant_id(info.param));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// On every profile, as the kill table searches: killed, minimised, replayable.
+TEST_P(VllmMutant, IsKilledOnEveryProfileWithAReplayableMinimalCounterexample) {
+  KillTableOptions options;
+  options.random_budget = 2000;
+  options.exhaustive_budget = 20000;
+  for (const auto& p : kProfiles) {
+    const KillRow row = kill_row(GetParam(), p, options, kVllm);
+    ASSERT_TRUE(row.killed) << protocol::mutant_id(GetParam()) << " survives on " << p.name;
+    EXPECT_EQ(protocol_of(row.minimal.config), kVllm);
+    EXPECT_EQ(row_label(row), std::string(protocol::mutant_id(GetParam())) + " (vLLM)");
+    const Replay again = replay(counterexample_from_json(to_json(row.minimal)));
+    EXPECT_TRUE(again.reproduced) << row.minimal.violation;
+    EXPECT_FALSE(again.trace.empty());
+  }
+}
+
+TEST(SimVllmMutants, EachKillsTheWayItsClassDoes) {
+  const auto minimal = [](Mutant m) {
+    KillTableOptions options;
+    options.random_budget = 2000;
+    return kill_row(m, profile("sm90-nvlink"), options, kVllm).minimal;
+  };
+  // One counter set: a peer's next count overwrites the one a slower rank awaits.
+  const Counterexample one_set = minimal(Mutant::vllm_one_counter_set);
+  EXPECT_EQ(one_set.kind, ViolationKind::deadlock);
+  EXPECT_NE(one_set.violation.find("waits for count"), std::string::npos) << one_set.violation;
+  // No end barrier: the next call's input read in place of this call's.
+  const Counterexample no_end = minimal(Mutant::vllm_no_end_barrier);
+  EXPECT_EQ(no_end.kind, ViolationKind::wrong_value);
+  EXPECT_NE(no_end.violation.find("input vector"), std::string::npos) << no_end.violation;
+  // No fence: a peer's chunk gathered before its stores landed.
+  const Counterexample no_fence = minimal(Mutant::vllm_no_fence);
+  EXPECT_EQ(no_fence.kind, ViolationKind::wrong_value);
+  EXPECT_NE(no_fence.violation.find("temporary vector"), std::string::npos) << no_fence.violation;
+}
+
+// The fence matters only between the scatter and the gather: without two-stage calls the
+// no-fence mutant is the correct protocol, and without one-stage calls so is no-end-barrier.
+TEST(SimVllmMutants, EachNeedsTheKernelItBreaks) {
+  const auto killed = [](const SimConfig& c, Mutant m) {
+    return search_with(c, profile("sm90-nvlink"), m, SchedulerKind::random, 2000)
+        .counterexample.has_value();
+  };
+  const SimConfig one_stage =
+      calls({{K::vllm_1stage, 4}, {K::vllm_1stage, 2}, {K::vllm_1stage, 4}});
+  const SimConfig two_stage =
+      calls({{K::vllm_2stage, 4}, {K::vllm_2stage, 3}, {K::vllm_2stage, 4}});
+  EXPECT_FALSE(killed(one_stage, Mutant::vllm_no_fence));
+  EXPECT_TRUE(killed(two_stage, Mutant::vllm_no_fence));
+  EXPECT_FALSE(killed(two_stage, Mutant::vllm_no_end_barrier));
+  EXPECT_TRUE(killed(one_stage, Mutant::vllm_no_end_barrier));
+}
+
+// Drives the default schedule to quiescence without finishing, so a test can corrupt the
+// state that the quiescence checks read.
+void run_to_quiescence(VllmModel& model) {
+  model.reset();
+  for (int guard = 0; guard < 1'000'000; ++guard) {
+    const auto events = model.enabled();
+    if (events.empty()) return;
+    model.execute(events.front());
+  }
+  FAIL() << "no quiescence";
+}
+
+TEST(SimVllmCheckers, EachInvariantCatchesItsNegativeControl) {
+  const SimConfig config = calls({{K::vllm_1stage, 4}, {K::vllm_2stage, 3}});
+  struct Corruption {
+    const char* invariant;
+    std::function<void(VllmModel&)> apply;
+  };
+  const std::vector<Corruption> corruptions = {
+      {"invariant V1", [](VllmModel& m) { m.poke_count(1, 0, 1, 7u); }},
+      {"invariant V2", [](VllmModel& m) { m.poke(0, m.counter_offset(0, 1, 1), 9u); }},
+      {"invariant V3", [](VllmModel& m) { m.poke(1, m.tmp_offset(0), 5u); }},
+      {"invariant V4", [](VllmModel& m) { m.poke(0, m.input_offset(2), 5u); }},
+  };
+  {
+    VllmModel clean(config, profile("sm90-nvlink"), Mutant::none);
+    run_to_quiescence(clean);
+    clean.finish();
+    ASSERT_FALSE(clean.violation()) << clean.violation()->text;
+  }
+  for (const Corruption& c : corruptions) {
+    VllmModel model(config, profile("sm90-nvlink"), Mutant::none);
+    run_to_quiescence(model);
+    c.apply(model);
+    model.finish();
+    ASSERT_TRUE(model.violation()) << c.invariant << " missed its corruption";
+    EXPECT_EQ(model.violation()->kind, ViolationKind::invariant);
+    EXPECT_NE(model.violation()->text.find(c.invariant), std::string::npos)
+        << model.violation()->text;
+  }
+}
+
+TEST(SimVllmConfig, CallsParseFormatAndStayInOneModel) {
+  std::vector<CallSpec> parsed;
+  ASSERT_TRUE(parse_calls("vs4,vt2", parsed));
+  EXPECT_EQ(parsed, (std::vector<CallSpec>{{K::vllm_1stage, 4}, {K::vllm_2stage, 2}}));
+  EXPECT_EQ(format_calls(parsed), "vs4,vt2");
+  EXPECT_EQ(protocol_of(calls(parsed)), kVllm);
+  EXPECT_NE(validate(calls({{K::vllm_1stage, 2}, {K::one_shot, 2}}), profile("sm90-nvlink"))
+                .find("the calls of one protocol"),
+            std::string::npos);
+  // The model takes its own mutants and calls only.
+  EXPECT_THROW(VllmModel(default_config(kVllm), profile("sm90-nvlink"), Mutant::two_buffers),
+               std::invalid_argument);
+  EXPECT_THROW(VllmModel(default_config(), profile("sm90-nvlink"), Mutant::none),
+               std::invalid_argument);
+  EXPECT_EQ(mutant_protocol(Mutant::vllm_no_fence), kVllm);
+  EXPECT_EQ(std::string(protocol_name(kVllm)), "vllm");
+}
+
+}  // namespace
+}  // namespace fusioncheck::sim
