@@ -41,10 +41,10 @@ INSTANTIATE_TEST_SUITE_P(SimVllm, VllmEveryProfile,
 
 TEST_P(VllmEveryProfile, CorrectProtocolIsCleanUnderEveryScheduler) {
   for (auto scheduler : {SchedulerKind::random, SchedulerKind::pct, SchedulerKind::held_rank}) {
-    const auto result = search_with(default_config(kVllm), p(), Mutant::none, scheduler, 1000);
+    const auto result = search_with(default_config(kVllm), p(), Mutant::none, scheduler, 300);
     ASSERT_FALSE(result.counterexample) << result.counterexample->violation->text;
-    EXPECT_EQ(result.executions, 1000u);
-    EXPECT_GT(result.memory_events, 1000u * 50u);  // the runs did real work
+    EXPECT_EQ(result.executions, 300u);
+    EXPECT_GT(result.memory_events, 300u * 50u);  // the runs did real work
   }
 }
 
@@ -55,6 +55,8 @@ TEST_P(VllmEveryProfile, CorrectProtocolIsCleanInOtherShapes) {
       calls({{K::vllm_2stage, 4}, {K::vllm_1stage, 3}, {K::vllm_2stage, 3}}, 3),
       calls({{K::vllm_2stage, 4}, {K::vllm_2stage, 2}, {K::vllm_1stage, 4}}, 4),
       calls({{K::vllm_2stage, 4}, {K::vllm_1stage, 1}}, 8)};
+  // Calls too small to reach block 1: its counters stay zero.
+  shapes.push_back(calls({{K::vllm_1stage, 1}, {K::vllm_2stage, 2}, {K::vllm_1stage, 2}}));
   SimConfig one_elem = default_config(kVllm);
   one_elem.elems_per_vector = 1;
   shapes.push_back(one_elem);
@@ -62,7 +64,7 @@ TEST_P(VllmEveryProfile, CorrectProtocolIsCleanInOtherShapes) {
   graph.graph_replays = 3;
   shapes.push_back(graph);
   for (const SimConfig& c : shapes) {
-    const auto result = search_with(c, p(), Mutant::none, SchedulerKind::random, 300);
+    const auto result = search_with(c, p(), Mutant::none, SchedulerKind::random, 100);
     ASSERT_FALSE(result.counterexample)
         << format_calls(c.calls) << ": " << result.counterexample->violation->text;
   }
@@ -83,14 +85,15 @@ INSTANTIATE_TEST_SUITE_P(SimVllm, VllmMutant, ::testing::ValuesIn(vllm_mutants()
                            return name;
                          });
 
-// On every profile, as the kill table searches: killed, minimised, replayable.
-TEST_P(VllmMutant, IsKilledOnEveryProfileWithAReplayableMinimalCounterexample) {
+// On an NVLink and a PCIe profile, as the kill table searches: killed, minimised, replayable
+// (every profile: docs/sim_kill_table.md).
+TEST_P(VllmMutant, IsKilledWithAReplayableMinimalCounterexample) {
   KillTableOptions options;
-  options.random_budget = 2000;
+  options.random_budget = 1000;
   options.exhaustive_budget = 20000;
-  for (const auto& p : kProfiles) {
-    const KillRow row = kill_row(GetParam(), p, options, kVllm);
-    ASSERT_TRUE(row.killed) << protocol::mutant_id(GetParam()) << " survives on " << p.name;
+  for (const char* name : {"sm90-nvlink", "sm120-pcie"}) {
+    const KillRow row = kill_row(GetParam(), profile(name), options, kVllm);
+    ASSERT_TRUE(row.killed) << protocol::mutant_id(GetParam()) << " survives on " << name;
     EXPECT_EQ(protocol_of(row.minimal.config), kVllm);
     EXPECT_EQ(row_label(row), std::string(protocol::mutant_id(GetParam())) + " (vLLM)");
     const Replay again = replay(counterexample_from_json(to_json(row.minimal)));
@@ -102,7 +105,7 @@ TEST_P(VllmMutant, IsKilledOnEveryProfileWithAReplayableMinimalCounterexample) {
 TEST(SimVllmMutants, EachKillsTheWayItsClassDoes) {
   const auto minimal = [](Mutant m) {
     KillTableOptions options;
-    options.random_budget = 2000;
+    options.random_budget = 1000;
     return kill_row(m, profile("sm90-nvlink"), options, kVllm).minimal;
   };
   // One counter set: a peer's next count overwrites the one a slower rank awaits.

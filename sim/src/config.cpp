@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 
 #include "fusioncheck/protocol/workspace.hpp"
 
@@ -34,10 +35,14 @@ struct ProtocolInfo {
   std::uint8_t mutant_bit;
 };
 constexpr ProtocolInfo kProtocolInfo[] = {
+    // in SimProtocol's order
     {SimProtocol::lamport, "lamport", "", protocol::kInSim},
     {SimProtocol::pcie, "pcie", " (PCIe)", protocol::kInSimPcie},
     {SimProtocol::vllm, "vllm", " (vLLM)", protocol::kInSimVllm},
 };
+static_assert(std::size(kProtocolInfo) == std::size(kSimProtocols));
+static_assert(kProtocolInfo[1].protocol == SimProtocol::pcie &&
+              kProtocolInfo[2].protocol == SimProtocol::vllm);
 const ProtocolInfo& info_of(SimProtocol protocol) {
   return kProtocolInfo[static_cast<std::size_t>(protocol)];
 }

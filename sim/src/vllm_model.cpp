@@ -257,6 +257,7 @@ void VllmModel::check_invariants() {
                   r, b, p,
                   own_count_[static_cast<std::size_t>(r)][static_cast<std::size_t>(b * n + p)],
                   count));
+    if (count == 0) continue;  // no call's grid reached this block
     for (int r = 0; r < n; ++r)
       for (int p = 0; p < n; ++p)
         for (std::uint32_t k : {count, count - 1}) {
