@@ -20,7 +20,7 @@ echo "== reference self-check"
 "$FC" reference --selfcheck
 
 echo "== protocol sim: the correct protocol on every profile"
-"$FC" sim --profile all --budget 100000                   # 1e5 random schedules per profile
+"$FC" sim --profile all --budget 20000                    # 2e4 random schedules per profile (1e5: ctest -L long)
 "$FC" sim --profile all --scheduler pct --budget 20000
 "$FC" sim --profile all --tiny --scheduler exhaustive      # every schedule within 2 deviations
 echo "== protocol sim: pdl-wait-missing is caught on sm120-pcie"

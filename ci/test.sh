@@ -2,8 +2,9 @@
 # README command 2: build (if needed) and run the test suite: every test that needs no GPU
 # runs; GPU tests report as skipped where no GPU is present. Then the CPU tests again
 # under AddressSanitizer + UndefinedBehaviorSanitizer, in the CUDA configuration without
-# FlashInfer's headers (the asan preset), and the CPU-only configuration's binary with its
-# command-line tests. JUnit XML lands in build/*/junit.xml.
+# FlashInfer's headers (the asan preset: no GPU test programs; the sim's per-profile sweeps
+# on one NVLink and one PCIe profile, the same code as the other two), and the CPU-only
+# configuration's binary with its command-line tests. JUnit XML lands in build/*/junit.xml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source ci/lib.sh

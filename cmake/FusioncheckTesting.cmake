@@ -3,6 +3,10 @@
 # labels (cpu, sim, audit, gpu, mpi). A GTEST_SKIP shows as "skipped" in ctest, never "passed".
 function(fusioncheck_add_gtest name)
   cmake_parse_arguments(ARG "" "" "LABELS;SOURCES;LIBS" ${ARGN})
+  # A configuration that never runs GPU tests (the sanitizer one) does not build them.
+  if("gpu" IN_LIST ARG_LABELS AND NOT FUSIONCHECK_BUILD_GPU_TESTS)
+    return()
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   # Escaped so that a list of labels stays one property value.

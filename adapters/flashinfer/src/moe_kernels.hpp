@@ -32,7 +32,7 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
   // As for the fusion kernel: the early flag shows only to a block that starts late.
   // moe-remote-read hangs when a rank ends its call while a peer is still reading: late
   // blocks of the peer widen that window (the finalize kernel's finding shows in about one
-  // late-blocks case of five, one of thirty otherwise).
+  // late-blocks case of five, one in thirty to eighty otherwise).
   bool mutant_needs_late_blocks(protocol::Mutant m) const override {
     return m == protocol::Mutant::flag_before_arrival || m == protocol::Mutant::moe_remote_read;
   }
