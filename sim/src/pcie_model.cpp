@@ -36,6 +36,7 @@ PcieModel::PcieModel(const SimConfig& config, const Profile& profile, Mutant mut
   calls_ = expanded_calls(config);
   max_vectors_ = max_vectors(config);
   piece_elems_ = std::max(1, profile.store_granularity_bytes / 4);
+  in_flight_ = StoreQueue(profile.link_order, piece_elems_);
   const std::size_t n = static_cast<std::size_t>(config.ranks);
   const std::size_t blocks = static_cast<std::size_t>(config.blocks);
   const std::size_t region_words = 2 * n * static_cast<std::size_t>(max_vectors_) *
@@ -126,43 +127,14 @@ bool PcieModel::all_done() const {
 
 void PcieModel::issue(const Thread& t, int dst, std::size_t offset,
                       const std::vector<std::uint32_t>& values, bool release) {
-  const int block_key = t.kernel * config_.blocks + t.block;
-  // A vector store arrives in pieces of the profile's granularity.
-  for (std::size_t first = 0; first < values.size();
-       first += static_cast<std::size_t>(piece_elems_)) {
-    const std::size_t last =
-        std::min(values.size(), first + static_cast<std::size_t>(piece_elems_));
-    Store s{static_cast<int>(&t - threads_.data()),
-            t.kernel,
-            t.rank,
-            dst,
-            block_key,
-            offset + first,
-            std::vector<std::uint32_t>(values.begin() + static_cast<std::ptrdiff_t>(first),
-                                       values.begin() + static_cast<std::ptrdiff_t>(last)),
-            release};
-    in_flight_.push_back(std::move(s));
-    ++kernels_[static_cast<std::size_t>(t.kernel)].in_flight;
-  }
-}
-
-bool PcieModel::deliverable(std::size_t index) const {
-  const Store& s = in_flight_[index];
-  for (std::size_t i = 0; i < index; ++i) {
-    const Store& older = in_flight_[i];
-    // st.release: after every older store of its block.
-    if (s.release && older.block_key == s.block_key) return false;
-    // PCIe posted writes of one thread to one peer arrive in issue order.
-    if (profile_.link_order == LinkOrder::per_thread_fifo && s.src != s.dst &&
-        older.thread == s.thread && older.dst == s.dst)
-      return false;
-  }
-  return true;
+  const int pieces =
+      in_flight_.issue({static_cast<int>(&t - threads_.data()), t.kernel, t.rank, dst,
+                        t.kernel * config_.blocks + t.block, offset, values, release});
+  kernels_[static_cast<std::size_t>(t.kernel)].in_flight += pieces;
 }
 
 void PcieModel::deliver(std::size_t index) {
-  const Store s = in_flight_[index];
-  in_flight_.erase(in_flight_.begin() + static_cast<std::ptrdiff_t>(index));
+  const PendingStore s = in_flight_.take(index);
   for (std::size_t i = 0; i < s.values.size(); ++i) word(s.dst, s.offset + i) = s.values[i];
   ++memory_events_;
   Kernel& k = kernels_[static_cast<std::size_t>(s.kernel)];
@@ -196,12 +168,7 @@ std::span<const Event> PcieModel::enabled() {
   events_.clear();
   if (violation_) return events_;
   const int threads = static_cast<int>(threads_.size());
-  for (std::size_t i = 0; i < in_flight_.size(); ++i)
-    if (deliverable(i)) {
-      const Store& s = in_flight_[i];
-      events_.push_back({EventKind::deliver, static_cast<std::int32_t>(i),
-                         threads + s.src * config_.ranks + s.dst});
-    }
+  in_flight_.append_events(events_, threads, config_.ranks);
   for (int i = 0; i < threads; ++i)
     if (thread_enabled(threads_[static_cast<std::size_t>(i)]))
       events_.push_back({EventKind::thread_step, i, i});

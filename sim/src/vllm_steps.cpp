@@ -123,7 +123,7 @@ void VllmModel::step_count(Thread& t) {
 // What thread t reads at (rank, offset): its own store still in flight, else memory.
 std::uint32_t VllmModel::read(const Thread& t, int rank, std::size_t offset) const {
   const int self = static_cast<int>(&t - threads_.data());
-  for (auto it = in_flight_.rbegin(); it != in_flight_.rend(); ++it)
+  for (auto it = in_flight_.pieces().rbegin(); it != in_flight_.pieces().rend(); ++it)
     if (it->thread == self && it->dst == rank && offset >= it->offset &&
         offset < it->offset + it->values.size())
       return it->values[offset - it->offset];

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fusioncheck/sim/model.hpp"
+#include "fusioncheck/sim/store_queue.hpp"
 
 namespace fusioncheck::sim {
 
@@ -64,12 +65,6 @@ class PcieModel final : public ProtocolModel {
     // per block: threads present (their vector is in the call), and how many passed a step
     std::vector<int> block_present, block_reads, block_arrived, block_pushed, block_read_raw;
   };
-  struct Store {
-    int thread, kernel, src, dst, block_key;
-    std::size_t offset;
-    std::vector<std::uint32_t> values;
-    bool release;
-  };
 
   // steps
   bool thread_enabled(const Thread& t) const;
@@ -89,7 +84,6 @@ class PcieModel final : public ProtocolModel {
   // memory
   void issue(const Thread& t, int dst, std::size_t offset, const std::vector<std::uint32_t>& v,
              bool release);
-  bool deliverable(std::size_t index) const;
   void deliver(std::size_t index);
   std::uint32_t& word(int rank, std::size_t offset) { return memory_[rank][offset]; }
   std::uint32_t word(int rank, std::size_t offset) const { return memory_[rank][offset]; }
@@ -124,7 +118,7 @@ class PcieModel final : public ProtocolModel {
   std::vector<std::vector<std::uint32_t>> memory_;
   std::vector<Kernel> kernels_;
   std::vector<Thread> threads_;
-  std::vector<Store> in_flight_;
+  StoreQueue in_flight_;
   std::vector<Event> events_;
   std::uint64_t steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
   std::optional<Violation> violation_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fusioncheck/sim/model.hpp"
+#include "fusioncheck/sim/store_queue.hpp"
 
 namespace fusioncheck::sim {
 
@@ -68,12 +69,6 @@ class VllmModel final : public ProtocolModel {
     std::vector<int> block_threads;
     std::vector<std::vector<int>> synced;
   };
-  struct Store {
-    int thread, kernel, src, dst, block_key;
-    std::size_t offset;
-    std::vector<std::uint32_t> values;
-    bool release;
-  };
 
   // steps (vllm_steps.cpp)
   std::vector<std::uint8_t> program(const Thread& t) const;
@@ -93,7 +88,6 @@ class VllmModel final : public ProtocolModel {
   // memory
   void issue(const Thread& t, int dst, std::size_t offset, std::vector<std::uint32_t> values,
              bool release);
-  bool deliverable(std::size_t index) const;
   void deliver(std::size_t index);
   std::uint32_t word(int rank, std::size_t offset) const {
     return memory_[static_cast<std::size_t>(rank)][offset];
@@ -132,7 +126,7 @@ class VllmModel final : public ProtocolModel {
   std::vector<std::vector<std::uint32_t>> own_count_;  // [rank][block * ranks + lane]
   std::vector<Kernel> kernels_;
   std::vector<Thread> threads_;
-  std::vector<Store> in_flight_;
+  StoreQueue in_flight_;
   std::vector<Event> events_;
   std::uint64_t steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
   std::optional<Violation> violation_;
