@@ -253,14 +253,15 @@ std::string export_call(const gpu::GpuCase& c, int i, const gpu::KernelTraits& t
 }
 
 // The delays the adapter puts before each rank's call (pause_before): its launch counter
-// runs on across the runs of a replay.
+// runs on across the runs of a replay. Runs share a line up to 130 columns (a table of many
+// runs stays short).
 std::string delays_table(const gpu::GpuCase& c, int runs) {
-  std::string out;
+  std::string out, line;
   const int n = static_cast<int>(c.calls.size());
   for (int run = 0; run < runs; ++run) {
-    out += "    {";
+    std::string entry = "{";
     for (int i = 0; i < n; ++i) {
-      out += "{";
+      entry += "{";
       for (int r = 0; r < c.ranks; ++r) {
         std::uint32_t ns = 0;
         bool staggered = false;
@@ -269,13 +270,15 @@ std::string delays_table(const gpu::GpuCase& c, int runs) {
           ns = fi::delay_for(c.delay_seed, r, index, c.delay_max_ns);
           staggered = ns != 0 && fi::staggered_start_for(c.delay_seed, r, index);
         }
-        out += fmt::format("{{{}, {}}}{}", ns, staggered, r + 1 < c.ranks ? ", " : "");
+        entry += fmt::format("{{{}, {}}}{}", ns, staggered, r + 1 < c.ranks ? ", " : "");
       }
-      out += i + 1 < n ? "}, " : "}";
+      entry += i + 1 < n ? "}, " : "}";
     }
-    out += run + 1 < runs ? "},\n" : "}\n";
+    entry += run + 1 < runs ? "}," : "}";
+    if (!line.empty() && line.size() + 1 + entry.size() > 130) out += line + "\n", line.clear();
+    line += (line.empty() ? "    " : " ") + entry;
   }
-  return out;
+  return out + line + "\n";
 }
 
 // The Lamport buffer size the adapter gives a run of the default limits (comm_size in ctrl).

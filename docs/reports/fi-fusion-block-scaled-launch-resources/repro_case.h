@@ -27,25 +27,10 @@ inline constexpr CallCase kCallCases[kCalls] = {
 };
 // [run][call][rank]
 inline constexpr Delay kDelays[kRuns][kCalls][kRanks] = {
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}}
+    {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}},
+    {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}},
+    {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}},
+    {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}},
+    {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}}
 };
 }  // namespace repro

@@ -28,25 +28,15 @@ inline constexpr CallCase kCallCases[kCalls] = {
 };
 // [run][call][rank]
 inline constexpr Delay kDelays[kRuns][kCalls][kRanks] = {
-    {{{72794, true}, {43013, true}}, {{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}, {{0, false}, {0, false}}},
-    {{{16964, false}, {0, false}}, {{0, false}, {0, false}}},
-    {{{4771, true}, {0, false}}, {{0, false}, {0, false}}},
-    {{{82446, false}, {15892, false}}, {{0, false}, {0, false}}},
-    {{{0, false}, {162217, true}}, {{0, false}, {0, false}}},
-    {{{157033, true}, {46164, false}}, {{0, false}, {0, false}}},
-    {{{22286, false}, {23971, false}}, {{0, false}, {0, false}}},
-    {{{92201, false}, {0, false}}, {{0, false}, {0, false}}},
-    {{{76638, false}, {179160, false}}, {{0, false}, {0, false}}},
-    {{{54780, false}, {0, false}}, {{0, false}, {0, false}}},
-    {{{25155, true}, {105860, false}}, {{0, false}, {0, false}}},
-    {{{173993, true}, {0, false}}, {{0, false}, {0, false}}},
-    {{{0, false}, {56684, true}}, {{0, false}, {0, false}}},
-    {{{183054, false}, {125086, true}}, {{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}, {{0, false}, {0, false}}},
-    {{{1522, true}, {79288, false}}, {{0, false}, {0, false}}},
-    {{{0, false}, {163989, false}}, {{0, false}, {0, false}}},
-    {{{52791, true}, {114578, true}}, {{0, false}, {0, false}}},
-    {{{41850, true}, {0, false}}, {{0, false}, {0, false}}}
+    {{{72794, true}, {43013, true}}, {{0, false}, {0, false}}}, {{{0, false}, {0, false}}, {{0, false}, {0, false}}},
+    {{{16964, false}, {0, false}}, {{0, false}, {0, false}}}, {{{4771, true}, {0, false}}, {{0, false}, {0, false}}},
+    {{{82446, false}, {15892, false}}, {{0, false}, {0, false}}}, {{{0, false}, {162217, true}}, {{0, false}, {0, false}}},
+    {{{157033, true}, {46164, false}}, {{0, false}, {0, false}}}, {{{22286, false}, {23971, false}}, {{0, false}, {0, false}}},
+    {{{92201, false}, {0, false}}, {{0, false}, {0, false}}}, {{{76638, false}, {179160, false}}, {{0, false}, {0, false}}},
+    {{{54780, false}, {0, false}}, {{0, false}, {0, false}}}, {{{25155, true}, {105860, false}}, {{0, false}, {0, false}}},
+    {{{173993, true}, {0, false}}, {{0, false}, {0, false}}}, {{{0, false}, {56684, true}}, {{0, false}, {0, false}}},
+    {{{183054, false}, {125086, true}}, {{0, false}, {0, false}}}, {{{0, false}, {0, false}}, {{0, false}, {0, false}}},
+    {{{1522, true}, {79288, false}}, {{0, false}, {0, false}}}, {{{0, false}, {163989, false}}, {{0, false}, {0, false}}},
+    {{{52791, true}, {114578, true}}, {{0, false}, {0, false}}}, {{{41850, true}, {0, false}}, {{0, false}, {0, false}}}
 };
 }  // namespace repro

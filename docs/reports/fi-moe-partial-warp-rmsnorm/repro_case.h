@@ -27,25 +27,11 @@ inline constexpr CallCase kCallCases[kCalls] = {
 };
 // [run][call][rank]
 inline constexpr Delay kDelays[kRuns][kCalls][kRanks] = {
-    {{{72794, true}, {43013, true}}},
-    {{{95815, true}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{0, false}, {0, false}}},
-    {{{16964, false}, {0, false}}},
-    {{{57798, true}, {0, false}}},
-    {{{4771, true}, {0, false}}},
-    {{{54109, false}, {0, false}}},
-    {{{82446, false}, {15892, false}}},
-    {{{82271, true}, {129050, false}}},
-    {{{0, false}, {162217, true}}},
-    {{{41391, false}, {0, false}}},
-    {{{157033, true}, {46164, false}}},
-    {{{0, false}, {9048, true}}},
-    {{{22286, false}, {23971, false}}},
-    {{{30761, true}, {95178, true}}},
-    {{{92201, false}, {0, false}}},
-    {{{91309, true}, {0, false}}},
-    {{{76638, false}, {179160, false}}},
-    {{{0, false}, {0, false}}}
+    {{{72794, true}, {43013, true}}}, {{{95815, true}, {0, false}}}, {{{0, false}, {0, false}}}, {{{0, false}, {0, false}}},
+    {{{16964, false}, {0, false}}}, {{{57798, true}, {0, false}}}, {{{4771, true}, {0, false}}}, {{{54109, false}, {0, false}}},
+    {{{82446, false}, {15892, false}}}, {{{82271, true}, {129050, false}}}, {{{0, false}, {162217, true}}},
+    {{{41391, false}, {0, false}}}, {{{157033, true}, {46164, false}}}, {{{0, false}, {9048, true}}},
+    {{{22286, false}, {23971, false}}}, {{{30761, true}, {95178, true}}}, {{{92201, false}, {0, false}}},
+    {{{91309, true}, {0, false}}}, {{{76638, false}, {179160, false}}}, {{{0, false}, {0, false}}}
 };
 }  // namespace repro
