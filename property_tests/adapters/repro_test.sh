@@ -18,10 +18,13 @@ echo "$out"
 [ $rc -eq 2 ] || { echo "exit $rc without a GPU (expected 2)"; exit 1; }
 echo "$out" | grep -q "sha256 [0-9a-f]\{64\}" || { echo "no header checksum printed"; exit 1; }
 # Bad options are refused before the GPU is looked for, with the reason.
-for bad in "--runs 0" "--runs 100001" "--runs 3x" "--timeout 0" "--runs"; do
+for bad in "--runs 0" "--runs 100001" "--runs 3x" "--timeout 0" "--runs" "--whole-gpu --runs"; do
   out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" $bad 2>&1)
   rc=$?
   [ $rc -eq 2 ] || { echo "exit $rc for $bad (expected 2)"; exit 1; }
   echo "$out" | grep -q -e "--runs takes\|--timeout takes\|usage:" || { echo "$bad: $out"; exit 1; }
 done
+# Good options reach the GPU search (and end there).
+out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --whole-gpu --runs 2 --timeout 1 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q "no CUDA device" || { echo "good options: $out"; exit 1; }
 echo "repro_test: exported, compiled, refused to run without a GPU"

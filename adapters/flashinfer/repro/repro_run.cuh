@@ -50,9 +50,52 @@ int status_of(const Failure& f) {
   std::_Exit(status);  // a hung kernel may still run: the driver ends it with the process
 }
 
+// Ranks sharing GPU 0 each get an equal share of its SMs in a green context, as fusioncheck
+// gives each rank process an MPS share: a rank's late blocks then wait for its own SMs, not for
+// whatever the other rank leaves free. Returns false (and the ranks share every SM) where the
+// driver has no green contexts or the GPU cannot be split kN ways.
+bool split_sms(std::vector<Rank>& ranks, int total_sms) {
+  auto* device_get = driver_function<decltype(cuDeviceGet)>("cuDeviceGet");
+  auto* get_resource = driver_function<decltype(cuDeviceGetDevResource)>("cuDeviceGetDevResource");
+  auto* split =
+      driver_function<decltype(cuDevSmResourceSplitByCount)>("cuDevSmResourceSplitByCount");
+  auto* describe =
+      driver_function<decltype(cuDevResourceGenerateDesc)>("cuDevResourceGenerateDesc");
+  auto* create = driver_function<decltype(cuGreenCtxCreate)>("cuGreenCtxCreate");
+  auto* as_context = driver_function<decltype(cuCtxFromGreenCtx)>("cuCtxFromGreenCtx");
+  if (!device_get || !get_resource || !split || !describe || !create || !as_context) return false;
+  CUdevice device = 0;
+  CUdevResource all{};
+  if (device_get(&device, 0) != CUDA_SUCCESS ||
+      get_resource(device, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS)
+    return false;
+  const unsigned align = std::max(1u, all.sm.smCoscheduledAlignment);
+  const unsigned share = all.sm.smCount / kN / align * align;
+  if (share == 0 || share < all.sm.minSmPartitionSize) return false;
+  std::vector<CUdevResource> groups(kN);
+  unsigned count = kN;
+  CUdevResource rest{};
+  if (split(groups.data(), &count, &all, &rest, 0, share) != CUDA_SUCCESS ||
+      count < static_cast<unsigned>(kN))
+    return false;
+  for (int r = 0; r < kN; ++r) {
+    Rank& rank = ranks[static_cast<std::size_t>(r)];
+    CUdevResourceDesc desc = nullptr;
+    CUgreenCtx green = nullptr;
+    if (describe(&desc, &groups[static_cast<std::size_t>(r)], 1) != CUDA_SUCCESS ||
+        create(&green, desc, device, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS ||
+        as_context(&rank.partition, green) != CUDA_SUCCESS)
+      cannot_run("creating a green context for rank " + std::to_string(r) + " failed");
+    rank.sms = static_cast<int>(groups[static_cast<std::size_t>(r)].sm.smCount);
+  }
+  std::printf("ranks share GPU 0: each in a green context of %d of its %d SMs\n", ranks[0].sms,
+              total_sms);
+  return true;
+}
+
 // One GPU per rank where there are enough and each reaches the others; else all on GPU 0,
 // where the ranks' grids must be resident together (every block of a rank waits for its peers).
-std::vector<Rank> place_ranks() {
+std::vector<Rank> place_ranks(bool whole_gpu) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) cannot_run("no CUDA device");
   std::vector<Rank> ranks(kN);
@@ -69,18 +112,25 @@ std::vector<Rank> place_ranks() {
     cannot_run("the case needs sm_" + std::to_string(repro::kMinComputeMajor) +
                "0 or newer; GPU 0 is sm_" + std::to_string(prop.major) +
                std::to_string(prop.minor));
+  for (Rank& r : ranks) r.sms = spread ? prop.multiProcessorCount : prop.multiProcessorCount / kN;
   if (!spread) {
-    // At most one block per token slice of 8 elements and per SM, 1024 threads per SM assumed.
+    check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaFree(nullptr), "creating the primary context");  // green contexts retain it
+    if (whole_gpu || !split_sms(ranks, prop.multiProcessorCount))
+      std::printf("ranks share GPU 0 and all its %d SMs%s\n", prop.multiProcessorCount,
+                  whole_gpu ? " (--whole-gpu)" : " (no green contexts here)");
+    // At most one block per token slice of 8 elements and per SM, 1024 threads per SM assumed;
+    // a rank's grid must fit its share beside the others'.
     const std::uint64_t threads =
-        static_cast<std::uint64_t>(kN) * repro::kMaxTokens * repro::kHidden / 8;
-    const std::uint64_t room = static_cast<std::uint64_t>(prop.multiProcessorCount) * 1024;
+        static_cast<std::uint64_t>(repro::kMaxTokens) * repro::kHidden / 8;
+    const std::uint64_t room = static_cast<std::uint64_t>(ranks[0].sms) * 1024;
     if (threads > room)
-      cannot_run("the " + std::to_string(kN) + " ranks share GPU 0, and their grids (up to " +
-                 std::to_string(threads) + " threads) may not be resident together on its " +
-                 std::to_string(prop.multiProcessorCount) + " SMs; run it with one GPU per rank");
+      cannot_run("the " + std::to_string(kN) + " ranks share GPU 0, and a rank's grid (up to " +
+                 std::to_string(threads) + " threads) may not be resident beside the others' on " +
+                 std::to_string(ranks[0].sms) + " SMs; run it with one GPU per rank");
   }
   for (Rank& r : ranks) {
-    check(cudaSetDevice(r.device), "cudaSetDevice");
+    use_rank(r);
     for (int peer = 0; spread && peer < kN; ++peer) {
       if (peer == r.device) continue;
       const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
@@ -91,14 +141,14 @@ std::vector<Rank> place_ranks() {
     check(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&r.side, cudaStreamNonBlocking), "cudaStreamCreate");
   }
-  std::printf("ranks: %d, %s\n", kN, spread ? "one GPU each" : "sharing GPU 0");
+  if (spread) std::printf("ranks: %d, one GPU each\n", kN);
   return ranks;
 }
 
-void before_call(Rank& rank, const repro::Delay& delay, int sm_count) {
+void before_call(Rank& rank, const repro::Delay& delay) {
   if (delay.ns == 0) return;
-  if (delay.staggered) {  // the call's blocks start as the hog's blocks leave the SMs
-    hog_kernel<<<2 * sm_count / kN + 1, 1024, 0, rank.side>>>(delay.ns);
+  if (delay.staggered) {  // the call's blocks start as the hog's blocks leave the rank's SMs
+    hog_kernel<<<2 * rank.sms + 1, 1024, 0, rank.side>>>(delay.ns);
   } else {
     pause_kernel<<<1, 1, 0, rank.stream>>>(delay.ns);
   }
@@ -124,11 +174,9 @@ void enqueue_call(std::vector<Rank>& ranks, int run, int i, std::vector<Failure>
   for (int r = 0; r < kN; ++r) {
     Rank& rank = ranks[static_cast<std::size_t>(r)];
     CallBuffers& b = rank.calls[static_cast<std::size_t>(i)];
-    check(cudaSetDevice(rank.device), "cudaSetDevice");
-    int sms = 0;
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank.device), "SM count");
+    use_rank(rank);
     if (c.pdl_producer) launch_producer(b, c, rank.stream);
-    else before_call(rank, repro::kDelays[run % repro::kRuns][i][r], sms);
+    else before_call(rank, repro::kDelays[run % repro::kRuns][i][r]);
     cudaError_t e = cudaSuccess;
     std::string message;
     try {
@@ -266,7 +314,7 @@ void check_call(std::vector<Rank>& ranks, int i, std::vector<Failure>& failures)
   for (int r = 0; r < kN; ++r) {
     Rank& rank = ranks[static_cast<std::size_t>(r)];
     CallBuffers& b = rank.calls[static_cast<std::size_t>(i)];
-    check(cudaSetDevice(rank.device), "cudaSetDevice");
+    use_rank(rank);
     const std::string where = "rank " + std::to_string(r) + " call " + std::to_string(i) + ": ";
     std::vector<std::uint8_t> outputs;
     if (c.check_allreduce_out) {
@@ -297,17 +345,24 @@ void check_call(std::vector<Rank>& ranks, int i, std::vector<Failure>& failures)
   }
 }
 
-// The command line: the bound on a call, and how many runs (the exported delays repeat).
+// The command line: the bound on a call, how many runs (the exported delays repeat), and
+// whether ranks sharing a GPU share all its SMs.
 struct Options {
   double timeout = 10.0;
   int runs = repro::kRuns;
+  bool whole_gpu = false;
 };
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  const std::string usage = "usage: " + std::string(argv[0]) + " [--timeout SECONDS] [--runs N]";
+  const std::string usage =
+      "usage: " + std::string(argv[0]) + " [--timeout SECONDS] [--runs N] [--whole-gpu]";
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
+    if (arg == "--whole-gpu") {
+      o.whole_gpu = true;
+      continue;
+    }
     if (a + 1 >= argc) cannot_run(usage);
     char* end = nullptr;
     if (arg == "--timeout") {
@@ -347,20 +402,17 @@ int main(int argc, char** argv) {
   std::printf("header: %s\n  sha256 %s (exported against %s)\n", FC_HEADER_PATH, FC_HEADER_SHA256,
               repro::kExportedHeaderSha256);
   g_phase = "placing the ranks";
-  std::vector<Rank> ranks = place_ranks();
+  std::vector<Rank> ranks = place_ranks(options.whole_gpu);
   g_phase = "making the workspace";
   make_workspace(ranks);
   g_phase = "loading the inputs";
   for (int r = 0; r < kN; ++r) make_call_buffers(ranks[static_cast<std::size_t>(r)], r);
-  for (Rank& rank : ranks)
-    check(cudaSetDevice(rank.device), "cudaSetDevice"), check(cudaDeviceSynchronize(), "set-up");
+  for (Rank& rank : ranks) use_rank(rank), check(cudaDeviceSynchronize(), "set-up");
   std::vector<Failure> failures;
   int previous_elems = 0;
   for (int run = 0; run < options.runs; ++run) {
     for (Rank& rank : ranks) reset_outputs(rank);
-    for (Rank& rank : ranks)
-      check(cudaSetDevice(rank.device), "cudaSetDevice"),
-          check(cudaDeviceSynchronize(), "canaries");
+    for (Rank& rank : ranks) use_rank(rank), check(cudaDeviceSynchronize(), "canaries");
     for (int i = 0; i < repro::kCalls; ++i) {
       const int elems = repro::kCallCases[i].tokens * repro::kHidden;
       if (FC_FAMILY_LEGACY && previous_elems != 0 && elems != previous_elems)

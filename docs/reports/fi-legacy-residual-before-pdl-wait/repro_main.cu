@@ -8,9 +8,11 @@
 //
 // Exit status: 3 the finding reproduced; 0 it did not (every output as expected, no hang);
 // 1 something else failed (printed); 2 it cannot run here (no GPU, too few SMs, missing data).
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -192,6 +194,8 @@ struct CallBuffers {
 
 struct Rank {
   int device = 0;
+  int sms = 0;                    // the SMs this rank's kernels may use (its share of a shared GPU)
+  CUcontext partition = nullptr;  // the green context holding its SMs, where ranks share a GPU
   cudaStream_t stream = nullptr, side = nullptr;
   void* shared = nullptr;  // [two-shot data][barrier flags][3 Lamport buffers]
   void* ctrl = nullptr;    // int[5]: counter, two-shot flag, Lamport flag, comm size, clear size
@@ -200,12 +204,36 @@ struct Rank {
   std::vector<CallBuffers> calls;
 };
 
+// The driver functions for green contexts, found through the runtime: the program does not
+// link libcuda, so that it starts (and says "no CUDA device") where no driver is installed.
+template <typename F> F* driver_function(const char* name) {
+#if CUDART_VERSION >= 12050
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &found) ==
+          cudaSuccess &&
+      found == cudaDriverEntryPointSuccess)
+    return reinterpret_cast<F*>(fn);
+#endif
+  (void)name;
+  return nullptr;
+}
+
+// Makes the rank's context current: its GPU, and its share of the SMs where ranks share one.
+void use_rank(const Rank& rank) {
+  check(cudaSetDevice(rank.device), "cudaSetDevice");
+  if (rank.partition == nullptr) return;
+  static auto* set_current = driver_function<decltype(cuCtxSetCurrent)>("cuCtxSetCurrent");
+  if (set_current == nullptr || set_current(rank.partition) != CUDA_SUCCESS)
+    cannot_run("cuCtxSetCurrent of a rank's green context failed");
+}
+
 constexpr std::uint64_t kBarrierBytes = 256ull * kN * 4;  // int[kBarrierFlagCount][N]
 
 std::uint64_t lamport_offset() { return repro::kTwoshotBytes + kBarrierBytes; }
 
 void fill_sentinel(Rank& rank) {
-  check(cudaSetDevice(rank.device), "cudaSetDevice");
+  use_rank(rank);
   const std::vector<std::uint16_t> neg_zero(3 * repro::kCommSize / 2, 0x8000u);
   check(cudaMemcpy(static_cast<std::uint8_t*>(rank.shared) + lamport_offset(), neg_zero.data(),
                    3 * repro::kCommSize, cudaMemcpyHostToDevice),
@@ -214,7 +242,7 @@ void fill_sentinel(Rank& rank) {
 
 void make_workspace(std::vector<Rank>& ranks) {
   for (Rank& r : ranks) {
-    check(cudaSetDevice(r.device), "cudaSetDevice");
+    use_rank(r);
     r.shared = device_alloc(lamport_offset() + 3 * repro::kCommSize, 0);
     fill_sentinel(r);
     const std::int32_t ctrl[5] = {0, 0, 0, static_cast<std::int32_t>(repro::kCommSize), 0};
@@ -231,7 +259,7 @@ void make_workspace(std::vector<Rank>& ranks) {
         table.push_back(static_cast<std::uint8_t*>(peer.shared) + offset);
       }
     table.push_back(r.ctrl);
-    check(cudaSetDevice(r.device), "cudaSetDevice");
+    use_rank(r);
     r.table = static_cast<void**>(device_alloc(table.size() * sizeof(void*), 0));
     check(cudaMemcpy(r.table, table.data(), table.size() * sizeof(void*), cudaMemcpyHostToDevice),
           "workspace table");
@@ -239,7 +267,7 @@ void make_workspace(std::vector<Rank>& ranks) {
 }
 
 void make_call_buffers(Rank& rank, int rank_index) {
-  check(cudaSetDevice(rank.device), "cudaSetDevice");
+  use_rank(rank);
   for (int i = 0; i < repro::kCalls; ++i) {
     const repro::CallCase& c = repro::kCallCases[i];
     const std::size_t elems = static_cast<std::size_t>(c.tokens) * repro::kHidden;
@@ -287,7 +315,7 @@ void make_call_buffers(Rank& rank, int rank_index) {
 
 // Fresh outputs before every run: 0xFF (NaN) canaries, as the suite leaves them.
 void reset_outputs(Rank& rank) {
-  check(cudaSetDevice(rank.device), "cudaSetDevice");
+  use_rank(rank);
   for (int i = 0; i < repro::kCalls; ++i) {
     const std::size_t elems =
         static_cast<std::size_t>(repro::kCallCases[i].tokens) * repro::kHidden;
