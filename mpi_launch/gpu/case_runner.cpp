@@ -13,10 +13,10 @@
 #endif
 
 #include "fusioncheck/mpi/rank_watchdog.hpp"
-#include "fusioncheck/kernels/invariants.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/reference/reference.hpp"
 #include "fusioncheck/gpu/device_inputs.hpp"
+#include "fusioncheck/gpu/lamport_checks.hpp"
 #include "fusioncheck/gpu/moe_inputs.hpp"
 #include "fusioncheck/gpu/output_checks.hpp"
 #include "fusioncheck/gpu/row_share.hpp"
@@ -164,12 +164,11 @@ struct CaseRunner::CallData {
 };
 
 // What every rank contributes after a call (or a sequence of calls), gathered in one
-// collective: the hang record, the control block (invariant 3 and the hang diagnosis), the
-// hash of each call's outputs (invariant 8) and how many findings the rank has.
+// collective: the hang record, the protocol's words (compared across ranks, and the hang
+// diagnosis), the hash of each call's outputs (invariant 8) and how many findings the rank has.
 struct CaseRunner::RankReport {
   k::HangRecord hang{};
-  protocol::ControlBlock control{};
-  ProtocolWords words{};  // a kernel with its own protocol (own_protocol)
+  ProtocolWords words{};
   std::uint64_t output_hash[kMaxCallsPerCase] = {};
   std::uint64_t findings = 0;
 };
@@ -177,13 +176,19 @@ struct CaseRunner::RankReport {
 CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLimits& limits)
     : comm_(comm), kernel_(kernel), limits_(limits) {
   keep_freed_memory_for_reuse();
+  if (ProtocolChecks* own = kernel_.own_protocol()) {
+    protocol_ = own;
+  } else {  // the Lamport protocol, read back through the kernel's Lamport state
+    lamport_ = std::make_unique<LamportChecks>(kernel_, comm_.rank());
+    protocol_ = lamport_.get();
+  }
   const auto elems = static_cast<std::size_t>(limits.elems_per_call());
   for (int i = 0; i < std::min(limits.max_calls, kMaxCallsPerCase); ++i) {
     buffers_.push_back(
         std::make_unique<CallBuffers>(elems, limits.max_hidden, limits.scale_out_capacity()));
     if (kernel_.traits().moe) buffers_.back()->moe = std::make_unique<MoeBuffers>(limits);
   }
-  if (kernel_.scans_my_slot_everywhere()) scan_input_ = DeviceBuffer(elems * 2);
+  scan_input_elems_ = elems;
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
 
@@ -198,16 +203,16 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   // whole, and its checked rows of every rank's input and of the residual on the host (the
   // reference). The GPU generates the own input and the residual itself (device_inputs.hpp),
   // so the host makes only the checked rows: at 8 ranks about 1.1 tensors per call instead
-  // of 2.9. The Lamport scan after the last call of a checked group, when one-shot, compares
-  // every rank's whole input on the host (check_invariants) unless the kernel lets each rank
-  // compare its own slot everywhere, on the GPU against a copy of the generated input: for
-  // the host comparison every input is generated whole on the host and uploaded.
+  // of 2.9. The protocol's checks after the last call of a checked group may need more
+  // (ProtocolChecks::evidence_needed): every rank's whole input, generated on the host and
+  // uploaded, or a copy of the own input the GPU generated, which the kernel never sees.
   const bool last_of_group =
       c.mode == IssueMode::checked_each_call || position + 1 == static_cast<int>(c.calls.size());
-  const bool lamport_scan = last_of_group && !spec.twoshot && kernel_.own_protocol() == nullptr;
+  const InputEvidence evidence =
+      last_of_group ? protocol_->evidence_needed(spec) : InputEvidence::none;
   // A MoE call's rank inputs are reductions of expert outputs, made on the host whole.
   const bool moe = spec.moe_experts > 0;
-  const bool scan_needs_all = (lamport_scan && !kernel_.scans_my_slot_everywhere()) || moe;
+  const bool scan_needs_all = evidence == InputEvidence::every_input_on_host || moe;
   const RowShare share = checked_rows(c, spec, comm_.rank(), kernel_.traits().rotated_reduction);
   ref::PartialInputs partial;
   if (!scan_needs_all) {
@@ -217,7 +222,9 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
     partial.residual_rows_only = true;
   }
   call.complete_inputs = scan_needs_all;
-  call.own_input_in_scan_copy = !scan_needs_all && lamport_scan;
+  call.own_input_in_scan_copy = !scan_needs_all && evidence == InputEvidence::own_input_on_gpu;
+  if (call.own_input_in_scan_copy && scan_input_.bytes() == 0)
+    scan_input_ = DeviceBuffer(scan_input_elems_ * 2);
   const ref::ExactSpec exact{c.seed, call_index, c.ranks, c.neg_zero_inputs};
   ref::SpecialsSpec specials;
   specials.seed = c.seed;
@@ -425,63 +432,10 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
   return agreement;
 }
 
-// Every rank checks its own state (the Lamport buffers stay where they are); only the
-// control blocks travel (RankReport), for the cross-rank invariant 3.
-void CaseRunner::check_invariants(const GpuCase& c, int first, int count,
-                                  const k::ControlState& before_sequence, const CallData& last_call,
-                                  std::vector<Finding>& out) {
-  last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);
-  const k::ControlState& after = last_state_;
-  // The state before the last call, derived from the state before the sequence: one-shot
-  // calls advance the Lamport flag and set clear_size, two-shot calls advance their flag (by
-  // the kernel's steps per call, which its state gives).
-  k::ControlState before = before_sequence;
-  const std::size_t last = static_cast<std::size_t>(first + count - 1);
-  for (std::size_t i = static_cast<std::size_t>(first); i < last; ++i) {
-    if (c.calls[i].twoshot) {
-      before.control.two_shot_flag =
-          (before.control.two_shot_flag + static_cast<std::uint32_t>(after.twoshot_flag_steps)) % 3;
-    } else {
-      before.control.flag = (before.control.flag + 1) % protocol::kLamportBuffers;
-      before.control.clear_size =
-          static_cast<std::uint64_t>(c.ranks) * c.calls[i].tokens * c.hidden;
-    }
-  }
-  std::vector<std::string> violations;
-  if (c.calls[last].twoshot) {
-    violations = k::check_twoshot_rank_invariants(comm_.rank(), before, after);
-  } else {
-    const std::size_t elems = static_cast<std::size_t>(c.calls[last].tokens) * c.hidden;
-    violations = k::check_oneshot_control_invariants(comm_.rank(), before, after, c.ranks, elems);
-    k::LamportScanRequest request;
-    request.data_buffer = static_cast<int>(before.control.flag % protocol::kLamportBuffers);
-    request.dtype = c.dtype;
-    if (kernel_.scans_my_slot_everywhere()) {
-      request.slots = k::SlotScan::my_slot_everywhere;
-      request.rank = comm_.rank();
-      request.ranks = c.ranks;
-      if (!last_call.own_input_in_scan_copy)  // prepare_call makes the copy for this call
-        throw std::logic_error(
-            "the Lamport scan needs the GPU's copy of this rank's input of the last call");
-      request.device_input = static_cast<const std::uint16_t*>(scan_input_.get());
-      request.device_input_elems = elems;
-    } else {
-      if (!last_call.complete_inputs)  // prepare_call generates them whole for this call
-        throw std::logic_error("the Lamport scan needs every rank's whole input of the last call");
-      for (const auto& t : last_call.inputs.rank_inputs)
-        request.inputs.push_back(t.bits16().first(elems));
-    }
-    const auto lamport = k::lamport_violations(comm_.rank(), kernel_.scan_lamport(request));
-    violations.insert(violations.end(), lamport.begin(), lamport.end());
-  }
-  for (auto& v : violations)
-    out.push_back({"invariant", fmt::format("after call {}: {}", last_call.call_index, v)});
-}
-
 // After the kernels of calls [first, first + count) finished on this rank: checks them
 // locally, then exchanges reports. Collective. Returns true when any rank found anything
 // (every rank computes the same answer, so all stop together).
-bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::ControlState& before,
+bool CaseRunner::check_calls(const GpuCase& c, int first, int count,
                              const std::vector<CallData>& calls, std::vector<Finding>& out) {
   RankReport mine;
   mine.hang = kernel_.hang_record();
@@ -495,21 +449,21 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
     }
     Timed timed(times_.invariants);
     mpi::set_phase("checking the workspace for the invariants");
-    if (ProtocolChecks* own = kernel_.own_protocol()) {
-      const auto index = calls[static_cast<std::size_t>(first + count - 1)].call_index;
-      for (const std::string& v : own->check_rank(c, first, count))
-        out.push_back({"invariant", fmt::format("after call {}: {}", index, v)});
-    } else {
-      check_invariants(c, first, count, before, calls[static_cast<std::size_t>(first + count - 1)],
-                       out);
+    const CallData& last = calls[static_cast<std::size_t>(first + count - 1)];
+    CallEvidence evidence;
+    evidence.call_index = last.call_index;
+    if (last.own_input_in_scan_copy) {
+      evidence.own_input_on_gpu = static_cast<const std::uint16_t*>(scan_input_.get());
+      evidence.own_input_elems = scan_input_.bytes() / 2;
     }
-  } else if (ProtocolChecks* own = kernel_.own_protocol()) {
-    own->read_words();  // for the diagnosis
+    if (last.complete_inputs)
+      for (const auto& t : last.inputs.rank_inputs) evidence.every_input.push_back(t.bits16());
+    for (const std::string& v : protocol_->check_rank(c, first, count, evidence))
+      out.push_back({"invariant", fmt::format("after call {}: {}", last.call_index, v)});
   } else {
-    last_state_ = kernel_.read_state(k::LamportCopy::without_buffers);  // for the diagnosis
+    protocol_->read_words();  // for the diagnosis
   }
-  if (ProtocolChecks* own = kernel_.own_protocol()) mine.words = own->words();
-  mine.control = last_state_.control;
+  mine.words = protocol_->words();
   mine.findings = out.size();
   Timed timed(times_.exchange);
   std::vector<RankReport> all(static_cast<std::size_t>(comm_.size()));
@@ -522,16 +476,9 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
   if (hang) {
     // One diagnosis naming every rank that waited and the state of every rank.
     std::string states;
-    for (int r = 0; r < comm_.size(); ++r) {
-      const auto& b = all[static_cast<std::size_t>(r)].control;
-      if (const ProtocolChecks* own = kernel_.own_protocol())
-        states += fmt::format("{}rank {}: {}", r ? "; " : "", r,
-                              own->describe(all[static_cast<std::size_t>(r)].words));
-      else
-        states +=
-            fmt::format("{}rank {}: flag {}, counter {}, clear_size {}, two-shot flag {}",
-                        r ? "; " : "", r, b.flag, b.arrival_counter, b.clear_size, b.two_shot_flag);
-    }
+    for (int r = 0; r < comm_.size(); ++r)
+      states += fmt::format("{}rank {}: {}", r ? "; " : "", r,
+                            protocol_->describe(all[static_cast<std::size_t>(r)].words));
     for (const auto& r : all)
       if (r.hang.valid) cross.push_back({"hang", k::describe(r.hang) + " | " + states});
   } else {
@@ -545,17 +492,9 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count, const k::Co
                fmt::format("invariant 8: call {}: rank {}'s outputs differ bitwise from "
                            "rank 0's",
                            calls[static_cast<std::size_t>(i)].call_index, r)});
-    std::vector<std::string> across;
-    if (const ProtocolChecks* own = kernel_.own_protocol()) {
-      std::vector<ProtocolWords> words;
-      for (const auto& r : all) words.push_back(r.words);
-      across = own->check_across_ranks(words);
-    } else {
-      std::vector<protocol::ControlBlock> blocks;
-      for (const auto& r : all) blocks.push_back(r.control);
-      across = k::check_same_control_state(blocks);
-    }
-    for (auto& v : across)
+    std::vector<ProtocolWords> words;
+    for (const auto& r : all) words.push_back(r.words);
+    for (auto& v : protocol_->check_across_ranks(words))
       cross.push_back(
           {"invariant",
            fmt::format("after call {}: {}",
@@ -630,11 +569,9 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
   mpi::set_phase("preparing the kernel's workspace");
   kernel_.prepare(max_elems, c.fp32_lamport);
   kernel_.clear_hang_record();
-  // The state before the first call (its control block is all the checks need); later
-  // calls start from the state read after the previous one (one read-back per call).
-  last_state_ = k::ControlState{};
-  if (ProtocolChecks* own = kernel_.own_protocol()) own->start_case();
-  else last_state_.control = kernel_.read_control();
+  // The state before the first call; later calls start from the state the protocol's checks
+  // read after the previous ones (one read-back per checked group).
+  protocol_->start_case();
   std::vector<Finding> findings;
   std::vector<CallData> calls(c.calls.size());
   const int n = static_cast<int>(c.calls.size());
@@ -644,7 +581,6 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
       for (int i = 0; i < n; ++i) {
         mpi::set_phase("generating and uploading inputs");
         prepare_call(c, i, static_cast<std::uint64_t>(i), calls[i]);  // times inputs and uploads
-        const k::ControlState before = std::move(last_state_);
         {
           Timed timed(times_.kernels);
           // Ranks enqueue together: a rank still checking the previous call must not leave
@@ -654,7 +590,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           mpi::set_phase("waiting for the kernels to finish");
           kernel_.wait(stream_);
         }
-        if (check_calls(c, i, 1, before, calls, findings)) break;
+        if (check_calls(c, i, 1, calls, findings)) break;
       }
     } else {
       cudaGraphExec_t graph_exec = nullptr;
@@ -663,7 +599,6 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
         mpi::set_phase("generating and uploading inputs");
         for (int i = 0; i < n; ++i)
           prepare_call(c, i, static_cast<std::uint64_t>(replay * n + i), calls[i]);
-        const k::ControlState before = std::move(last_state_);
         {
           Timed timed(times_.kernels);
           comm_.barrier("sequence start");
@@ -691,7 +626,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           mpi::set_phase("waiting for the kernels to finish");
           kernel_.wait(stream_);
         }
-        stop = check_calls(c, 0, n, before, calls, findings);
+        stop = check_calls(c, 0, n, calls, findings);
       }
       if (graph_exec) cudaGraphExecDestroy(graph_exec);
     }

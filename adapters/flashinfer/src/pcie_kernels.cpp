@@ -198,7 +198,9 @@ FlashInferPcieKernels::Signal FlashInferPcieKernels::read_signal() const {
 void FlashInferPcieKernels::start_case() { state_ = read_signal(); }
 
 std::vector<std::string> FlashInferPcieKernels::check_rank(const gpu::GpuCase& c, int first,
-                                                           int count) {
+                                                           int count,
+                                                           const gpu::CallEvidence& last) {
+  (void)last;  // the PCIe protocol's state alone: no input evidence
   const PcieLayout& l = ws().layout();
   PcieStateAfterCalls s;
   s.layout = ws().signal_layout();

@@ -84,7 +84,8 @@ class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::Pro
   // ProtocolChecks
   std::string protocol_name() const override { return "pcie-sentinel"; }
   void start_case() override;
-  std::vector<std::string> check_rank(const gpu::GpuCase& c, int first, int count) override;
+  std::vector<std::string> check_rank(const gpu::GpuCase& c, int first, int count,
+                                      const gpu::CallEvidence& last) override;
   gpu::ProtocolWords words() const override;
   void read_words() override { state_ = read_signal(); }
   std::vector<std::string> check_across_ranks(

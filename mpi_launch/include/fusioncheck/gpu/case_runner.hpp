@@ -1,8 +1,9 @@
 #pragma once
 // Runs one GpuCase on every rank (collective) and checks every call: outputs against the
 // Eigen reference (bitwise for allreduce and residual, derived bounds for the norm and the
-// quantised outputs), NaN canaries, cross-rank bitwise agreement, the Lamport invariants
-// (gathered to rank 0), and hang records (gathered into one diagnosis).
+// quantised outputs), NaN canaries, cross-rank bitwise agreement, the invariants of the
+// kernel's protocol (ProtocolChecks; gathered to rank 0), and hang records (gathered into one
+// diagnosis).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -71,11 +72,8 @@ class CaseRunner {
   void launch_call(const GpuCase& c, int position, const CallData& call);
   std::uint64_t check_outputs(const GpuCase& c, int position, const CallData& call,
                               std::vector<Finding>& out);
-  void check_invariants(const GpuCase& c, int first, int count,
-                        const kernels::ControlState& before_sequence, const CallData& last_call,
-                        std::vector<Finding>& out);
-  bool check_calls(const GpuCase& c, int first, int count, const kernels::ControlState& before,
-                   const std::vector<CallData>& calls, std::vector<Finding>& out);
+  bool check_calls(const GpuCase& c, int first, int count, const std::vector<CallData>& calls,
+                   std::vector<Finding>& out);
   CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);
   void end_capture_and_wait(const char* phase);
 
@@ -86,10 +84,12 @@ class CaseRunner {
   cudaStream_t stream_{};
   int calls_run_ = 0;
   PhaseTimes times_;
-  kernels::ControlState last_state_;  // read after the last call (or before the first)
+  ProtocolChecks* protocol_ = nullptr;  // the kernel's own, or lamport_
+  std::unique_ptr<ProtocolChecks> lamport_;
   // The own input of the last call of a checked group, as generated on the GPU, for the
-  // Lamport scan: a copy the kernel under test is never given.
+  // protocol's checks (InputEvidence::own_input_on_gpu): a copy the kernel is never given.
   DeviceBuffer scan_input_;
+  std::size_t scan_input_elems_ = 0;
 };
 
 }  // namespace fusioncheck::gpu

@@ -165,8 +165,8 @@ class KernelUnderTest {
   // case starts on a freshly initialised workspace.
   virtual void reset() = 0;
   // The kernel's protocol, when it is not the Lamport one of docs/design.md: its own state
-  // checks (protocol_checks.hpp). nullptr: the Lamport protocol, whose invariants the case
-  // runner checks from read_state and scan_lamport.
+  // checks (protocol_checks.hpp). nullptr: the Lamport protocol (LamportChecks, over
+  // read_state, read_control and scan_lamport above).
   virtual ProtocolChecks* own_protocol() { return nullptr; }
   // The polls' time since the last call of it, then zeroed (synchronises the device); only a
   // kernel made by KernelChoice::make_poll_profiled has one.

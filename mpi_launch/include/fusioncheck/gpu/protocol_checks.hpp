@@ -1,17 +1,38 @@
 #pragma once
-// A synchronisation protocol other than the one-shot Lamport one, as the case runner checks it:
-// the kernel under test brings it (KernelUnderTest::own_protocol). The Lamport protocol's
-// invariants (docs/design.md) are checked by the case runner itself; a kernel of another
-// protocol (FlashInfer's PCIe allreduce: epochs, arrival counters, a +0 sentinel) reads its own
-// state back and names what breaks its protocol's invariants, which docs/design.md numbers too.
+// A synchronisation protocol as the case runner checks it: the state read back after calls,
+// the invariants it names (docs/design.md numbers each protocol's), the words every rank's
+// state shows in a hang diagnosis and across ranks. The case runner speaks only this
+// interface. The Lamport protocol of our kernels and FlashInfer's Lamport kernels is
+// LamportChecks (lamport_checks.hpp), made over any kernel that reads its Lamport state back;
+// a kernel of another protocol (FlashInfer's PCIe allreduce: epochs, arrival counters, a +0
+// sentinel) brings its own (KernelUnderTest::own_protocol).
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace fusioncheck::gpu {
 
 struct GpuCase;
+struct CallSpec;
+
+// What a protocol's per-rank check needs of the last call of a checked group, so that the
+// case runner makes it while it makes the call's inputs.
+enum class InputEvidence {
+  none,
+  own_input_on_gpu,  // this rank's input, as generated on the GPU, in memory the kernel never sees
+  every_input_on_host,  // every rank's whole input, on the host
+};
+
+// The last call's inputs as InputEvidence asked for them (the rest empty).
+struct CallEvidence {
+  std::uint64_t call_index = 0;
+  const std::uint16_t* own_input_on_gpu = nullptr;
+  std::size_t own_input_elems = 0;
+  std::vector<std::span<const std::uint16_t>> every_input;  // one per rank
+};
 
 // The words of one rank's protocol state that travel to every rank after calls: compared
 // across ranks, printed in a hang diagnosis. Their meaning is the protocol's.
@@ -26,9 +47,15 @@ class ProtocolChecks {
   virtual std::string protocol_name() const = 0;
   // Before a case's first call: reads the state the case starts from.
   virtual void start_case() = 0;
+  // What check_rank needs of a group's last call.
+  virtual InputEvidence evidence_needed(const CallSpec& last) const {
+    (void)last;
+    return InputEvidence::none;
+  }
   // After calls [first, first + count) of the case finished on this rank (no hang): this rank's
   // violations, one line each. The state read becomes the start of the next calls.
-  virtual std::vector<std::string> check_rank(const GpuCase& c, int first, int count) = 0;
+  virtual std::vector<std::string> check_rank(const GpuCase& c, int first, int count,
+                                              const CallEvidence& last) = 0;
   // This rank's words, as read by the last start_case / check_rank / read_words.
   virtual ProtocolWords words() const = 0;
   // Reads the state anew (after a hang, for the diagnosis).
