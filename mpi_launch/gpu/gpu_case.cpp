@@ -22,7 +22,6 @@ namespace {
 
 namespace k = kernels;
 
-constexpr const char* kModeNames[] = {"checked-each-call", "back-to-back", "graph-replay"};
 constexpr const char* kClusterNames[] = {"auto", "cluster", "no-cluster"};
 constexpr const char* kScaleLayoutNames[] = {"linear", "swizzled128x4"};  // Nvfp4Layout order
 static_assert(static_cast<int>(k::Nvfp4Layout::linear) == 0 &&
@@ -85,7 +84,7 @@ nlohmann::json to_json(const GpuCase& c) {
           {"fp32_lamport", c.fp32_lamport},
           {"fp32_accumulation", c.fp32_accumulation},
           {"weight_bias", c.weight_bias},
-          {"mode", kModeNames[static_cast<int>(c.mode)]},
+          {"mode", kIssueModeNames[static_cast<int>(c.mode)]},
           {"delay_seed", c.delay_seed},
           {"delay_max_ns", c.delay_max_ns},
           {"neg_zero_inputs", c.neg_zero_inputs},
@@ -258,7 +257,7 @@ GpuCase case_from_json(const nlohmann::json& j) {
   c.fp32_lamport = bool_field(j, "fp32_lamport", "");
   c.fp32_accumulation = bool_field(j, "fp32_accumulation", "");
   c.weight_bias = float_field(j, "weight_bias", "");
-  c.mode = static_cast<IssueMode>(index_of(kModeNames, string_field(j, "mode", ""), "mode"));
+  c.mode = static_cast<IssueMode>(index_of(kIssueModeNames, string_field(j, "mode", ""), "mode"));
   c.delay_seed =
       integer_field_or<std::uint32_t>(j, "delay_seed", 0, "");  // absent before delays existed
   c.delay_max_ns = integer_field_or<std::uint32_t>(j, "delay_max_ns", 0, "");
@@ -529,7 +528,7 @@ std::string describe(const GpuCase& c) {
       "seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}{}", c.seed, c.ranks,
       c.hidden, dtype_text(c.dtype), c.fp32_lamport ? "fp32" : "16b",
       c.fp32_accumulation ? "fp32" : "per-step", c.weight_bias,
-      kModeNames[static_cast<int>(c.mode)], c.calls.size(),
+      kIssueModeNames[static_cast<int>(c.mode)], c.calls.size(),
       c.delay_seed ? fmt::format(" delays={}:{}ns", c.delay_seed, c.delay_max_ns) : "",
       c.neg_zero_inputs ? "" : " no-neg-zero");
 }
@@ -545,7 +544,7 @@ std::string describe_block(const GpuCase& c, const std::string& in) {
   line("accumulation",
        c.fp32_accumulation ? "fp32, rounded once" : "rounded to the dtype after every rank");
   line("weight_bias", fmt::format("{}", c.weight_bias));
-  line("issue mode", kModeNames[static_cast<int>(c.mode)]);
+  line("issue mode", kIssueModeNames[static_cast<int>(c.mode)]);
   line("delays", c.delay_seed
                      ? fmt::format("seed {}, up to {} ns per pause", c.delay_seed, c.delay_max_ns)
                      : "none");

@@ -19,8 +19,6 @@ namespace k = kernels;
 constexpr int kLedgerFormat = 1;
 constexpr std::uintmax_t kMaxLedgerBytes = 1 << 20;
 constexpr std::size_t kMaxEntries = 1000;
-constexpr const char* kModeNames[] = {"checked-each-call", "back-to-back", "graph-replay"};
-
 // Reads one entry; every error names the file and the entry.
 class EntryReader {
  public:
@@ -129,9 +127,10 @@ FindingSignature read_signature(const EntryReader& entry, FindingClass cls) {
   }
   if (s.has("min_calls")) sig.min_calls = s.integer("min_calls", 1, kMaxCallsPerCase);
   if (s.has("modes"))
-    for (const auto& m : s.names("modes", {std::begin(kModeNames), std::end(kModeNames)}))
+    for (const auto& m : s.names("modes", {std::begin(kIssueModeNames), std::end(kIssueModeNames)}))
       sig.modes.push_back(static_cast<IssueMode>(
-          std::find(std::begin(kModeNames), std::end(kModeNames), m) - std::begin(kModeNames)));
+          std::find(std::begin(kIssueModeNames), std::end(kIssueModeNames), m) -
+          std::begin(kIssueModeNames)));
   if (s.has("variants")) {
     const auto& v = s.at("variants");
     if (!v.is_array() || v.empty()) throw bad("variants: not a non-empty array");

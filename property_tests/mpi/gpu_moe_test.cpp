@@ -123,13 +123,14 @@ TEST(GpuCase, MoeFieldsTravelForMoeCallsOnly) {
 }
 
 // A case edited so that it cannot run: each edit must be refused as BadInput naming `expect`.
-struct Edit {
+// A MoE case edited so that it cannot run (refused when read, or named by case_problem).
+struct MoeEdit {
   const char* expect;
   void (*apply)(nlohmann::json&);
 };
 
 TEST(GpuCase, MoeFieldsOutOfRangeOrWithoutExpertsAreRefused) {
-  const Edit edits[] = {
+  const MoeEdit edits[] = {
       {"moe_experts=17 is outside [0, 16]",
        [](nlohmann::json& j) { j["calls"][0]["moe_experts"] = 17; }},
       {"moe_experts=-1 is outside", [](nlohmann::json& j) { j["calls"][0]["moe_experts"] = -1; }},
@@ -154,7 +155,7 @@ TEST(GpuCase, MoeFieldsOutOfRangeOrWithoutExpertsAreRefused) {
   };
   const fg::GpuCase base = moe_case();
   EXPECT_NO_THROW(fg::case_from_json(fg::to_json(base)));
-  for (const Edit& e : edits) {
+  for (const MoeEdit& e : edits) {
     auto j = fg::to_json(base);
     e.apply(j);
     try {

@@ -21,6 +21,9 @@ enum class IssueMode : std::uint8_t {
   back_to_back,       // all calls enqueued without a host sync, checked at the end
   graph_replay,       // captured once in a CUDA graph, replayed with fresh inputs
 };
+// Their names in replay files and ledgers, by IssueMode value.
+inline constexpr const char* kIssueModeNames[] = {"checked-each-call", "back-to-back",
+                                                  "graph-replay"};
 
 struct CallSpec {
   bool twoshot = false;
