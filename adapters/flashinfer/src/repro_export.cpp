@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "fi_device.hpp"
+#include "fusioncheck/gpu/host_bounded_wait.hpp"
 #include "flashinfer_kernels.hpp"
 #include "moe_kernels.hpp"
 #include "fusioncheck/adapters/flashinfer.hpp"
@@ -267,8 +267,8 @@ std::string delays_table(const gpu::GpuCase& c, int runs) {
         bool staggered = false;
         const auto index = static_cast<std::uint32_t>(run * n + i);
         if (c.delay_seed != 0 && !c.calls[static_cast<std::size_t>(i)].pdl_producer) {
-          ns = fi::delay_for(c.delay_seed, r, index, c.delay_max_ns);
-          staggered = ns != 0 && fi::staggered_start_for(c.delay_seed, r, index);
+          ns = gpu::delay_for(c.delay_seed, r, index, c.delay_max_ns);
+          staggered = ns != 0 && gpu::staggered_start_for(c.delay_seed, r, index);
         }
         entry += fmt::format("{{{}, {}}}{}", ns, staggered, r + 1 < c.ranks ? ", " : "");
       }

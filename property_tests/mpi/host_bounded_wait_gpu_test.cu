@@ -1,4 +1,4 @@
-// The host-bounded wait of the FlashInfer adapters beside a kernel that never finishes on its
+// The host-bounded wait (host_bounded_wait.hpp) beside a kernel that never finishes on its
 // own: the hang is recorded and the kernel released through copies that queue behind nothing,
 // even when the SM hog's stream is blocked by the stuck kernel (it holds every SM); calls
 // queued behind it are released too; one the release cannot end is reported within a bound.
@@ -8,11 +8,10 @@
 #include <chrono>
 #include <cstdint>
 
-#include "fi_device.hpp"
+#include "fusioncheck/gpu/host_bounded_wait.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
-#include "host_wait.hpp"
 
-namespace fi = fusioncheck::adapters::fi;
+namespace fg = fusioncheck::gpu;
 
 namespace {
 
@@ -58,22 +57,22 @@ class HostWait : public ::testing::Test {
 };
 
 TEST_F(HostWait, AStuckKernelIsRecordedAndReleasedWhileTheHogStreamIsBlocked) {
-  fi::HostBoundedWait waiter("test kernel");
+  fg::HostBoundedWait waiter("test kernel");
   waiter.stagger_next_start(1000);  // the hog is loaded and has run once
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   // Two 1024-thread blocks per SM: every SM is taken, and the hog launched next cannot start.
   stuck_kernel<<<2 * sms_, 1024, 0, stream_>>>(go_);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  waiter.enqueued(fi::PendingCall{}, stream_);
+  waiter.enqueued(fg::PendingCall{}, stream_);
   waiter.stagger_next_start(1000);
   int seen = -1;
   bool released = false;
   const auto start = std::chrono::steady_clock::now();
   waiter.wait(
       stream_, 0,
-      [&](const fi::PendingCall& call, double seconds) {
+      [&](const fg::PendingCall& call, double seconds) {
         waiter.read_back(&seen, go_, sizeof(int), "read the flag beside the stuck kernel");
-        return fi::hang_base(0, call, seconds);
+        return fg::hang_base(0, call, seconds);
       },
       [&] {
         released = true;
@@ -90,12 +89,12 @@ TEST_F(HostWait, AStuckKernelIsRecordedAndReleasedWhileTheHogStreamIsBlocked) {
 // Run as its own process (ctest runs each test alone), the adapter's kernels are first
 // launched here, beside the stuck kernel: loaded lazily, the launch would wait for it.
 TEST_F(HostWait, TheAdaptersKernelsLaunchBesideAStuckKernel) {
-  fi::HostBoundedWait waiter("test kernel");
+  fg::HostBoundedWait waiter("test kernel");
   stuck_kernel<<<1, 32, 0, stream_>>>(go_);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   const auto start = std::chrono::steady_clock::now();
   waiter.stagger_next_start(1000);
-  fi::launch_pause(1000, stream_);
+  fg::launch_pause(1000, stream_);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4);
@@ -105,14 +104,14 @@ TEST_F(HostWait, TheAdaptersKernelsLaunchBesideAStuckKernel) {
 // Two calls queued back to back: the second starts on the state the first consumed (its own
 // reset), so one release is not enough; the wait releases again until the stream is idle.
 TEST_F(HostWait, CallsQueuedBehindTheStuckOneAreReleasedToo) {
-  fi::HostBoundedWait waiter("test kernel");
+  fg::HostBoundedWait waiter("test kernel");
   consuming_kernel<<<1, 1, 0, stream_>>>(go_);
   consuming_kernel<<<1, 1, 0, stream_>>>(go_);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  waiter.enqueued(fi::PendingCall{}, stream_);
+  waiter.enqueued(fg::PendingCall{}, stream_);
   int releases = 0;
   waiter.wait(
-      stream_, 0, [&](const fi::PendingCall& call, double s) { return fi::hang_base(0, call, s); },
+      stream_, 0, [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
       [&] {
         ++releases;
         waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4);
@@ -130,15 +129,15 @@ TEST_F(HostWait, AKernelTheReleaseCannotEndIsReportedAndTheDeviceMarkedStuck) {
   ASSERT_EQ(cudaMemset(end, 0, sizeof(int)), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   {
-    fi::HostBoundedWait waiter("test kernel");
+    fg::HostBoundedWait waiter("test kernel");
     unreleasable_kernel<<<1, 1, 0, stream_>>>(end);
     ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-    waiter.enqueued(fi::PendingCall{}, stream_);
+    waiter.enqueued(fg::PendingCall{}, stream_);
     const auto start = std::chrono::steady_clock::now();
     EXPECT_THROW(
         waiter.wait(
             stream_, 0,
-            [&](const fi::PendingCall& call, double s) { return fi::hang_base(0, call, s); },
+            [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
             [&] { waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4); }),
         fusioncheck::kernels::CudaError);
     const double seconds =
@@ -158,13 +157,13 @@ TEST_F(HostWait, AKernelTheReleaseCannotEndIsReportedAndTheDeviceMarkedStuck) {
 }
 
 TEST_F(HostWait, AKernelThatFinishesInTimeIsNotReleased) {
-  fi::HostBoundedWait waiter("test kernel");
+  fg::HostBoundedWait waiter("test kernel");
   ASSERT_EQ(cudaMemset(go_, 1, sizeof(int)), cudaSuccess);
   stuck_kernel<<<1, 32, 0, stream_>>>(go_);
-  waiter.enqueued(fi::PendingCall{}, stream_);
+  waiter.enqueued(fg::PendingCall{}, stream_);
   bool released = false;
   waiter.wait(
-      stream_, 0, [&](const fi::PendingCall& call, double s) { return fi::hang_base(0, call, s); },
+      stream_, 0, [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
       [&] { released = true; });
   EXPECT_FALSE(released);
   EXPECT_EQ(waiter.hang().valid, 0u);

@@ -1,8 +1,9 @@
-#include "fi_device.hpp"
+// The seeded delays of the host-bounded wait (host_bounded_wait.hpp): pauses and SM hogs.
+#include "fusioncheck/gpu/host_bounded_wait.hpp"
 
 #include "fusioncheck/kernels/cuda_check.hpp"
 
-namespace fusioncheck::adapters::fi {
+namespace fusioncheck::gpu {
 namespace {
 
 // Spins for `ns` nanoseconds of the global timer (whatever the clock rate), bounded in cycles.
@@ -51,20 +52,20 @@ bool staggered_start_for(std::uint32_t seed, int rank, std::uint32_t call_index)
 
 void launch_sm_hog(std::uint32_t spread_ns, int sm_count, cudaStream_t stream) {
   hog_kernel<<<2 * sm_count, 1024, 0, stream>>>(spread_ns);
-  kernels::cuda_check(cudaGetLastError(), "FlashInfer adapter: SM hog kernel");
+  kernels::cuda_check(cudaGetLastError(), "host-bounded wait: SM hog kernel");
 }
 
 void preload_device_kernels() {
   cudaFuncAttributes attributes{};
   kernels::cuda_check(cudaFuncGetAttributes(&attributes, hog_kernel),
-                      "FlashInfer adapter: loading the SM hog kernel");
+                      "host-bounded wait: loading the SM hog kernel");
   kernels::cuda_check(cudaFuncGetAttributes(&attributes, pause_kernel),
-                      "FlashInfer adapter: loading the pause kernel");
+                      "host-bounded wait: loading the pause kernel");
 }
 
 void launch_pause(std::uint32_t ns, cudaStream_t stream) {
   pause_kernel<<<1, 1, 0, stream>>>(ns);
-  kernels::cuda_check(cudaGetLastError(), "FlashInfer adapter: pause kernel");
+  kernels::cuda_check(cudaGetLastError(), "host-bounded wait: pause kernel");
 }
 
-}  // namespace fusioncheck::adapters::fi
+}  // namespace fusioncheck::gpu
