@@ -25,7 +25,7 @@ std::unique_ptr<ProtocolModel> make_model(const SimConfig& config, const Profile
 }
 
 PcieModel::PcieModel(const SimConfig& config, const Profile& profile, Mutant mutant)
-    : config_(config), profile_(profile), mutant_(mutant) {
+    : ThreadModel(config.ranks), config_(config), profile_(profile), mutant_(mutant) {
   const std::string error = validate(config, profile);
   if (!error.empty()) throw std::invalid_argument(error);
   if (protocol_of(config) != SimProtocol::pcie)
@@ -105,12 +105,7 @@ void PcieModel::reset() {
         }
       kernels_.push_back(std::move(k));
     }
-  steps_ = memory_events_ = 0;
-  violation_.reset();
-  step_bound_ = step_bound_override_ != 0
-                    ? step_bound_override_
-                    : 64 * static_cast<std::uint64_t>(threads_.size()) *
-                          static_cast<std::uint64_t>(n + 8) * static_cast<std::uint64_t>(n);
+  start_run(threads_.size());
 }
 
 int PcieModel::actor_count() const {
@@ -164,36 +159,7 @@ std::string PcieModel::describe_word(std::size_t offset) const {
   return fmt::format("signal word {}", offset);
 }
 
-std::span<const Event> PcieModel::enabled() {
-  events_.clear();
-  if (violation_) return events_;
-  const int threads = static_cast<int>(threads_.size());
-  in_flight_.append_events(events_, threads, config_.ranks);
-  for (int i = 0; i < threads; ++i)
-    if (thread_enabled(threads_[static_cast<std::size_t>(i)]))
-      events_.push_back({EventKind::thread_step, i, i});
-  return events_;
-}
-
-void PcieModel::execute(Event event) {
-  ++steps_;
-  if (event.kind == EventKind::deliver) deliver(static_cast<std::size_t>(event.id));
-  else step(threads_[static_cast<std::size_t>(event.id)]);
-  if (!violation_ && steps_ > step_bound_)
-    fail(ViolationKind::step_bound, fmt::format("more than {} steps", step_bound_));
-}
-
 // ---- reporting ----
-
-void PcieModel::fail(ViolationKind kind, std::string text) {
-  if (violation_) return;
-  if (trace_) trace("VIOLATION (" + std::string(violation_kind_name(kind)) + "): " + text);
-  violation_ = Violation{kind, std::move(text)};
-}
-
-void PcieModel::trace(std::string line) {
-  if (trace_) trace_->push_back(fmt::format("{:>5}  {}", steps_, line));
-}
 
 std::string PcieModel::who(const Thread& t) const {
   const CallSpec& spec = kernel_of(t).spec;

@@ -16,7 +16,7 @@ namespace fusioncheck::sim {
 using namespace vllm;
 
 VllmModel::VllmModel(const SimConfig& config, const Profile& profile, Mutant mutant)
-    : config_(config), profile_(profile), mutant_(mutant) {
+    : ThreadModel(config.ranks), config_(config), profile_(profile), mutant_(mutant) {
   const std::string error = validate(config, profile);
   if (!error.empty()) throw std::invalid_argument(error);
   if (protocol_of(config) != SimProtocol::vllm)
@@ -77,12 +77,7 @@ void VllmModel::reset() {
       kernels_.push_back(std::move(k));
     }
   for (int r = 0; r < n; ++r) write_inputs(r, 0);
-  steps_ = memory_events_ = 0;
-  violation_.reset();
-  step_bound_ = step_bound_override_ != 0
-                    ? step_bound_override_
-                    : 64 * static_cast<std::uint64_t>(threads_.size()) *
-                          static_cast<std::uint64_t>(n + 8) * static_cast<std::uint64_t>(n);
+  start_run(threads_.size());
 }
 
 // The host's copy of a call's input into the registered buffer, on the rank's stream: right
@@ -136,36 +131,7 @@ void VllmModel::complete_if_done(int kernel) {
   if (kernel % calls + 1 < calls) write_inputs(kernel / calls, kernel % calls + 1);
 }
 
-std::span<const Event> VllmModel::enabled() {
-  events_.clear();
-  if (violation_) return events_;
-  const int threads = static_cast<int>(threads_.size());
-  in_flight_.append_events(events_, threads, config_.ranks);
-  for (int i = 0; i < threads; ++i)
-    if (thread_enabled(threads_[static_cast<std::size_t>(i)]))
-      events_.push_back({EventKind::thread_step, i, i});
-  return events_;
-}
-
-void VllmModel::execute(Event event) {
-  ++steps_;
-  if (event.kind == EventKind::deliver) deliver(static_cast<std::size_t>(event.id));
-  else step(threads_[static_cast<std::size_t>(event.id)]);
-  if (!violation_ && steps_ > step_bound_)
-    fail(ViolationKind::step_bound, fmt::format("more than {} steps", step_bound_));
-}
-
 // ---- reporting ----
-
-void VllmModel::fail(ViolationKind kind, std::string text) {
-  if (violation_) return;
-  if (trace_) trace("VIOLATION (" + std::string(violation_kind_name(kind)) + "): " + text);
-  violation_ = Violation{kind, std::move(text)};
-}
-
-void VllmModel::trace(const std::string& line) {
-  if (trace_) trace_->push_back(fmt::format("{:>5}  {}", steps_, line));
-}
 
 std::string VllmModel::who(const Thread& t) const {
   const std::string kind = format_calls({kernel_of(t).spec});

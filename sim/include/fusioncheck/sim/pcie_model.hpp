@@ -11,28 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "fusioncheck/sim/model.hpp"
-#include "fusioncheck/sim/store_queue.hpp"
+#include "fusioncheck/sim/thread_model.hpp"
 
 namespace fusioncheck::sim {
 
-class PcieModel final : public ProtocolModel {
+class PcieModel final : public ThreadModel {
  public:
   PcieModel(const SimConfig& config, const Profile& profile, Mutant mutant);
 
   void reset() override;
-  // Deliverable stores first (in issue order), then threads by rank, call, block, thread.
-  std::span<const Event> enabled() override;
-  void execute(Event event) override;
   bool all_done() const override;
   void finish() override;
-  const std::optional<Violation>& violation() const override { return violation_; }
-  std::uint64_t steps() const override { return steps_; }
-  std::uint64_t memory_events() const override { return memory_events_; }
-  std::uint64_t step_bound() const override { return step_bound_; }
-  void set_step_bound(std::uint64_t bound) override { step_bound_override_ = bound; }
   int actor_count() const override;
-  void set_trace(std::vector<std::string>* trace) override { trace_ = trace; }
   std::optional<StepSite> site_of(const Event& event) const override;
   int step_codes() const override;
   std::string step_name(int step) const override;
@@ -84,7 +74,13 @@ class PcieModel final : public ProtocolModel {
   // memory
   void issue(const Thread& t, int dst, std::size_t offset, const std::vector<std::uint32_t>& v,
              bool release);
-  void deliver(std::size_t index);
+  void deliver(std::size_t index) override;
+  // ThreadModel
+  int thread_count() const override { return static_cast<int>(threads_.size()); }
+  bool thread_enabled_at(int i) const override {
+    return thread_enabled(threads_[static_cast<std::size_t>(i)]);
+  }
+  void step_thread(int i) override { step(threads_[static_cast<std::size_t>(i)]); }
   std::uint32_t& word(int rank, std::size_t offset) { return memory_[rank][offset]; }
   std::uint32_t word(int rank, std::size_t offset) const { return memory_[rank][offset]; }
 
@@ -93,8 +89,6 @@ class PcieModel final : public ProtocolModel {
   std::string describe_word(std::size_t offset) const;  // "pack region half 1 slot of rank 0 ..."
   std::string awaited(const Thread& t) const;
   void check_invariants();
-  void fail(ViolationKind kind, std::string text);
-  void trace(std::string line);
 
   // helpers
   const Kernel& kernel_of(const Thread& t) const { return kernels_[t.kernel]; }
@@ -118,11 +112,6 @@ class PcieModel final : public ProtocolModel {
   std::vector<std::vector<std::uint32_t>> memory_;
   std::vector<Kernel> kernels_;
   std::vector<Thread> threads_;
-  StoreQueue in_flight_;
-  std::vector<Event> events_;
-  std::uint64_t steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
-  std::optional<Violation> violation_;
-  std::vector<std::string>* trace_ = nullptr;
 };
 
 }  // namespace fusioncheck::sim

@@ -13,28 +13,18 @@
 #include <string>
 #include <vector>
 
-#include "fusioncheck/sim/model.hpp"
-#include "fusioncheck/sim/store_queue.hpp"
+#include "fusioncheck/sim/thread_model.hpp"
 
 namespace fusioncheck::sim {
 
-class VllmModel final : public ProtocolModel {
+class VllmModel final : public ThreadModel {
  public:
   VllmModel(const SimConfig& config, const Profile& profile, Mutant mutant);
 
   void reset() override;
-  // Deliverable stores first (in issue order), then threads by rank, call, block, thread.
-  std::span<const Event> enabled() override;
-  void execute(Event event) override;
   bool all_done() const override;
   void finish() override;
-  const std::optional<Violation>& violation() const override { return violation_; }
-  std::uint64_t steps() const override { return steps_; }
-  std::uint64_t memory_events() const override { return memory_events_; }
-  std::uint64_t step_bound() const override { return step_bound_; }
-  void set_step_bound(std::uint64_t bound) override { step_bound_override_ = bound; }
   int actor_count() const override;
-  void set_trace(std::vector<std::string>* trace) override { trace_ = trace; }
   std::optional<StepSite> site_of(const Event& event) const override;
   int step_codes() const override;
   std::string step_name(int step) const override;
@@ -88,7 +78,13 @@ class VllmModel final : public ProtocolModel {
   // memory
   void issue(const Thread& t, int dst, std::size_t offset, std::vector<std::uint32_t> values,
              bool release);
-  void deliver(std::size_t index);
+  void deliver(std::size_t index) override;
+  // ThreadModel
+  int thread_count() const override { return static_cast<int>(threads_.size()); }
+  bool thread_enabled_at(int i) const override {
+    return thread_enabled(threads_[static_cast<std::size_t>(i)]);
+  }
+  void step_thread(int i) override { step(threads_[static_cast<std::size_t>(i)]); }
   std::uint32_t word(int rank, std::size_t offset) const {
     return memory_[static_cast<std::size_t>(rank)][offset];
   }
@@ -100,8 +96,6 @@ class VllmModel final : public ProtocolModel {
   bool check_read(const Thread& t, const char* what, int src, std::size_t offset,
                   std::uint32_t expected);
   void check_invariants();
-  void fail(ViolationKind kind, std::string text);
-  void trace(const std::string& line);
 
   const Kernel& kernel_of(const Thread& t) const {
     return kernels_[static_cast<std::size_t>(t.kernel)];
@@ -126,11 +120,6 @@ class VllmModel final : public ProtocolModel {
   std::vector<std::vector<std::uint32_t>> own_count_;  // [rank][block * ranks + lane]
   std::vector<Kernel> kernels_;
   std::vector<Thread> threads_;
-  StoreQueue in_flight_;
-  std::vector<Event> events_;
-  std::uint64_t steps_ = 0, memory_events_ = 0, step_bound_ = 0, step_bound_override_ = 0;
-  std::optional<Violation> violation_;
-  std::vector<std::string>* trace_ = nullptr;
 };
 
 }  // namespace fusioncheck::sim
