@@ -11,6 +11,14 @@ foreach(file IN LISTS _fi_repro_files)
   string(MAKE_C_IDENTIFIER "${file}" name)
   set(FC_REPRO_${name} "${text}")
 endforeach()
+# The in-kernel delay's hook and rewrite, shipped with a reproducer whose case has one.
+foreach(file src/fi_sync_delay.cuh sync_delay.cmake)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${file})
+  file(READ ${CMAKE_CURRENT_SOURCE_DIR}/${file} text)
+  get_filename_component(name ${file} NAME)
+  string(MAKE_C_IDENTIFIER "${name}" name)
+  set(FC_REPRO_${name} "${text}")
+endforeach()
 configure_file(${_fi_repro_dir}/repro_sources.hpp.in
   ${CMAKE_CURRENT_BINARY_DIR}/generated/repro_sources.hpp @ONLY)
 

@@ -568,6 +568,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
         std::max<std::uint64_t>(max_elems, static_cast<std::uint64_t>(call.tokens) * c.hidden);
   mpi::set_phase("preparing the kernel's workspace");
   kernel_.prepare(max_elems, c.fp32_lamport);
+  kernel_.begin_case(c);
   kernel_.clear_hang_record();
   // The state before the first call; later calls start from the state the protocol's checks
   // read after the previous ones (one read-back per checked group).

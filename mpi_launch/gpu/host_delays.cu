@@ -45,6 +45,18 @@ std::uint32_t delay_for(std::uint32_t seed, int rank, std::uint32_t call_index,
   return (h >> 1) % (max_ns + 1);
 }
 
+SyncDelay sync_delay_for(std::uint32_t seed, int rank, std::uint32_t max_ns, const int* sites,
+                         int site_count) {
+  const std::uint32_t h = mix(seed * 0xc2b2ae35u ^ mix(static_cast<std::uint32_t>(rank) + 13u));
+  if (seed == 0 || max_ns == 0 || site_count <= 0 || sites == nullptr || (h & 1u) == 0) return {};
+  const std::uint32_t g = mix(h);
+  SyncDelay d;
+  d.line = sites[(h >> 1) % static_cast<std::uint32_t>(site_count)];
+  d.block = static_cast<int>(g % 1024u);
+  d.ns = max_ns / 2 + (g >> 10) % (max_ns - max_ns / 2 + 1);
+  return d;
+}
+
 bool staggered_start_for(std::uint32_t seed, int rank, std::uint32_t call_index) {
   return (mix(seed * 0x85ebca6bu ^ mix(static_cast<std::uint32_t>(rank) ^ mix(call_index + 7))) &
           1u) != 0;

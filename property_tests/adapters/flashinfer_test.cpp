@@ -285,9 +285,9 @@ TEST(FlashInferMoe, EveryPatchedCopyIsBuiltOrNamedAsNotBuilt) {
     have.push_back(mutant);
   }
   std::sort(have.begin(), have.end());
-  std::vector<Mutant> expected = {Mutant::float_sentinel, Mutant::flag_before_arrival,
+  std::vector<Mutant> expected = {Mutant::float_sentinel,     Mutant::flag_before_arrival,
                                   Mutant::clear_size_current, Mutant::no_pdl_wait,
-                                  Mutant::moe_remote_read};
+                                  Mutant::moe_remote_read,    Mutant::moe_cluster_sync_dropped};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(have, expected);
   // The catalogue marks exactly these as patched copies of the MoE header.

@@ -5,10 +5,10 @@ usage: poll_profile_test.py CMAKE SCRIPT PINNED_HEADER
 """
 import pathlib
 import re
-import subprocess
 import sys
-import tempfile
 import unittest
+
+from cmake_rewrite import run_rewrite
 
 SPIN = re.compile(r"while \(true\) \{")
 BARRIER = re.compile(r"while \(!generation_reached\(([^;{]*)\)\) \{")
@@ -16,16 +16,11 @@ BARRIER = re.compile(r"while \(!generation_reached\(([^;{]*)\)\) \{")
 
 def rewrite(cmake, script, header_text):
     """(sites the script reports, the rewritten text)."""
-    with tempfile.TemporaryDirectory() as d:
-        src = pathlib.Path(d) / "in.cuh"
-        out = pathlib.Path(d) / "out.cuh"
-        src.write_text(header_text)
-        run = subprocess.run([cmake, f"-DHEADER={src}", f"-DOUT={out}", "-P", script],
-                             capture_output=True, text=True, check=True)
-        found = re.search(r"poll sites: (\d+)", run.stdout + run.stderr)
-        if found is None:
-            raise AssertionError(f"no 'poll sites' line: {run.stdout!r} {run.stderr!r}")
-        return int(found.group(1)), out.read_text()
+    printed, out = run_rewrite(cmake, script, header_text)
+    found = re.search(r"poll sites: (\d+)", printed)
+    if found is None:
+        raise AssertionError(f"no 'poll sites' line: {printed!r}")
+    return int(found.group(1)), out
 
 
 class PollProfileRewrite(unittest.TestCase):

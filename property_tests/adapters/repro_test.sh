@@ -27,4 +27,22 @@ done
 # Good options reach the GPU search (and end there).
 out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --whole-gpu --runs 2 --timeout 1 2>&1)
 [ $? -eq 2 ] && echo "$out" | grep -q "no CUDA device" || { echo "good options: $out"; exit 1; }
+# A case that holds a block inside the kernel: built against the rewritten header, and
+# --sync-line is its option alone.
+if grep -q "^#define FC_SYNC_DELAY 1" "$work/repro/repro_case.h"; then
+  for f in fi_sync_delay.cuh sync_delay.cmake; do
+    [ -s "$work/repro/$f" ] || { echo "missing $f"; exit 1; }
+  done
+  grep -q "FUSIONCHECK_SYNC_DELAY" "$work"/build/rewritten/flashinfer/comm/*.cuh ||
+    { echo "no rewritten header"; exit 1; }
+  grep -q "FC_SYNC_RANK_SITES [0-9]" "$work/build/rewritten/fc_sync_sites.h" ||
+    { echo "no site that knows its rank"; exit 1; }
+  out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --sync-line 0 2>&1)
+  [ $? -eq 2 ] && echo "$out" | grep -q "sync-line takes" || { echo "--sync-line 0: $out"; exit 1; }
+  out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --sync-line 1377 2>&1)
+  [ $? -eq 2 ] && echo "$out" | grep -q "no CUDA device" || { echo "--sync-line 1377: $out"; exit 1; }
+else
+  out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --sync-line 5 2>&1)
+  [ $? -eq 2 ] && echo "$out" | grep -q "usage:" || { echo "--sync-line without a hold: $out"; exit 1; }
+fi
 echo "repro_test: exported, compiled, refused to run without a GPU"

@@ -14,10 +14,13 @@ namespace k = kernels;
 
 }  // namespace
 
-FlashInferMoeKernels::FlashInferMoeKernels(k::Bootstrap& bootstrap,
-                                           const MoeInstance& instance_bf16,
-                                           const MoeInstance* instance_f16, protocol::Mutant patch)
-    : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {}
+FlashInferMoeKernels::FlashInferMoeKernels(k::Bootstrap& bootstrap, Instances instances,
+                                           protocol::Mutant patch)
+    : bootstrap_(bootstrap), instances_(instances), patch_(patch) {}
+
+FlashInferMoeKernels::~FlashInferMoeKernels() {
+  if (plan_stream_ != nullptr) (void)cudaStreamDestroy(plan_stream_);
+}
 
 std::string FlashInferMoeKernels::name() const {
   return "FlashInfer MoE allreduce fusion (" + std::string(kSource) + ")" +
@@ -89,9 +92,6 @@ void FlashInferMoeKernels::launch(const k::FusedParams& p, bool twoshot, cudaStr
                            " (0: reduction, 1: finalize)");
   if (p.moe.finalize != (p.variant == 1))
     throw k::InvalidLaunch("FlashInfer MoE adapter: the call's inputs are for the other kernel");
-  const MoeInstance* instance = p.dtype == k::DType::bf16 ? &bf16_ : f16_;
-  if (instance == nullptr)
-    throw k::InvalidLaunch("the patched FlashInfer MoE copies are built for bf16 only");
   if (p.ranks != current_->ranks() || p.rank != current_->rank())
     throw k::InvalidLaunch("FlashInfer MoE adapter: the call's ranks differ from the workspace's");
   if (p.cluster != k::ClusterMode::automatic)
@@ -143,10 +143,11 @@ void FlashInferMoeKernels::launch(const k::FusedParams& p, bool twoshot, cudaStr
   c.pdl = p.use_pdl;
   c.stream = stream;
 
+  const MoeInstance& instance = instance_for(p);
   const std::uint32_t call_index = calls_++;
   pause_before(p, call_index, stream, waiter_);
   char message[512] = {};
-  const cudaError_t e = instance->launch(c, message, sizeof(message));
+  const cudaError_t e = instance.launch(c, message, sizeof(message));
   if (e == cudaErrorNotSupported && message[0] == '\0')
     throw k::InvalidLaunch("FlashInfer MoE instance has no kernel for this element type");
   throw_launch_error(e, message, "FlashInfer MoE allreduce fusion launch");
@@ -155,6 +156,35 @@ void FlashInferMoeKernels::launch(const k::FusedParams& p, bool twoshot, cudaStr
   call.hidden = p.hidden;
   call.call_index = call_index;
   waiter_.enqueued(call, stream);
+}
+
+const MoeInstance& FlashInferMoeKernels::instance_for(const k::FusedParams& p) const {
+  const bool bf16 = p.dtype == k::DType::bf16;
+  const MoeInstance* instance = bf16 ? instances_.bf16 : instances_.f16;
+  if (bf16 && p.delay_seed != 0 && instances_.sync_bf16 != nullptr) instance = instances_.sync_bf16;
+  if (instance == nullptr)
+    throw k::InvalidLaunch("the patched FlashInfer MoE copies are built for bf16 only");
+  return *instance;
+}
+
+void FlashInferMoeKernels::begin_case(const gpu::GpuCase& c) {
+  if (current_ == nullptr) throw k::InvalidLaunch("FlashInfer MoE adapter: a case before prepare");
+  // Every instance with hooks gets this rank's plan for the case (none without delays), on a
+  // stream of its own, done before the first call is enqueued.
+  for (const MoeInstance* instance : {instances_.bf16, instances_.sync_bf16}) {
+    if (instance == nullptr || instance->sync_site_count == 0) continue;
+    const gpu::SyncDelay delay =
+        gpu::sync_delay_for(c.delay_seed, current_->rank(), c.delay_max_ns, instance->sync_sites,
+                            instance->sync_site_count);
+    auto [known, inserted] = sync_delays_.try_emplace(instance, delay);
+    if (!inserted && known->second == delay) continue;
+    if (plan_stream_ == nullptr)
+      FC_CUDA_CHECK(cudaStreamCreateWithFlags(&plan_stream_, cudaStreamNonBlocking));
+    throw_launch_error(instance->set_sync_delay(delay.line, delay.block, delay.ns, plan_stream_),
+                       "", "FlashInfer MoE sync-delay plan");
+    FC_CUDA_CHECK(cudaStreamSynchronize(plan_stream_));
+    known->second = delay;
+  }
 }
 
 void FlashInferMoeKernels::wait(cudaStream_t stream) {
@@ -178,9 +208,12 @@ void FlashInferMoeKernels::reset() {
 namespace fusioncheck::adapters {
 namespace {
 
-const fi::MoeInstance* find_moe_instance(protocol::Mutant mutant, bool bf16) {
+// The original's plain and sync-delay instances share mutant none; a patched copy has one.
+const fi::MoeInstance* find_moe_instance(protocol::Mutant mutant, bool bf16, bool sync = false) {
   for (const fi::MoeInstance& i : fi::kMoeInstances)
-    if (i.launch != nullptr && i.mutant == mutant && i.bf16 == bf16) return &i;
+    if (i.launch != nullptr && i.mutant == mutant && i.bf16 == bf16 &&
+        (mutant != protocol::Mutant::none || (i.sync_site_count > 0) == sync))
+      return &i;
   return nullptr;
 }
 
@@ -212,8 +245,13 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bo
     throw kernels::InvalidLaunch(
         "FlashInfer's MoE allreduce fusion has no patched copy for mutant " +
         std::string(protocol::mutant_id(patch)));
-  return std::make_unique<fi::FlashInferMoeKernels>(bootstrap, *bf16,
-                                                    find_moe_instance(patch, false), patch);
+  fi::FlashInferMoeKernels::Instances instances;
+  instances.bf16 = bf16;
+  instances.f16 = find_moe_instance(patch, false);
+  if (patch == protocol::Mutant::none) {
+    instances.sync_bf16 = find_moe_instance(patch, true, true);
+  }
+  return std::make_unique<fi::FlashInferMoeKernels>(bootstrap, instances, patch);
 }
 
 }  // namespace fusioncheck::adapters

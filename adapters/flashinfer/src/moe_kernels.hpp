@@ -21,9 +21,19 @@ gpu::KernelTraits flashinfer_moe_traits();
 
 class FlashInferMoeKernels final : public gpu::KernelUnderTest {
  public:
-  // instance_f16 may be null (the patched copies are bf16 only).
-  FlashInferMoeKernels(kernels::Bootstrap& bootstrap, const MoeInstance& instance_bf16,
-                       const MoeInstance* instance_f16, protocol::Mutant patch);
+  // The instances a call runs on, by element type; the sync-delay one (a hook at each
+  // synchronisation exit) for the bf16 calls of a case with seeded delays. Any may be null
+  // but bf16 (the patched copies are bf16 only and carry the hooks themselves; the original's
+  // sync-delay copy is bf16 only).
+  struct Instances {
+    const MoeInstance* bf16 = nullptr;
+    const MoeInstance* f16 = nullptr;
+    const MoeInstance* sync_bf16 = nullptr;
+  };
+  FlashInferMoeKernels(kernels::Bootstrap& bootstrap, Instances instances, protocol::Mutant patch);
+  ~FlashInferMoeKernels() override;
+  FlashInferMoeKernels(const FlashInferMoeKernels&) = delete;
+  FlashInferMoeKernels& operator=(const FlashInferMoeKernels&) = delete;
 
   std::string name() const override;
   gpu::KernelTraits traits() const override;
@@ -41,6 +51,8 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
     return m == protocol::Mutant::moe_remote_read ? 0 : -1;
   }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
+  // Sets the in-kernel delay of this rank (gpu::sync_delay_for) in every instance with hooks.
+  void begin_case(const gpu::GpuCase& c) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy lamport) override {
     return current_->read_state(lamport);
@@ -51,10 +63,14 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
   void reset() override;
 
  private:
+  // The instance of a call: its element type's; the sync-delay copy for a bf16 case with delays.
+  const MoeInstance& instance_for(const kernels::FusedParams& p) const;
+
   kernels::Bootstrap& bootstrap_;
-  const MoeInstance& bf16_;
-  const MoeInstance* f16_;
+  Instances instances_;
   protocol::Mutant patch_;
+  std::map<const MoeInstance*, gpu::SyncDelay> sync_delays_;  // what each instance's plan holds
+  cudaStream_t plan_stream_ = nullptr;
   std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
   FiWorkspace* current_ = nullptr;
   HostBoundedWait waiter_{"FlashInfer MoE kernel"};

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -281,6 +282,42 @@ std::string delays_table(const gpu::GpuCase& c, int runs) {
   return out + line + "\n";
 }
 
+// The in-kernel delay of each rank, as the MoE adapter sets it (its sync-delay copy runs
+// the bf16 cases with delays), and the exits of the header it draws from: no delays where the
+// case has none.
+struct SyncDelays {
+  std::vector<gpu::SyncDelay> ranks;
+  std::vector<int> sites;
+};
+SyncDelays sync_delays(const gpu::GpuCase& c, const Family& family) {
+  if (std::string(family.name) != "flashinfer-moe" || c.dtype != k::DType::bf16 ||
+      c.delay_seed == 0)
+    return {};
+  for (const fi::MoeInstance& i : fi::kMoeInstances) {
+    if (i.launch == nullptr || i.mutant != protocol::Mutant::none || i.sync_site_count == 0)
+      continue;
+    SyncDelays out;
+    out.sites.assign(i.sync_sites, i.sync_sites + i.sync_site_count);
+    bool any = false;
+    for (int r = 0; r < c.ranks; ++r) {
+      out.ranks.push_back(
+          gpu::sync_delay_for(c.delay_seed, r, c.delay_max_ns, i.sync_sites, i.sync_site_count));
+      any |= out.ranks.back().line != 0;
+    }
+    return any ? out : SyncDelays{};
+  }
+  return {};
+}
+
+// Line `line` (from 1) of the exported header, trimmed: what a site's hook follows.
+std::string header_line(const Family& family, int line) {
+  std::ifstream in(fs::path(flashinfer_include_dir()) / family.header);
+  std::string text;
+  for (int n = 1; n <= line && std::getline(in, text); ++n) {}
+  const auto first = text.find_first_not_of(" \t");
+  return first == std::string::npos ? "" : text.substr(first);
+}
+
 // The Lamport buffer size the adapter gives a run of the default limits (comm_size in ctrl).
 std::uint64_t comm_size_of(const gpu::GpuCase& c, const Family& family) {
   const auto elems = static_cast<std::uint64_t>(gpu::CaseLimits{}.elems_per_call());
@@ -336,11 +373,23 @@ ReproExport export_flashinfer_repro(const ReproRequest& request) {
     checks += (checks.empty() ? "" : ", ") + c_string(check);
   const bool fast =
       std::string(family.name) == "flashinfer" && !c.calls.empty() && c.calls.front().variant == 1;
+  const SyncDelays sync = sync_delays(c, family);
+  const std::vector<gpu::SyncDelay>& holds = sync.ranks;
+  std::string holds_table, holds_text;
+  for (int r = 0; r < static_cast<int>(holds.size()); ++r) {
+    const gpu::SyncDelay& d = holds[static_cast<std::size_t>(r)];
+    const auto site = std::find(sync.sites.begin(), sync.sites.end(), d.line) - sync.sites.begin();
+    holds_table +=
+        fmt::format("    {{{}, {}, {}u, {}}},\n", d.line, d.block, d.ns, d.line == 0 ? 0 : site);
+    if (d.line != 0)
+      holds_text += fmt::format("    rank {} holds block {} for {} ns at line {}: {}\n", r, d.block,
+                                d.ns, d.line, header_line(family, d.line));
+  }
   std::string header = fmt::format(
       "// Written by `fusioncheck gpu repro` from {}: the case, as fusioncheck ran it.\n"
-      "#pragma once\n#define {} 1\n#define FC_BF16 {}\n",
+      "#pragma once\n#define {} 1\n#define FC_BF16 {}\n#define FC_SYNC_DELAY {}\n",
       fs::path(request.replay_path).filename().string(), family.macro,
-      c.dtype == k::DType::bf16 ? 1 : 0);
+      c.dtype == k::DType::bf16 ? 1 : 0, holds.empty() ? 0 : 1);
   for (const Family& f : kFamilies)
     if (&f != &family) header += fmt::format("#define {} 0\n", f.macro);
   header += fmt::format(
@@ -358,6 +407,7 @@ ReproExport export_flashinfer_repro(const ReproRequest& request) {
       "inline constexpr unsigned long long kTwoshotBytes = {};\n"
       "inline constexpr CallCase kCallCases[kCalls] = {{\n{}}};\n"
       "// [run][call][rank]\ninline constexpr Delay kDelays[kRuns][kCalls][kRanks] = {{\n{}}};\n"
+      "{}"
       "}}  // namespace repro\n",
       c_string(finding.id), checks, c_string(finding.message),
       c_string(kernel + (fast ? " (FlashInfer's JIT flags)" : "")),
@@ -366,7 +416,13 @@ ReproExport export_flashinfer_repro(const ReproRequest& request) {
       c.mode != gpu::IssueMode::checked_each_call ? "true" : "false", float_literal(c.weight_bias),
       c.fp32_accumulation, comm_size_of(c, family),
       std::string(family.name) == "flashinfer" ? comm_size_of(c, family) : 256, calls,
-      delays_table(c, request.runs));
+      delays_table(c, request.runs),
+      holds.empty()
+          ? std::string()
+          : fmt::format("inline constexpr int kSyncSiteCount = {};  // the header's exits\n"
+                        "// [rank]: the block held at a synchronisation exit, every call\n"
+                        "inline constexpr SyncDelay kSyncDelays[kRanks] = {{\n{}}};\n",
+                        sync.sites.size(), holds_table));
   out.text("repro_case.h", header);
   out.text("repro_main.cu", std::string(repro_sources::kMain));
   out.text("repro_run.cuh", std::string(repro_sources::kRun));
@@ -379,11 +435,18 @@ ReproExport export_flashinfer_repro(const ReproRequest& request) {
   replace(cmake, "FCX_INCLUDE_DEFAULT", flashinfer_include_dir());
   replace(cmake, "FCX_HEADER_FILE", family.header);
   replace(cmake, "FCX_EXTRA_FLAGS", fast ? flashinfer_fast_math_flags() : "");
+  replace(cmake, "FCX_SYNC_DELAY", holds.empty() ? "OFF" : "ON");
   out.text("CMakeLists.txt", cmake);
+  if (!holds.empty()) {
+    out.text("fi_sync_delay.cuh", std::string(repro_sources::kSyncDelayHook));
+    out.text("sync_delay.cmake", std::string(repro_sources::kSyncDelayRewrite));
+  }
   std::string readme = repro_sources::kReadme;
   replace(readme, "FCX_FINDING", finding.id);
   replace(readme, "FCX_REPLAY", fs::path(request.replay_path).filename().string());
-  replace(readme, "FCX_CASE", gpu::describe_block(c, "    "));
+  replace(readme, "FCX_CASE",
+          gpu::describe_block(c, "    ") +
+              (holds_text.empty() ? "" : "    in-kernel delays (every call):\n" + holds_text));
   replace(readme, "FCX_HEADER_FILE", family.header);
   replace(readme, "FCX_SOURCE", flashinfer_source());
   replace(readme, "FCX_RUNS", std::to_string(request.runs));

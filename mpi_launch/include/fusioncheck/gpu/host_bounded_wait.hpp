@@ -100,6 +100,18 @@ void pause_before(const kernels::FusedParams& p, std::uint32_t call_index, cudaS
 // of the (seed, rank, call) draws pause, for up to max_ns; 0 = none.
 std::uint32_t delay_for(std::uint32_t seed, int rank, std::uint32_t call_index,
                         std::uint32_t max_ns);
+// The delay inside the kernel of a header's sync-delay copy (a hook at each synchronisation
+// exit, named by its line): for about half of the (seed, rank) draws, one block (block, taken
+// modulo the grid) waits at one of `sites` for max_ns / 2 to max_ns at every call of the case;
+// line 0 = none (no seed, no sites or no max_ns).
+struct SyncDelay {
+  int line = 0;
+  int block = 0;
+  std::uint32_t ns = 0;
+  bool operator==(const SyncDelay&) const = default;
+};
+SyncDelay sync_delay_for(std::uint32_t seed, int rank, std::uint32_t max_ns, const int* sites,
+                         int site_count);
 // Whether a delayed call starts its blocks staggered (launch_sm_hog) instead of late as a
 // whole (launch_pause): about half of them.
 bool staggered_start_for(std::uint32_t seed, int rank, std::uint32_t call_index);

@@ -129,6 +129,9 @@ class KernelUnderTest {
   }
   // Collective: every rank calls it with the same arguments before a case's calls.
   virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
+  // After prepare, with no call in flight: what the kernel sets up per case beyond its
+  // workspace (the in-kernel delays of a header's sync-delay copy, say). Not collective.
+  virtual void begin_case(const GpuCase& c) { (void)c; }
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
   virtual void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) = 0;
   // The unfused baseline on the same workspace (allreduce-only call, then a separate

@@ -55,6 +55,7 @@ enum class Mutant : std::uint8_t {
   group_fp8_padding_kept,
   // FlashInfer's MoE allreduce fusion (adapters/flashinfer/patches_moe).
   moe_remote_read,
+  moe_cluster_sync_dropped,
   // vLLM's custom allreduce barrier protocol (the sim's model of it): named after its fixes.
   vllm_one_counter_set,
   vllm_no_end_barrier,
@@ -86,7 +87,7 @@ struct MutantInfo {
   std::uint8_t layers;          // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 39> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 40> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -196,6 +197,12 @@ inline constexpr std::array<MutantInfo, 39> kMutantCatalogue{{
      "and a buffer not cleared yet shows an older call's data as arrived",
      "FlashInfer 0.7.4 trtllm_moe_allreduce_fusion.cuh: the finalize kernel reads data_bufs[r]",
      kInSim | kInFlashInferMoe},
+    {Mutant::moe_cluster_sync_dropped, "moe-cluster-sync-dropped",
+     "RMSNorm across a cluster: the barrier after thread 0 read every block's partial sum is "
+     "dropped, so a block overwrites its partial sum with the norm factor (or leaves) while a "
+     "sibling still reads it: a race inside one kernel",
+     "the cluster barrier pair of FlashInfer's rms_norm (trtllm_moe_allreduce_fusion.cuh)",
+     kInFlashInferMoe},
     {Mutant::vllm_one_counter_set, "vllm-one-counter-set",
      "the barrier's peer counters in one set, not two alternating ones: a peer already at the "
      "next barrier overwrites the value a slower rank still waits for",
