@@ -557,6 +557,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   else if (!o.replay_file.empty()) replay_case(comm, o, runner, cases, known, result);
   else search_cases(comm, o, draw, traits, kernel.name(), cases, known, result);
   if (comm.rank() == 0) {
+    if (result.minimal) result.minimal_notes = kernel.case_notes(*result.minimal);
     result.known = known.tallies;
     if (o.strict && known.absent() > 0) result.failed = true;
   }

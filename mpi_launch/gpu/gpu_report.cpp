@@ -97,6 +97,7 @@ std::string failure_report(const CheckResult& r, const GpuPlacement& placement, 
   out += fmt::format("  {:<18}{}\n", "ranks", ranks);
   out += fmt::format("  {:<18}{}\n", "GPUs", describe(placement, ranks));
   if (r.minimal) out += describe_block(*r.minimal, "  ");
+  for (const std::string& note : r.minimal_notes) out += fmt::format("  {:<18}{}\n", "", note);
   for (const auto& f : r.findings)
     out += fmt::format("  {:<18}[{}] {}\n", "finding", f.check, f.message);
   if (!r.known.empty()) out += fmt::format("  {:<18}{}\n", "ledger", known_findings_line(r));
@@ -136,6 +137,7 @@ nlohmann::json to_json(const CheckResult& r) {
           {"seconds_to_first_failure", r.seconds_to_first_failure},
           {"cases_to_first_failure", r.cases_to_first_failure},
           {"minimal_case", r.minimal ? to_json(*r.minimal) : nlohmann::json()},
+          {"minimal_case_notes", r.minimal_notes},
           {"findings", findings},
           {"new_finding", r.new_finding},
           {"known_findings", known},

@@ -566,3 +566,27 @@ TEST(FlashInferRepro, ChecksOfTheHeaderFamiliesExportBesideTheReplay) {
                fg::BadInput);
   fs::remove_all(dir);
 }
+
+namespace {
+
+// A failing MoE case's report names the blocks held inside the kernel: the held ranks of a
+// bf16 case with delays, none for f16 (no sync-delay copy) or without delays.
+TEST(FlashInferMoe, CaseNotesNameTheBlocksHeldInsideTheKernel) {
+  if (!fa::flashinfer_moe_unavailable_reason().empty()) GTEST_SKIP() << "no MoE header";
+  fusioncheck::gpu::GpuCase c;
+  c.ranks = 2;
+  c.dtype = fusioncheck::kernels::DType::bf16;
+  c.delay_seed = 33;  // rank 1 holds block 200; rank 0 holds none
+  c.delay_max_ns = 20000;
+  const auto notes = fa::flashinfer_moe_case_notes(c, Mutant::none);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("rank 1 holds block 200 "), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find(" ns at line "), std::string::npos) << notes[0];
+  c.dtype = fusioncheck::kernels::DType::f16;
+  EXPECT_TRUE(fa::flashinfer_moe_case_notes(c, Mutant::none).empty());
+  c.dtype = fusioncheck::kernels::DType::bf16;
+  c.delay_seed = 0;
+  EXPECT_TRUE(fa::flashinfer_moe_case_notes(c, Mutant::none).empty());
+}
+
+}  // namespace

@@ -416,13 +416,15 @@ TEST(FailureReport, EveryFieldIsLabelled) {
   r.findings.push_back({"hang", "rank 0 block 3 waited for rank 1"});
   r.replay_file = "cx.json";
   r.replay_command = "mpirun -np 4 fusioncheck gpu check --mutant float-sentinel --replay cx.json";
+  r.minimal_notes = {"in-kernel hold: rank 1 holds block 200"};
   fg::GpuPlacement placement;
   placement.device_name = "NVIDIA H200";
   placement.compute_capability = 90;
   const std::string report = fg::failure_report(r, placement, 4);
   for (const char* part :
        {"FAILED", "mutant float-sentinel", "ranks", "GPUs", "finding", "[hang] rank 0 block 3",
-        "replay file", "cx.json", "replay with", "--mutant float-sentinel --replay cx.json"})
+        "replay file", "cx.json", "replay with", "--mutant float-sentinel --replay cx.json",
+        "in-kernel hold: rank 1 holds block 200\n"})
     EXPECT_NE(report.find(part), std::string::npos) << part << " missing in\n" << report;
 }
 

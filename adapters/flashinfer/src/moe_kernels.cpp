@@ -6,6 +6,9 @@
 
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
+#include "fusioncheck/gpu/gpu_case.hpp"
+
+#include <fmt/format.h>
 
 namespace fusioncheck::adapters::fi {
 namespace {
@@ -187,6 +190,10 @@ void FlashInferMoeKernels::begin_case(const gpu::GpuCase& c) {
   }
 }
 
+std::vector<std::string> FlashInferMoeKernels::case_notes(const gpu::GpuCase& c) const {
+  return flashinfer_moe_case_notes(c, patch_);
+}
+
 void FlashInferMoeKernels::wait(cudaStream_t stream) {
   waiter_.wait(
       stream, current_->rank(),
@@ -229,6 +236,25 @@ std::vector<protocol::Mutant> flashinfer_moe_patches() {
   std::vector<protocol::Mutant> out;
   for (const fi::MoeInstance& i : fi::kMoeInstances)
     if (i.launch != nullptr && i.mutant != protocol::Mutant::none) out.push_back(i.mutant);
+  return out;
+}
+
+std::vector<std::string> flashinfer_moe_case_notes(const gpu::GpuCase& c, protocol::Mutant patch) {
+  const bool bf16 = c.dtype == kernels::DType::bf16;
+  const fi::MoeInstance* instance = find_moe_instance(patch, bf16);
+  if (bf16 && c.delay_seed != 0 && patch == protocol::Mutant::none)
+    if (const fi::MoeInstance* hooked = find_moe_instance(patch, true, true)) instance = hooked;
+  std::vector<std::string> out;
+  if (instance == nullptr || instance->sync_site_count == 0) return out;
+  for (int r = 0; r < c.ranks; ++r) {
+    const gpu::SyncDelay d = gpu::sync_delay_for(c.delay_seed, r, c.delay_max_ns,
+                                                 instance->sync_sites, instance->sync_site_count);
+    if (d.line != 0)
+      out.push_back(fmt::format(
+          "in-kernel hold: rank {} holds block {} (modulo the grid) for {} ns at line {} of "
+          "trtllm_moe_allreduce_fusion.cuh, every call",
+          r, d.block, d.ns, d.line));
+  }
   return out;
 }
 

@@ -73,9 +73,10 @@ struct CheckResult {
   int replay_runs = 0;             // with --replay: the runs asked for
   int replay_failed_run = 0;       // with --replay: the run (from 1) that failed; 0: none did
   std::optional<GpuCase> minimal;  // the smallest failing case (rank 0)
-  std::string replay_file;         // where it was written ("" if not)
-  std::string reproducer;          // the stand-alone reproducer beside it, or why there is none
-  std::vector<Finding> findings;   // of the minimal failing case (rank 0)
+  std::vector<std::string> minimal_notes;  // what the kernel did with it beyond its fields
+  std::string replay_file;                 // where it was written ("" if not)
+  std::string reproducer;         // the stand-alone reproducer beside it, or why there is none
+  std::vector<Finding> findings;  // of the minimal failing case (rank 0)
   std::string replay_command;
   // The ledger's entries for this kernel and what the run saw of each (rank 0); empty without
   // a ledger. `failed` is then a new finding, or (strict) an absent entry.

@@ -132,6 +132,12 @@ class KernelUnderTest {
   // After prepare, with no call in flight: what the kernel sets up per case beyond its
   // workspace (the in-kernel delays of a header's sync-delay copy, say). Not collective.
   virtual void begin_case(const GpuCase& c) { (void)c; }
+  // Lines for a failing case's report: what the kernel does with the case beyond its fields
+  // (the blocks it holds inside the kernel, say), for every rank; none by default.
+  virtual std::vector<std::string> case_notes(const GpuCase& c) const {
+    (void)c;
+    return {};
+  }
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
   virtual void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) = 0;
   // The unfused baseline on the same workspace (allreduce-only call, then a separate

@@ -150,6 +150,10 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bo
                                                           protocol::Mutant patch);
 gpu::KernelChoice flashinfer_moe_choice();
 std::vector<protocol::Mutant> flashinfer_moe_patches();
+// The blocks the MoE kernels hold inside the kernel for a case (one line per held rank: rank,
+// block, header line, time), where its calls run on a copy with hooks (the original's
+// sync-delay copy for bf16 cases with delays, or a patched copy); none otherwise.
+std::vector<std::string> flashinfer_moe_case_notes(const gpu::GpuCase& c, protocol::Mutant patch);
 // Patched copies of the MoE header this build applied but did not compile, each with why.
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built();
 // Why this build has no flashinfer-moe kernel; "" when it has one.
