@@ -364,9 +364,8 @@ int site_line(const repro::SyncDelay& d, int line_option) {
                 kSites[d.site], d.site + 1, kCount);
     return kSites[d.site];
   }
-  cannot_run("line " + std::to_string(d.line) +
-             " is no synchronisation exit of this header, which " + "has " +
-             std::to_string(kCount) + " (the exported one " +
+  cannot_run("line " + std::to_string(d.line) + " is no synchronisation exit of this header, " +
+             "which has " + std::to_string(kCount) + " (the exported one " +
              std::to_string(repro::kSyncSiteCount) + "): --sync-line N names the matching one");
 }
 
