@@ -1,7 +1,8 @@
 # `gpu repro` (src/repro_export.cpp): the reproducer's sources built into the binary, and the
 # facts of the include tree it names (where it is, the SHA-256 of the headers it exports).
 set(_fi_repro_dir ${CMAKE_CURRENT_SOURCE_DIR}/repro)
-set(_fi_repro_files repro_main.cu repro_run.cuh repro_types.h CMakeLists.txt.in README.md.in)
+set(_fi_repro_files repro_main.cu repro_run.cuh repro_types.h CMakeLists.txt.in
+  CMakeLists_sync_delay.txt.in README.md.in)
 foreach(file IN LISTS _fi_repro_files)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_fi_repro_dir}/${file})
   file(READ ${_fi_repro_dir}/${file} text)

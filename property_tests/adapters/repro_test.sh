@@ -42,6 +42,8 @@ if grep -q "^#define FC_SYNC_DELAY 1" "$work/repro/repro_case.h"; then
   out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --sync-line 1377 2>&1)
   [ $? -eq 2 ] && echo "$out" | grep -q "no CUDA device" || { echo "--sync-line 1377: $out"; exit 1; }
 else
+  grep -q "sync_delay" "$work/repro/CMakeLists.txt" && { echo "a rewrite without a hold"; exit 1; }
+  [ -e "$work/repro/fi_sync_delay.cuh" ] && { echo "a hook without a hold"; exit 1; }
   out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --sync-line 5 2>&1)
   [ $? -eq 2 ] && echo "$out" | grep -q "usage:" || { echo "--sync-line without a hold: $out"; exit 1; }
 fi

@@ -428,6 +428,7 @@ ReproExport export_flashinfer_repro(const ReproRequest& request) {
   out.text("repro_run.cuh", std::string(repro_sources::kRun));
   out.text("repro_types.h", std::string(repro_sources::kTypes));
   std::string cmake = repro_sources::kCMakeLists;
+  if (!holds.empty()) cmake += "\n" + std::string(repro_sources::kCMakeSyncDelay);
   auto replace = [](std::string& text, const std::string& key, const std::string& value) {
     for (auto at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
       text.replace(at, key.size(), value);
@@ -435,7 +436,6 @@ ReproExport export_flashinfer_repro(const ReproRequest& request) {
   replace(cmake, "FCX_INCLUDE_DEFAULT", flashinfer_include_dir());
   replace(cmake, "FCX_HEADER_FILE", family.header);
   replace(cmake, "FCX_EXTRA_FLAGS", fast ? flashinfer_fast_math_flags() : "");
-  replace(cmake, "FCX_SYNC_DELAY", holds.empty() ? "OFF" : "ON");
   out.text("CMakeLists.txt", cmake);
   if (!holds.empty()) {
     out.text("fi_sync_delay.cuh", std::string(repro_sources::kSyncDelayHook));

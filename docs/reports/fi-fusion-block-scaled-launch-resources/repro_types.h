@@ -58,4 +58,14 @@ struct Delay {
   bool staggered = false;
 };
 
+// The block a rank holds at one synchronisation exit of the header (the line of the rewritten
+// copy's hook, sync_delay.cmake) at every call; line 0: none. `site`: the line's place among
+// the exported header's exits (from 0), for a tree whose lines moved.
+struct SyncDelay {
+  int line = 0;
+  int block = 0;
+  std::uint32_t ns = 0;
+  int site = 0;
+};
+
 }  // namespace repro

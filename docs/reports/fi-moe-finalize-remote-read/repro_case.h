@@ -2,6 +2,7 @@
 #pragma once
 #define FC_FAMILY_MOE 1
 #define FC_BF16 1
+#define FC_SYNC_DELAY 1
 #define FC_FAMILY_FUSION 0
 #define FC_FAMILY_LEGACY 0
 namespace repro {
@@ -541,5 +542,11 @@ inline constexpr Delay kDelays[kRuns][kCalls][kRanks] = {
     {{{10693, true}, {0, false}}, {{0, false}, {7265, true}}}, {{{4420, false}, {18998, true}}, {{13756, false}, {0, false}}},
     {{{0, false}, {11894, false}}, {{15781, true}, {0, false}}}, {{{9610, true}, {0, false}}, {{0, false}, {0, false}}},
     {{{18605, true}, {0, false}}, {{0, false}, {0, false}}}, {{{0, false}, {15535, false}}, {{3578, true}, {0, false}}}
+};
+inline constexpr int kSyncSiteCount = 8;  // the header's exits
+// [rank]: the block held at a synchronisation exit, every call
+inline constexpr SyncDelay kSyncDelays[kRanks] = {
+    {0, 0, 0u, 0},
+    {733, 221, 18680u, 1},
 };
 }  // namespace repro

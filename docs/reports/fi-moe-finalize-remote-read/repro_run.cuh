@@ -345,18 +345,78 @@ void check_call(std::vector<Rank>& ranks, int i, std::vector<Failure>& failures)
   }
 }
 
-// The command line: the bound on a call, how many runs (the exported delays repeat), and
-// whether ranks sharing a GPU share all its SMs.
+#if FC_SYNC_DELAY
+// This tree's line for the exported hold: the same line where it is an exit here, else the exit
+// at the same place among as many exits (a tree whose lines moved), else --sync-line.
+int site_line(const repro::SyncDelay& d, int line_option) {
+  constexpr int kSites[] = {FC_SYNC_SITES};
+  constexpr int kCount = static_cast<int>(sizeof(kSites) / sizeof(kSites[0]));
+  const bool here = std::find(std::begin(kSites), std::end(kSites), d.line) != std::end(kSites);
+  if (line_option != 0) {
+    if (std::find(std::begin(kSites), std::end(kSites), line_option) == std::end(kSites))
+      cannot_run("--sync-line " + std::to_string(line_option) +
+                 ": no synchronisation exit of this header is on that line");
+    return line_option;
+  }
+  if (here) return d.line;
+  if (kCount == repro::kSyncSiteCount) {
+    std::printf("line %d of the exported header is line %d here (exit %d of %d)\n", d.line,
+                kSites[d.site], d.site + 1, kCount);
+    return kSites[d.site];
+  }
+  cannot_run("line " + std::to_string(d.line) + " is no synchronisation exit of this header, " +
+             "which has " + std::to_string(kCount) + " (the exported one " +
+             std::to_string(repro::kSyncSiteCount) + "): --sync-line N names the matching one");
+}
+
+// Each rank's in-kernel delay. Ranks on GPUs of their own each have their module: plan 0 for
+// its only rank. Ranks sharing GPU 0 share one module: a plan per rank, which the sites that know
+// their rank (the polls in a kernel body) honour; a barrier in a helper cannot tell ranks apart.
+void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
+  constexpr int kRankSites[] = {0, FC_SYNC_RANK_SITES};
+  const bool shared = kN > 1 && ranks[0].device == ranks[1].device;
+  if (shared && kN > kFcSyncDelayPlans)
+    cannot_run("in-kernel delays for more than " + std::to_string(kFcSyncDelayPlans) +
+               " ranks on one GPU");
+  for (int r = 0; r < kN; ++r) {
+    const repro::SyncDelay& d = repro::kSyncDelays[r];
+    FcSyncDelayPlan plan;
+    if (d.line != 0) {
+      plan.line = site_line(d, line_option);
+      plan.block = d.block;
+      plan.ns = d.ns;
+      plan.rank = shared ? r : -1;
+      if (shared && std::find(std::begin(kRankSites), std::end(kRankSites), plan.line) ==
+                        std::end(kRankSites))
+        cannot_run("rank " + std::to_string(r) + " holds a block at line " +
+                   std::to_string(plan.line) + ", a barrier that does not know its rank: with " +
+                   "the ranks on one GPU it would hold every rank's block (reproduce it with " +
+                   "fusioncheck, or one GPU per rank)");
+      std::printf("rank %d holds block %d for %u ns at line %d of the header, every call\n", r,
+                  d.block, d.ns, plan.line);
+    }
+    Rank& rank = ranks[static_cast<std::size_t>(r)];
+    use_rank(rank);
+    fc_set_sync_delay_plan<<<1, 1, 0, rank.stream>>>(shared ? r : 0, plan);
+    check(cudaGetLastError(), "setting the in-kernel delay");
+    check(cudaStreamSynchronize(rank.stream), "setting the in-kernel delay");
+  }
+}
+#endif
+
+// The command line: the bound on a call, how many runs (the exported delays repeat), whether
+// ranks sharing a GPU share all its SMs, and the line of an in-kernel delay in this tree.
 struct Options {
   double timeout = 10.0;
   int runs = repro::kRuns;
   bool whole_gpu = false;
+  int sync_line = 0;
 };
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  const std::string usage =
-      "usage: " + std::string(argv[0]) + " [--timeout SECONDS] [--runs N] [--whole-gpu]";
+  const std::string usage = "usage: " + std::string(argv[0]) +
+                            " [--timeout SECONDS] [--runs N] [--whole-gpu] [--sync-line N]";
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--whole-gpu") {
@@ -373,6 +433,10 @@ Options parse_options(int argc, char** argv) {
       const long runs = std::strtol(argv[++a], &end, 10);
       if (*end != '\0' || runs < 1 || runs > 100000) cannot_run("--runs takes 1 to 100000");
       o.runs = static_cast<int>(runs);
+    } else if (arg == "--sync-line" && FC_SYNC_DELAY) {
+      const long line = std::strtol(argv[++a], &end, 10);
+      if (*end != '\0' || line < 1 || line > 1000000) cannot_run("--sync-line takes a line number");
+      o.sync_line = static_cast<int>(line);
     } else {
       cannot_run(usage);
     }
@@ -408,6 +472,10 @@ int main(int argc, char** argv) {
   g_phase = "loading the inputs";
   for (int r = 0; r < kN; ++r) make_call_buffers(ranks[static_cast<std::size_t>(r)], r);
   for (Rank& rank : ranks) use_rank(rank), check(cudaDeviceSynchronize(), "set-up");
+#if FC_SYNC_DELAY
+  g_phase = "setting the in-kernel delays";
+  set_sync_delays(ranks, options.sync_line);
+#endif
   std::vector<Failure> failures;
   int previous_elems = 0;
   for (int run = 0; run < options.runs; ++run) {

@@ -2,6 +2,7 @@
 #pragma once
 #define FC_FAMILY_MOE 1
 #define FC_BF16 0
+#define FC_SYNC_DELAY 0
 #define FC_FAMILY_FUSION 0
 #define FC_FAMILY_LEGACY 0
 namespace repro {

@@ -29,7 +29,14 @@
 
 #include "repro_types.h"
 #include "repro_case.h"
+#ifndef FC_SYNC_DELAY
+#define FC_SYNC_DELAY 0  // a case exported without in-kernel delays
+#endif
 
+#if FC_SYNC_DELAY
+#include "fc_sync_sites.h"    // where they are (CMakeLists.txt)
+#include "fi_sync_delay.cuh"  // the hooks of the rewritten header (CMakeLists.txt)
+#endif
 #if FC_FAMILY_FUSION
 #include "flashinfer/comm/trtllm_allreduce_fusion.cuh"
 #elif FC_FAMILY_MOE
