@@ -23,6 +23,7 @@
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/cli/paths.hpp"
+#include "fusioncheck/files/json_file.hpp"
 
 namespace fusioncheck::cli {
 namespace {
@@ -225,19 +226,83 @@ std::vector<audit::FileReport> audit_files(const std::string& cuobjdump,
   return reports;
 }
 
-// --diff-releases: each FILE one release of the same package, oldest first.
-int run_release_diff(const AuditArguments& args, const std::string& cuobjdump,
-                     const audit::DumpOptions& dump, const audit::AuditOptions& options) {
-  std::vector<audit::Release> releases;
+// A release's audit saved by `audit --json` (FILE.json) is read back, not disassembled.
+bool is_saved_report(const std::string& file) { return file.ends_with(".json"); }
+
+// The largest saved report read: NCCL's whole library is some tens of MB.
+constexpr std::uintmax_t kMaxSavedReportBytes = std::uintmax_t{1} << 30;
+
+std::vector<audit::FileReport> saved_report(const std::string& file) {
+  require_readable_file("", file);
+  std::string text;
+  nlohmann::json json;
+  std::string why = files::read_small_file(file, kMaxSavedReportBytes, text);
+  if (why.empty()) why = files::parse_json(text, json);
+  if (!why.empty()) throw UsageError(file + ": " + why);
   try {
-    for (const std::string& file : args.files) {
-      AuditArguments one = args;
-      one.files = {file};
-      releases.push_back({std::filesystem::path(file).filename().string(),
-                          audit_files(cuobjdump, audit_inputs(one), dump, options)});
-    }
+    return audit::file_reports_from_json(json);
   } catch (const audit::AuditInputError& e) {
-    throw UsageError(e.what());
+    throw UsageError(file + ": not an audit report: " + e.what());
+  }
+}
+
+// cuobjdump, or the reason it is needed and how to get it.
+std::string require_cuobjdump() {
+  // $CUOBJDUMP names one binary: relative, it would depend on the folder the audit runs in.
+  if (const char* env = std::getenv("CUOBJDUMP"); env != nullptr && *env != '\0' && *env != '/')
+    throw UsageError(std::string("CUOBJDUMP=") + env + ": not an absolute path");
+  const auto cuobjdump = audit::find_cuobjdump();
+  if (!cuobjdump)
+    throw UsageError(
+        std::string(
+            "cuobjdump not found ($CUOBJDUMP, PATH, /usr/local/cuda/bin); install it with: ") +
+        audit::kCuobjdumpInstallHint);
+  return *cuobjdump;
+}
+
+audit::DumpOptions make_dump_options(const AuditArguments& args,
+                                     std::optional<audit::UserRegex> kernels) {
+  audit::DumpOptions dump;
+  dump.time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
+  dump.archs = args.archs;
+  dump.parallel = static_cast<std::size_t>(args.jobs > 0 ? args.jobs : default_jobs());
+  dump.in_pieces = !args.whole_files;
+  dump.kernels = std::move(kernels);
+  return dump;
+}
+
+// --diff-releases: each FILE one release of the same package, oldest first: a binary or wheel
+// (audited here) or the report `audit --json` saved of one (read back). Every saved report and
+// every file is checked before the first is audited.
+int run_release_diff(const AuditArguments& args, const audit::AuditOptions& options,
+                     std::optional<audit::UserRegex> kernels) {
+  std::vector<audit::Release> releases(args.files.size());
+  bool any_binary = false;
+  for (std::size_t i = 0; i < args.files.size(); ++i) {
+    const std::filesystem::path file(args.files[i]);
+    if (is_saved_report(args.files[i])) {
+      releases[i] = {file.stem().string(), saved_report(args.files[i])};
+      continue;
+    }
+    releases[i].label = file.filename().string();
+    AuditArguments one = args;
+    one.files = {args.files[i]};
+    (void)audit_inputs(one);  // readable, and a wheel that opens
+    any_binary = true;
+  }
+  if (any_binary) {
+    const std::string cuobjdump = require_cuobjdump();
+    const audit::DumpOptions dump = make_dump_options(args, std::move(kernels));
+    try {
+      for (std::size_t i = 0; i < args.files.size(); ++i) {
+        if (is_saved_report(args.files[i])) continue;
+        AuditArguments one = args;
+        one.files = {args.files[i]};
+        releases[i].files = audit_files(cuobjdump, audit_inputs(one), dump, options);
+      }
+    } catch (const audit::AuditInputError& e) {
+      throw UsageError(e.what());
+    }
   }
   const std::vector<audit::ReleaseStep> steps = audit::diff_releases(releases);
   if (args.as_json) fmt::print("{}\n", audit::to_json(steps).dump(2));
@@ -257,32 +322,19 @@ int run_audit(const AuditArguments& args) {
       throw UsageError("--arch " + arch +
                        ": not an architecture (e.g. sm_90, sm_100a, sm_120a, sm_90+, or all)");
   const audit::AuditOptions options = make_options(args);
-  const std::optional<audit::UserRegex> kernels = regex_option("--kernels", args.kernels);
+  std::optional<audit::UserRegex> kernels = regex_option("--kernels", args.kernels);
+  if (args.diff_releases) return run_release_diff(args, options, std::move(kernels));
   // Every input first: a missing file is the user's mistake whether or not cuobjdump is here.
   const std::vector<AuditInput> inputs = audit_inputs(args);
   if (!args.baseline.empty()) require_readable_file("--baseline", args.baseline);
-  // $CUOBJDUMP names one binary: relative, it would depend on the folder the audit runs in.
-  if (const char* env = std::getenv("CUOBJDUMP"); env != nullptr && *env != '\0' && *env != '/')
-    throw UsageError(std::string("CUOBJDUMP=") + env + ": not an absolute path");
-  const auto cuobjdump = audit::find_cuobjdump();
-  if (!cuobjdump)
-    throw UsageError(
-        std::string(
-            "cuobjdump not found ($CUOBJDUMP, PATH, /usr/local/cuda/bin); install it with: ") +
-        audit::kCuobjdumpInstallHint);
-  audit::DumpOptions dump;
-  dump.time_limit = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000));
-  dump.archs = args.archs;
-  dump.parallel = static_cast<std::size_t>(args.jobs > 0 ? args.jobs : default_jobs());
-  dump.in_pieces = !args.whole_files;
-  dump.kernels = kernels;
-  if (args.diff_releases) return run_release_diff(args, *cuobjdump, dump, options);
+  const std::string cuobjdump = require_cuobjdump();
+  const audit::DumpOptions dump = make_dump_options(args, std::move(kernels));
   std::vector<audit::FileReport> reports;
   try {
-    reports = audit_files(*cuobjdump, inputs, dump, options);
+    reports = audit_files(cuobjdump, inputs, dump, options);
     if (!args.baseline.empty()) {
       const audit::FileReport baseline =
-          audit_file(*cuobjdump, args.baseline, args.baseline, dump, options);
+          audit_file(cuobjdump, args.baseline, args.baseline, dump, options);
       for (auto& report : reports)
         if (audit::compare_with_baseline(report, baseline) == 0)
           fmt::print(stderr, "audit: no kernel of {} is in the baseline {}\n", report.path,
@@ -340,7 +392,8 @@ void add_audit_command(CLI::App& app, int& exit_code) {
          "classes each kernel lacks against it, per source")
       ->type_name("FILE");
   sub->add_flag("--diff-releases", args->diff_releases,
-                "Each FILE is one release of the same package, oldest first: per kernel and "
+                "Each FILE is one release of the same package, oldest first (a binary, a wheel, "
+                "or FILE.json: the report `audit --json` saved of one): per kernel and "
                 "architecture, the sync classes lost and gained from one release to the next (a "
                 "lost wait, fence or acquire is a finding), and kernels gone or new");
   sub->add_flag("--json", args->as_json, "Print as JSON instead of a table");

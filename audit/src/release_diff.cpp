@@ -1,9 +1,12 @@
 // Releases of one package side by side (release_diff.hpp).
 #include "fusioncheck/audit/release_diff.hpp"
 
+#include "fusioncheck/audit/cuobjdump.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -71,7 +74,65 @@ ReleaseStep diff_pair(const Release& from, const Release& to) {
   return step;
 }
 
+// The member `key` of `object` (at `where`), of the type `is` checks; else AuditInputError.
+const nlohmann::json& member(const nlohmann::json& object, const char* key,
+                             const std::string& where, bool (nlohmann::json::*is)() const noexcept,
+                             const char* type) {
+  const auto it = object.find(key);
+  if (it == object.end() || !((*it).*is)())
+    throw AuditInputError(fmt::format("{}: no {} \"{}\"", where, type, key));
+  return *it;
+}
+
+FunctionCode code_from_json(const nlohmann::json& code, const std::string& where) {
+  if (!code.is_object()) throw AuditInputError(where + ": not an object");
+  FunctionCode out;
+  out.arch = member(code, "arch", where, &nlohmann::json::is_string, "string").get<std::string>();
+  if (arch_number(out.arch) <= 0)
+    throw AuditInputError(fmt::format("{}: \"{}\" names no architecture", where, out.arch));
+  const std::string source =
+      member(code, "source", where, &nlohmann::json::is_string, "string").get<std::string>();
+  if (source == source_name(CodeSource::kSass)) out.source = CodeSource::kSass;
+  else if (source == source_name(CodeSource::kPtx)) out.source = CodeSource::kPtx;
+  else
+    throw AuditInputError(fmt::format("{}: source \"{}\" is neither SASS nor PTX", where, source));
+  for (const auto& [name, count] :
+       member(code, "sync", where, &nlohmann::json::is_object, "object").items()) {
+    if (!count.is_number_integer() || count.get<long long>() < 0)
+      throw AuditInputError(fmt::format("{}: sync class \"{}\" has no count", where, name));
+    out.sync_counts[name] = static_cast<int>(std::min<long long>(count.get<long long>(), 1 << 30));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<FileReport> file_reports_from_json(const nlohmann::json& report) {
+  if (!report.is_object()) throw AuditInputError("not an audit report (a JSON object)");
+  std::vector<FileReport> files;
+  const auto& listed = member(report, "files", "the report", &nlohmann::json::is_array, "array");
+  for (std::size_t f = 0; f < listed.size(); ++f) {
+    const std::string where = fmt::format("files[{}]", f);
+    if (!listed[f].is_object()) throw AuditInputError(where + ": not an object");
+    FileReport file;
+    file.path =
+        member(listed[f], "path", where, &nlohmann::json::is_string, "string").get<std::string>();
+    const auto& kernels = member(listed[f], "kernels", where, &nlohmann::json::is_array, "array");
+    for (std::size_t k = 0; k < kernels.size(); ++k) {
+      const std::string at = fmt::format("{}.kernels[{}]", where, k);
+      if (!kernels[k].is_object()) throw AuditInputError(at + ": not an object");
+      KernelReport kernel;
+      kernel.name =
+          member(kernels[k], "name", at, &nlohmann::json::is_string, "string").get<std::string>();
+      const auto& codes = member(kernels[k], "code", at, &nlohmann::json::is_array, "array");
+      for (std::size_t c = 0; c < codes.size(); ++c)
+        kernel.code.push_back(code_from_json(codes[c], fmt::format("{}.code[{}]", at, c)));
+      file.kernels.push_back(std::move(kernel));
+    }
+    files.push_back(std::move(file));
+  }
+  return files;
+}
 
 bool lost_class_is_finding(const std::string& sync_class) {
   return sync_class == kGridDependencyWait || sync_class.rfind("fence", 0) == 0 ||

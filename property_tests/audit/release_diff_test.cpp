@@ -1,8 +1,10 @@
 // The release diff (audit/release_diff.hpp) on hand-made reports: what counts as a finding, a
-// renamed kernel, an architecture dropped, three releases as two steps.
+// renamed kernel, an architecture dropped, three releases as two steps, saved reports read back.
 #include "fusioncheck/audit/release_diff.hpp"
 
 #include <gtest/gtest.h>
+
+#include "fusioncheck/audit/cuobjdump.hpp"
 
 namespace fa = fusioncheck::audit;
 
@@ -84,4 +86,52 @@ TEST(ReleaseDiff, ArchitecturesAddedOrDroppedAreNotedAndThreeReleasesMakeTwoStep
   EXPECT_TRUE(steps[1].changes[0].finding);  // sm_90 lost its fence
   EXPECT_EQ(fa::to_json(steps)[1]["changes"][0]["severity"], "finding");
   EXPECT_THROW(fa::diff_releases({release("only", {})}), std::invalid_argument);
+}
+
+// A release's audit saved by `audit --json` and read back diffs as the audit itself does.
+TEST(ReleaseDiff, ASavedReportReadsBackAndDiffsAsTheAuditItself) {
+  const fa::Release old_release =
+      release("1.0", {kernel("ar", {{"sm_90", {{"griddep.wait", 1}, {"fence.sys", 1}}},
+                                    {"sm_120", {{"griddep.wait", 1}}}})});
+  const fa::Release new_release =
+      release("1.1", {kernel("ar", {{"sm_90", {{"fence.sys", 1}}}, {"sm_120", {}}})});
+  const auto direct = fa::diff_releases({old_release, new_release});
+  const fa::Release old_saved{"1.0", fa::file_reports_from_json(fa::to_json(old_release.files))};
+  const fa::Release new_saved{"1.1", fa::file_reports_from_json(fa::to_json(new_release.files))};
+  const auto read_back = fa::diff_releases({old_saved, new_saved});
+  EXPECT_EQ(fa::count_findings(direct), 2u);  // the wait, on sm_90 and on sm_120
+  EXPECT_EQ(fa::to_json(read_back), fa::to_json(direct));
+  // Negative control: the same saved report on both sides has nothing to say.
+  EXPECT_EQ(fa::count_findings(fa::diff_releases({old_saved, old_saved})), 0u);
+}
+
+TEST(ReleaseDiff, AMalformedSavedReportIsRefusedNamingTheField) {
+  const auto refused = [](const nlohmann::json& report) -> std::string {
+    try {
+      fa::file_reports_from_json(report);
+    } catch (const fa::AuditInputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const nlohmann::json good =
+      fa::to_json(release("1.0", {kernel("ar", {{"sm_90", {{"griddep.wait", 1}}}})}).files);
+  EXPECT_EQ(refused(good), "");  // control
+  EXPECT_NE(refused(nlohmann::json::array()).find("not an audit report"), std::string::npos);
+  nlohmann::json no_files = good;
+  no_files.erase("files");
+  EXPECT_NE(refused(no_files).find("no array \"files\""), std::string::npos);
+  nlohmann::json bad_source = good;
+  bad_source["files"][0]["kernels"][0]["code"][0]["source"] = "CUBIN";
+  EXPECT_NE(refused(bad_source).find("files[0].kernels[0].code[0]: source \"CUBIN\""),
+            std::string::npos);
+  nlohmann::json bad_arch = good;
+  bad_arch["files"][0]["kernels"][0]["code"][0]["arch"] = "gfx942";
+  EXPECT_NE(refused(bad_arch).find("names no architecture"), std::string::npos);
+  nlohmann::json bad_count = good;
+  bad_count["files"][0]["kernels"][0]["code"][0]["sync"]["griddep.wait"] = "one";
+  EXPECT_NE(refused(bad_count).find("sync class \"griddep.wait\" has no count"), std::string::npos);
+  nlohmann::json no_name = good;
+  no_name["files"][0]["kernels"][0].erase("name");
+  EXPECT_NE(refused(no_name).find("files[0].kernels[0]: no string \"name\""), std::string::npos);
 }

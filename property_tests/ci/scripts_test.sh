@@ -193,5 +193,33 @@ printf '## Explained findings\n| `a` | `b` | `c` | `d` | `e` |\n' >"$tmp/short.m
 expect "wheels: an explanation row without its reason" 2 "needs 6 cells" python3 "$W" check --findings "$WF/findings.json" --doc "$tmp/short.md"
 mkdir -p "$tmp/noreport"
 expect "wheels: no report" 2 "no JSON report in" python3 "$W" extract "$tmp/noreport"
+# The audit across releases: PyPI's list read from a fixture, the diff summarised, each
+# finding checked against the explanations of a document (ci/release_history.py), and the
+# driver's bad settings (ci/audit_releases.sh; its run end to end: property_tests/audit).
+RH="$root/ci/release_history.py"
+RF="$here/fixtures/releases"
+expect "releases: final x86_64 wheels, oldest first, the last N" 0 "^1\.0 1\.9\.post1 1\.10$" \
+  bash -c 'python3 "$1" versions fcpkg 3 --index-json "$2" | tr "\n" " " | sed "s/ $//"' _ "$RH" "$RF/index.json"
+expect "releases: fewer than two" 2 "COUNT 1: a diff needs two releases" python3 "$RH" versions fcpkg 1 --index-json "$RF/index.json"
+echo '{"info": {}}' >"$tmp/norel.json"
+expect "releases: an index without releases" 2 "the index has no releases" python3 "$RH" versions fcpkg 2 --index-json "$tmp/norel.json"
+expect "releases: an index that is not JSON" 2 "doc.md: " python3 "$RH" versions fcpkg 2 --index-json "$RF/doc.md"
+"$fc" audit --diff-releases --json "$root/property_tests/audit/fixtures/releases/pkg-1.0.json" \
+  "$root/property_tests/audit/fixtures/releases/pkg-1.1.json" >"$tmp/diff.json"
+expect "releases: the summary counts the step" 0 "^\| pkg-1\.0 → pkg-1\.1 \| 1 \| 1 \| 1 \| 0 \| 0 \| 1 \|$" python3 "$RH" summary "$tmp/diff.json"
+expect "releases: the finding explained" 0 "1 finding\(s\), 0 lost class\(es\) unexplained, 0 stale" \
+  python3 "$RH" check --diff "$tmp/diff.json" --doc "$RF/doc.md"
+expect "releases: its explanation dropped" 1 "UNEXPLAINED: pkg-1\.0 -> pkg-1\.1: pkg_allreduce\(Params\) \[sm_90\] lost griddep\.wait" \
+  python3 "$RH" check --diff "$tmp/diff.json" --doc "$RF/doc.md" --drop-explanation 1
+sed 's/^| `pkg-1\\.0 -> pkg-1\\.1` | `pkg_allreduce`.*$/&\n| `pkg-1\\.0 -> pkg-1\\.1` | `other_kernel` | `sm_90` | `fence\\.sys` | fixture: stale |/' "$RF/doc.md" >"$tmp/stale-rel.md"
+expect "releases: a stale explanation" 1 "STALE: .*other_kernel" python3 "$RH" check --diff "$tmp/diff.json" --doc "$tmp/stale-rel.md"
+expect "releases: not a diff" 2 "not the JSON of" python3 "$RH" check --diff "$RF/index.json" --doc "$RF/doc.md"
+A="$root/ci/audit_releases.sh"
+expect "releases: one release" 2 "COUNT=1: give 2 releases or more" env BUILD="$fake" bash "$A" fcpkg 1
+expect "releases: not a package" 2 "'fc;pkg': not a package name" env BUILD="$fake" bash "$A" "fc;pkg" 2
+expect "releases: versions that are not COUNT" 2 "1 versions given for COUNT=2" env BUILD="$fake" bash "$A" fcpkg 2 1.0
+expect "releases: no binary" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" env BUILD="$tmp/nobuild" bash "$A" fcpkg 2
+expect "releases: JOBS not a number" 2 "JOBS=many: not a number of runs" env BUILD="$fake" JOBS=many bash "$A" fcpkg 2
+expect "releases: FIND_LINKS without versions" 2 "FIND_LINKS: give the versions" env BUILD="$fake" FIND_LINKS="$tmp" bash "$A" fcpkg 2
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -43,6 +43,12 @@ struct ReleaseStep {
 // Whether losing this sync class is a finding: griddep.wait, a fence of any scope, an acquire.
 bool lost_class_is_finding(const std::string& sync_class);
 
+// A release's files as `fusioncheck audit --json` wrote them: each kernel's name, its codes
+// (architecture, source) and their sync classes; the stored findings are not read back. A
+// report saved per release lets a long history be audited one download at a time. Throws
+// AuditInputError (cuobjdump.hpp) naming the first field that is missing or of a wrong type.
+std::vector<FileReport> file_reports_from_json(const nlohmann::json& report);
+
 // Each release against the next, in the order given (at least two).
 std::vector<ReleaseStep> diff_releases(const std::vector<Release>& releases);
 
