@@ -22,7 +22,8 @@ std::string layers_text(std::uint8_t layers) {
                            {kInFlashInferPcie, "flashinfer-pcie"},
                            {kInSimPcie, "sim-pcie"},
                            {kInFlashInferMoe, "flashinfer-moe"},
-                           {kInSimVllm, "sim-vllm"}})
+                           {kInSimVllm, "sim-vllm"},
+                           {kInSimMnnvl, "sim-mnnvl"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }

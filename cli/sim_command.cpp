@@ -67,7 +67,7 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
   if (a.late_trigger) c.late_trigger = true;
   if (!a.calls.empty() && !parse_calls(a.calls, c.calls))
     throw UsageError("bad --calls '" + a.calls +
-                     "' (expected e.g. os4,os2,ts4 or pp4,rs2 or vs4,vt2)");
+                     "' (expected e.g. os4,os2,ts4 or pp4,rs2 or vs4,vt2 or mo2,mt1)");
   // The calls say which model runs: --protocol must not name the other one.
   if (!a.protocol.empty() && protocol_of(c) != protocol)
     throw UsageError(fmt::format("--calls {} are calls of the {} model, --protocol is {}", a.calls,
@@ -245,7 +245,10 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
       << format_calls(default_config(SimProtocol::pcie).calls)
       << " for the model of the PCIe protocol, "
       << format_calls(default_config(SimProtocol::vllm).calls)
-      << " for the model of vLLM's; 2 ranks x 2 blocks x 2 vectors x 2 elements, "
+      << " for the model of vLLM's; 2 ranks x 2 blocks x 2 vectors x 2 elements; "
+      << format_calls(default_config(SimProtocol::mnnvl).calls)
+      << " for the model of the MNNVL protocol, 72 ranks x 2 blocks (a token each) x 1 vector "
+         "x 2 elements, on the rack profiles only), "
       << options.random_budget
       << " schedules, seed 1), then as many PCT schedules (depth 3), then as many held-rank "
          "schedules, then the bounded exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
@@ -255,7 +258,9 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
          "blocks x vectors x elements, calls, deviations from the default\nschedule, "
          "steps. `none` is the correct protocol: it must be clean everywhere. Rows marked (PCIe)\n"
          "run the model of FlashInfer's PCIe protocol, rows marked (vLLM) the model of vLLM's "
-         "custom\nallreduce barriers.\n\n"
+         "custom\nallreduce barriers, rows marked (MNNVL) the model of FlashInfer's MNNVL "
+         "allreduce; a model's searches\nstop after "
+      << options.row_time_limit_s << " s each (schedules counts what ran).\n\n"
       << provoking_configs_text() << table;
   return out.str();
 }
@@ -286,14 +291,14 @@ int run_search(const SimArgs& a) {
   if (!scheduler)
     throw UsageError("unknown scheduler '" + a.scheduler + "' (random, pct or exhaustive)");
   std::vector<const Profile*> profiles;
+  const SimConfig config = config_from(a, *mutant);
   if (a.profile == "all") {
-    for (const auto& p : kProfiles) profiles.push_back(&p);
+    for (const auto& p : profiles_of(protocol_of(config))) profiles.push_back(&p);
   } else if (const Profile* p = find_profile(a.profile)) {
     profiles.push_back(p);
   } else {
     throw UsageError("unknown profile '" + a.profile + "' (known: " + profile_names() + ", all)");
   }
-  const SimConfig config = config_from(a, *mutant);
   for (const Profile* p : profiles) {
     const std::string error = validate(config, *p);
     if (!error.empty()) throw UsageError(error);
@@ -357,9 +362,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   sub->add_option(
          "--protocol", args->protocol,
          "Search: the protocol whose default configuration a search starts from: lamport "
-         "(our kernels), pcie (FlashInfer's PCIe allreduce), vllm (vLLM's custom allreduce); "
-         "a mutant of one model alone implies it")
-      ->check(CLI::IsMember({"lamport", "pcie", "vllm"}));
+         "(our kernels), pcie (FlashInfer's PCIe allreduce), vllm (vLLM's custom allreduce), "
+         "mnnvl (FlashInfer's MNNVL allreduce, on nvl72 and nvl72-mnnvl); a mutant of one "
+         "model alone implies it")
+      ->check(CLI::IsMember({"lamport", "pcie", "vllm", "mnnvl"}));
   sub->add_option("--scheduler", args->scheduler,
                   "Search: how schedules are explored (held-rank: one rank held at a drawn step "
                   "of a drawn call while the others run ahead)")
@@ -384,8 +390,11 @@ void add_sim_command(CLI::App& app, int& exit_code) {
   sub->add_option("--out", args->out,
                   "Search: folder for counterexample files (created if missing)")
       ->type_name("DIR");
-  sub->add_option("--ranks", args->ranks, fmt::format("Search: ranks (default {})", start.ranks))
-      ->check(integer_in(protocol::kMinRanks, protocol::kMaxRanks));
+  sub->add_option("--ranks", args->ranks,
+                  fmt::format("Search: ranks (default {}; at most {}, and {} for the MNNVL "
+                              "protocol on the rack profiles)",
+                              start.ranks, protocol::kMaxRanks, kRackProfiles[0].max_ranks))
+      ->check(integer_in(protocol::kMinRanks, kRackProfiles[0].max_ranks));
   sub->add_option(
          "--blocks", args->blocks,
          fmt::format("Search: blocks per kernel, at most the profile's SM count (default {})",
@@ -404,10 +413,12 @@ void add_sim_command(CLI::App& app, int& exit_code) {
       fmt::format("Search: call sequence, os<N> one-shot / ts<N> two-shot over N vectors "
                   "(default {}, --tiny {}); PCIe: pp<N> push, rs<N> reduce-scatter (block "
                   "region), rf<N> reduce-scatter (pack region), pb<N> barrier kernel (default {}); "
-                  "vLLM: vs<N> one-stage, vt<N> two-stage kernel (default {})",
+                  "vLLM: vs<N> one-stage, vt<N> two-stage kernel (default {}); MNNVL: mo<N> "
+                  "one-shot, mt<N> two-shot over N tokens (default {})",
                   format_calls(start.calls), format_calls(tiny.calls),
                   format_calls(default_config(SimProtocol::pcie).calls),
-                  format_calls(default_config(SimProtocol::vllm).calls)));
+                  format_calls(default_config(SimProtocol::vllm).calls),
+                  format_calls(default_config(SimProtocol::mnnvl).calls)));
   sub->add_option(
          "--graph-replays", args->graph_replays,
          fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "

@@ -14,16 +14,21 @@ namespace fusioncheck::sim {
 const Profile* find_profile(std::string_view name) {
   for (const auto& p : kProfiles)
     if (p.name == name) return &p;
+  for (const auto& p : kRackProfiles)
+    if (p.name == name) return &p;
   return nullptr;
 }
 
 std::string profile_names() {
   std::string out;
-  for (const auto& p : kProfiles) {
-    if (!out.empty()) out += ", ";
-    out += p.name;
-  }
+  for (const auto& p : kProfiles) out += std::string(out.empty() ? "" : ", ") + std::string(p.name);
+  for (const auto& p : kRackProfiles) out += ", " + std::string(p.name);
   return out;
+}
+
+std::span<const Profile> profiles_of(SimProtocol protocol) {
+  if (protocol == SimProtocol::mnnvl) return kRackProfiles;
+  return kProfiles;
 }
 
 namespace {
@@ -39,10 +44,12 @@ constexpr ProtocolInfo kProtocolInfo[] = {
     {SimProtocol::lamport, "lamport", "", protocol::kInSim},
     {SimProtocol::pcie, "pcie", " (PCIe)", protocol::kInSimPcie},
     {SimProtocol::vllm, "vllm", " (vLLM)", protocol::kInSimVllm},
+    {SimProtocol::mnnvl, "mnnvl", " (MNNVL)", protocol::kInSimMnnvl},
 };
 static_assert(std::size(kProtocolInfo) == std::size(kSimProtocols));
 static_assert(kProtocolInfo[1].protocol == SimProtocol::pcie &&
-              kProtocolInfo[2].protocol == SimProtocol::vllm);
+              kProtocolInfo[2].protocol == SimProtocol::vllm &&
+              kProtocolInfo[3].protocol == SimProtocol::mnnvl);
 const ProtocolInfo& info_of(SimProtocol protocol) {
   return kProtocolInfo[static_cast<std::size_t>(protocol)];
 }
@@ -54,6 +61,7 @@ const char* protocol_label(SimProtocol protocol) { return info_of(protocol).labe
 SimProtocol protocol_of_kind(CallKind kind) {
   if (is_pcie(kind)) return SimProtocol::pcie;
   if (kind == CallKind::vllm_1stage || kind == CallKind::vllm_2stage) return SimProtocol::vllm;
+  if (kind == CallKind::mnnvl_oneshot || kind == CallKind::mnnvl_twoshot) return SimProtocol::mnnvl;
   return SimProtocol::lamport;
 }
 
@@ -70,6 +78,15 @@ SimConfig default_config(SimProtocol protocol) {
   c.vectors_per_block = 2;
   c.elems_per_vector = 2;
   using K = CallKind;
+  if (protocol == SimProtocol::mnnvl) {
+    // 72 ranks, a token per block: one-shot and two-shot calls of changing size (the bytes to
+    // clear and the stage layout change with them), every buffer used twice.
+    c.ranks = 72;
+    c.vectors_per_block = 1;
+    c.calls = {{K::mnnvl_oneshot, 2}, {K::mnnvl_twoshot, 2}, {K::mnnvl_oneshot, 1},
+               {K::mnnvl_oneshot, 2}, {K::mnnvl_twoshot, 1}, {K::mnnvl_oneshot, 1}};
+    return c;
+  }
   if (protocol == SimProtocol::vllm) {
     // Both kernels, back to back, sizes that change the grid (2 vectors per block): each
     // barrier of one block reuses the counters the previous call's barriers left.
@@ -95,6 +112,13 @@ SimConfig tiny_config(SimProtocol protocol) {
   c.blocks = 2;
   c.vectors_per_block = 1;
   c.elems_per_vector = 2;  // two elements: NVLink may split the vector, PCIe does not
+  if (protocol == SimProtocol::mnnvl) {
+    c.calls = {{CallKind::mnnvl_oneshot, 2},
+               {CallKind::mnnvl_twoshot, 2},
+               {CallKind::mnnvl_oneshot, 1},
+               {CallKind::mnnvl_oneshot, 2}};
+    return c;
+  }
   if (protocol == SimProtocol::vllm) {
     c.calls = {{CallKind::vllm_1stage, 2},
                {CallKind::vllm_2stage, 2},
@@ -173,10 +197,17 @@ std::uint64_t schedule_cost(const SimConfig& c) {
 }
 
 std::string validate(const SimConfig& c, const Profile& p) {
-  using protocol::kMaxRanks;
   using protocol::kMinRanks;
-  if (c.ranks < kMinRanks || c.ranks > kMaxRanks)
-    return fmt::format("ranks must be in [{}, {}], got {}", kMinRanks, kMaxRanks, c.ranks);
+  const SimProtocol protocol = protocol_of(c);
+  // The MNNVL protocol reaches as many ranks as its rack; the others are single-node.
+  if (protocol == SimProtocol::mnnvl && !p.multicast)
+    return fmt::format("the MNNVL calls store through NVLink multicast, which {} ({}) lacks",
+                       p.name, p.interconnect);
+  const int max_ranks = protocol == SimProtocol::mnnvl ? p.max_ranks : protocol::kMaxRanks;
+  if (c.ranks < kMinRanks || c.ranks > max_ranks)
+    return fmt::format("ranks must be in [{}, {}]{}, got {}", kMinRanks, max_ranks,
+                       protocol == SimProtocol::mnnvl ? fmt::format(" on {}", p.name) : "",
+                       c.ranks);
   if (c.blocks < 1 || c.blocks > kMaxBlocks)
     return fmt::format("blocks must be in [1, {}], got {}", kMaxBlocks, c.blocks);
   if (c.blocks > p.sm_count)
@@ -205,7 +236,6 @@ std::string validate(const SimConfig& c, const Profile& p) {
         total, static_cast<double>(kMaxScheduleCost));
   const int grid_vectors = c.blocks * c.vectors_per_block;
   bool block_sentinel = false, block_barrier = false;
-  const SimProtocol protocol = protocol_of(c);
   for (const auto& call : c.calls) {
     if (protocol_of_kind(call.kind) != protocol)
       return fmt::format("a call sequence holds the calls of one protocol, not {} and {} calls",
@@ -217,6 +247,9 @@ std::string validate(const SimConfig& c, const Profile& p) {
     if (call.vectors > grid_vectors)
       return fmt::format("a call of {} vectors does not fit a grid of {} blocks x {} vectors",
                          call.vectors, c.blocks, c.vectors_per_block);
+    if (protocol == SimProtocol::mnnvl && call.vectors > c.blocks)
+      return fmt::format("an MNNVL call of {} tokens needs a block per token, the grid has {}",
+                         call.vectors, c.blocks);
   }
   // The header's rule: a scratch region holds one protocol family.
   if (block_sentinel && block_barrier)
@@ -230,7 +263,8 @@ std::string validate(const SimConfig& c, const Profile& p) {
 namespace {
 constexpr CallKind kCallKinds[] = {
     CallKind::one_shot,       CallKind::two_shot,     CallKind::pcie_push,   CallKind::pcie_rsag,
-    CallKind::pcie_flat_rsag, CallKind::pcie_barrier, CallKind::vllm_1stage, CallKind::vllm_2stage};
+    CallKind::pcie_flat_rsag, CallKind::pcie_barrier, CallKind::vllm_1stage, CallKind::vllm_2stage,
+    CallKind::mnnvl_oneshot,  CallKind::mnnvl_twoshot};
 std::string_view call_kind_prefix(CallKind kind) {
   switch (kind) {
     case CallKind::one_shot: return "os";
@@ -241,6 +275,8 @@ std::string_view call_kind_prefix(CallKind kind) {
     case CallKind::pcie_barrier: return "pb";
     case CallKind::vllm_1stage: return "vs";
     case CallKind::vllm_2stage: return "vt";
+    case CallKind::mnnvl_oneshot: return "mo";
+    case CallKind::mnnvl_twoshot: return "mt";
   }
   return "?";
 }

@@ -2,12 +2,49 @@
 #include "fusioncheck/sim/counterexample.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <stdexcept>
 
 namespace fusioncheck::sim {
+
+namespace {
+
+// The ranks a text names ("rank 12", "rank 3's").
+std::set<int> ranks_named(const std::string& text) {
+  static const std::regex rank(R"(\brank (\d+))");
+  std::set<int> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), rank); it != std::sregex_iterator();
+       ++it)
+    out.insert(std::stoi((*it)[1].str()));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> trace_of_ranks(const std::vector<std::string>& trace,
+                                        const std::set<int>& ranks) {
+  std::vector<std::string> out;
+  std::size_t left_out = 0;
+  for (const std::string& line : trace) {
+    const std::set<int> named = ranks_named(line);
+    if (std::includes(ranks.begin(), ranks.end(), named.begin(), named.end())) {
+      out.push_back(line);
+      continue;
+    }
+    ++left_out;
+    if (line.find("VIOLATION") != std::string::npos) out.push_back(line);
+  }
+  if (left_out > 0)
+    out.insert(out.begin(), fmt::format("({} steps of other ranks left out)", left_out));
+  return out;
+}
 
 Counterexample make_counterexample(const SimConfig& config, const Profile& profile, Mutant mutant,
                                    SchedulerKind scheduler, const SearchResult& result) {
@@ -142,23 +179,33 @@ std::string format_counterexample(const Counterexample& cx, const std::vector<st
       "  schedule: found by {}{}; replays from {} deviation(s) from the default order, {} steps\n"
       "  violation ({}): {}\n",
       protocol::mutant_id(cx.mutant), cx.profile,
-      protocol_of(cx.config) == SimProtocol::pcie   ? " (model of the PCIe protocol)"
-      : protocol_of(cx.config) == SimProtocol::vllm ? " (model of vLLM's barrier protocol)"
-                                                    : "",
+      protocol_of(cx.config) == SimProtocol::pcie    ? " (model of the PCIe protocol)"
+      : protocol_of(cx.config) == SimProtocol::vllm  ? " (model of vLLM's barrier protocol)"
+      : protocol_of(cx.config) == SimProtocol::mnnvl ? " (model of the MNNVL protocol)"
+                                                     : "",
       cx.config.ranks, cx.config.blocks, cx.config.vectors_per_block, cx.config.elems_per_vector,
       format_calls(cx.config.calls),
       cx.config.graph_replays > 1 ? fmt::format(" replayed {}x", cx.config.graph_replays) : "",
-      cx.config.late_trigger ? ", late trigger" : ", early trigger", scheduler_name(cx.scheduler),
+      protocol_of(cx.config) != SimProtocol::lamport ? ""
+      : cx.config.late_trigger                       ? ", late trigger"
+                                                     : ", early trigger",
+      scheduler_name(cx.scheduler),
       cx.scheduler == SchedulerKind::exhaustive ? "" : fmt::format(" (seed {})", cx.seed),
       cx.deviations.size(), cx.steps, violation_kind_name(cx.kind), cx.violation);
   if (!cx.hold.empty()) out += fmt::format("  held: {}\n", cx.hold);
-  if (!cx.deviations.empty()) {
+  if (cx.deviations.size() > kDeviationsShown) {
+    out += fmt::format("  deviations: {} (the file lists them)\n", cx.deviations.size());
+  } else if (!cx.deviations.empty()) {
     out += "  deviations (step:choice):";
     for (const auto& d : cx.deviations) out += fmt::format(" {}:{}", d.step, d.choice);
     out += "\n";
   }
-  out += "trace:\n";
-  for (const auto& line : trace) out += "  " + line + "\n";
+  // At rack scale only the ranks the violation (and the hold) names are followed.
+  std::set<int> involved = ranks_named(cx.violation + " " + cx.hold);
+  const bool filter = cx.config.ranks > kRanksTracedWhole && !involved.empty();
+  out += filter ? fmt::format("trace of ranks {}:\n", fmt::join(involved, ", ")) : "trace:\n";
+  for (const auto& line : filter ? trace_of_ranks(trace, involved) : trace)
+    out += "  " + line + "\n";
   if (!file.empty())
     out += fmt::format("written to {}\nreplay with: fusioncheck sim --replay {}\n", file, file);
   return out;

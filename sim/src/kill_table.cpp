@@ -3,7 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <map>
+#include <string_view>
 
 namespace fusioncheck::sim {
 
@@ -42,6 +44,7 @@ KillRow kill_row(Mutant mutant, const Profile& profile, const KillTableOptions& 
     search_options.scheduler = attempt.scheduler;
     search_options.budget = attempt.budget;
     search_options.seed = 1;
+    search_options.time_limit_s = options.row_time_limit_s;
     const SearchResult result = search(attempt.config, profile, mutant, search_options);
     row.seconds_to_detect += result.seconds;
     row.schedules += result.executions;
@@ -64,7 +67,7 @@ std::vector<KillRow> kill_table(const KillTableOptions& options) {
     for (const auto& info : protocol::kMutantCatalogue)
       if (in_sim(info.mutant, protocol)) mutants.push_back(info.mutant);
     for (Mutant m : mutants)
-      for (const auto& profile : kProfiles) {
+      for (const auto& profile : profiles_of(protocol)) {
         rows.push_back(kill_row(m, profile, options, protocol));
         if (options.on_row) options.on_row(rows.back());
       }
@@ -74,11 +77,17 @@ std::vector<KillRow> kill_table(const KillTableOptions& options) {
 
 std::string format_kill_table(const std::vector<KillRow>& rows) {
   std::string out;
-  // Summary: one line per mutant, one column per profile.
+  // Summary: one line per mutant, one column per profile that a row ran on.
+  std::vector<std::string_view> columns;
+  for (const auto& p : kProfiles) columns.push_back(p.name);
+  for (const auto& p : kRackProfiles)
+    if (std::any_of(rows.begin(), rows.end(),
+                    [&](const KillRow& r) { return r.profile == p.name; }))
+      columns.push_back(p.name);
   out += "| mutant |";
-  for (const auto& p : kProfiles) out += fmt::format(" {} |", p.name);
+  for (const auto name : columns) out += fmt::format(" {} |", name);
   out += "\n|---|";
-  for (std::size_t i = 0; i < kProfiles.size(); ++i) out += "---|";
+  for (std::size_t i = 0; i < columns.size(); ++i) out += "---|";
   out += "\n";
   std::map<std::string, std::vector<const KillRow*>> by_label;
   std::vector<std::string> order;
@@ -89,10 +98,10 @@ std::string format_kill_table(const std::vector<KillRow>& rows) {
   }
   for (const std::string& label : order) {
     out += fmt::format("| {} |", label);
-    for (const auto& p : kProfiles) {
+    for (const auto name : columns) {
       std::string cell = " |";
       for (const KillRow* r : by_label[label])
-        if (r->profile == p.name)
+        if (r->profile == name)
           cell =
               r->killed ? (r->mutant == Mutant::none ? " **FLAGGED** |" : " killed |") : " clean |";
       out += cell;

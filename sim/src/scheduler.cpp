@@ -170,6 +170,12 @@ RunResult run_held_rank(ProtocolModel& model, std::uint64_t seed, int ranks, int
   std::vector<std::uint32_t> free;
   RunResult run =
       run_with<false>(model, [&](std::uint32_t, std::span<const Event> events, std::uint32_t) {
+        // A few uniform draws first (the held rank's events are a few among many at 72
+        // ranks); the list of the free ones only when they keep hitting it. Both are uniform
+        // over the free events.
+        const auto n = static_cast<std::uint32_t>(events.size());
+        for (int attempt = 0; attempt < 4; ++attempt)
+          if (const std::uint32_t pick = rng.below(n); !held(events[pick])) return pick;
         free.clear();
         for (std::uint32_t i = 0; i < events.size(); ++i)
           if (!held(events[i])) free.push_back(i);

@@ -60,6 +60,16 @@ enum class Mutant : std::uint8_t {
   vllm_one_counter_set,
   vllm_no_end_barrier,
   vllm_no_fence,
+  // FlashInfer's MNNVL Lamport allreduce over multicast (the sim's model of it): the hazards
+  // its header names and the catalogue's classes.
+  mnnvl_two_buffers,
+  mnnvl_sentinel_first_word,
+  mnnvl_no_sanitize,
+  mnnvl_clear_current,
+  mnnvl_clear_size_current,
+  mnnvl_clear_through_multicast,
+  mnnvl_no_arrival_wait,
+  mnnvl_flags_before_wait,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
@@ -68,7 +78,8 @@ enum class Mutant : std::uint8_t {
 // kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie);
 // kInFlashInferMoe: of its MoE allreduce fusion (patches_moe).
 // kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one;
-// kInSimVllm: its model of vLLM's custom allreduce barriers.
+// kInSimVllm: its model of vLLM's custom allreduce barriers; kInSimMnnvl: its model of
+// FlashInfer's MNNVL Lamport allreduce.
 enum MutantLayer : std::uint8_t {
   kInSim = 1u,
   kInKernel = 2u,
@@ -76,7 +87,8 @@ enum MutantLayer : std::uint8_t {
   kInFlashInferPcie = 8u,
   kInSimPcie = 16u,
   kInFlashInferMoe = 32u,
-  kInSimVllm = 64u
+  kInSimVllm = 64u,
+  kInSimMnnvl = 128u
 };
 
 struct MutantInfo {
@@ -87,7 +99,7 @@ struct MutantInfo {
   std::uint8_t layers;          // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 40> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 48> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -217,6 +229,44 @@ inline constexpr std::array<MutantInfo, 40> kMutantCatalogue{{
      "the reduce-scatter's stores, and a peer gathers a stale chunk",
      "vLLM custom_all_reduce.cuh: multi_gpu_barrier's need_fence (the barrier rework of vllm#2760)",
      kInSimVllm},
+    {Mutant::mnnvl_two_buffers, "mnnvl-two-buffers",
+     "two Lamport buffers rotated instead of three: a rank clears the buffer of its last call, "
+     "which a peer a call ahead already writes its next call into",
+     "trtllm_mnnvl_allreduce.cuh: LamportBufferLayout::sNumLamportBuffers = 3", kInSimMnnvl},
+    {Mutant::mnnvl_sentinel_first_word, "mnnvl-sentinel-first-word",
+     "the poll tests the first word of a packed vector for the sentinel, not every word: a "
+     "vector whose store landed in part is read with sentinels in it",
+     "trtllm_mnnvl_allreduce.cuh: isLamportDirty tests every 32-bit word", kInSimMnnvl},
+    {Mutant::mnnvl_no_sanitize, "mnnvl-no-sanitize",
+     "a payload (or a reduced value) equal to -0 is stored as it is: the reader takes it for "
+     "the sentinel and polls for ever",
+     "trtllm_mnnvl_allreduce.cuh: sanitizeLamportPayload (\"reduced values can round to the "
+     "dirty sentinel\")",
+     kInSimMnnvl},
+    {Mutant::mnnvl_clear_current, "mnnvl-clear-current",
+     "the current buffer is cleared instead of the dirty one: peers' stores of this call that "
+     "landed are wiped, and the last call's buffer is never cleared",
+     "the Lamport rotation (current / dirty index)", kInSimMnnvl},
+    {Mutant::mnnvl_clear_size_current, "mnnvl-clear-size-current",
+     "the dirty buffer is cleared with the current call's size and stage layout, not what the "
+     "previous call wrote: a smaller call leaves the tail of a larger one for a later call to "
+     "read",
+     "trtllm_mnnvl_allreduce.cuh: the bytes to clear carried in the flags (TRT-LLM 6237 class)",
+     kInSimMnnvl},
+    {Mutant::mnnvl_clear_through_multicast, "mnnvl-clear-through-multicast",
+     "the dirty buffer is cleared through the multicast pointer instead of the rank's own: a "
+     "rank a call ahead clears the buffer a slower peer still polls",
+     "trtllm_mnnvl_allreduce.cuh: clearDirtyLamportBuf(inputPtrs[rank]), own memory only",
+     kInSimMnnvl},
+    {Mutant::mnnvl_no_arrival_wait, "mnnvl-no-arrival-wait",
+     "waitAndUpdate rotates the flags without waiting for every CTA's arrival: a block that "
+     "reads the flags later uses the next call's buffer",
+     "trtllm_mnnvl_allreduce.cuh: LamportFlags::ctaArrive / waitAndUpdate", kInSimMnnvl},
+    {Mutant::mnnvl_flags_before_wait, "mnnvl-flags-before-wait",
+     "the kernel reads the Lamport flags before its grid-dependency wait: launched early by "
+     "PDL, it takes the index the previous call has not rotated yet",
+     "trtllm_mnnvl_allreduce.cuh: LamportFlags built after cudaGridDependencySynchronize",
+     kInSimMnnvl},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

@@ -3,11 +3,13 @@
 // model (ranks x blocks x vectors), and the host-side call sequence every rank executes.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fusioncheck/protocol/mutants.hpp"
+#include "fusioncheck/protocol/workspace.hpp"
 
 namespace fusioncheck::sim {
 
@@ -28,20 +30,33 @@ struct Profile {
   std::string_view interconnect;
   LinkOrder link_order;         // between GPUs; inside one GPU stores are always unordered
   int store_granularity_bytes;  // smallest piece a vector store may arrive in
+  bool multicast = false;       // NVLink multicast objects (NVLS): the MNNVL protocol runs here
+  int max_ranks = protocol::kMaxRanks;
+  // Ranks per NVLink domain; 0: one domain. A store into another domain takes two hops (to
+  // the fabric, then to its destination): later and more variable than one inside it.
+  int domain_ranks = 0;
 };
 
 // Model parameters, chosen adversarially within what the hardware guarantees: an aligned
 // 32-bit store is single-copy atomic on every profile, so pieces are never smaller than
 // one element unless the torn-element mutant says so.
 inline constexpr std::array<Profile, 4> kProfiles{{
-    {"sm90-nvlink", 90, 132, 227, true, 8, true, "NVLink", LinkOrder::unordered, 4},
+    {"sm90-nvlink", 90, 132, 227, true, 8, true, "NVLink", LinkOrder::unordered, 4, true},
     {"sm90-pcie", 90, 114, 227, true, 8, true, "PCIe", LinkOrder::per_thread_fifo, 8},
-    {"sm100-nvlink", 100, 148, 227, true, 8, true, "NVLink", LinkOrder::unordered, 4},
+    {"sm100-nvlink", 100, 148, 227, true, 8, true, "NVLink", LinkOrder::unordered, 4, true},
     {"sm120-pcie", 120, 188, 99, true, 8, true, "PCIe", LinkOrder::per_thread_fifo, 8},
 }};
+// The rack-scale profiles of the MNNVL protocol (FlashInfer's trtllm_mnnvl_allreduce.cuh):
+// GB200/GB300 NVL72, one NVLink domain of 72 GPUs; and 72 ranks over two domains of 36, whose
+// stores between domains travel further.
+inline constexpr std::array<Profile, 2> kRackProfiles{{
+    {"nvl72", 100, 148, 227, true, 8, true, "NVLink (NVL72)", LinkOrder::unordered, 4, true, 72},
+    {"nvl72-mnnvl", 100, 148, 227, true, 8, true, "NVLink (2 domains)", LinkOrder::unordered, 4,
+     true, 72, 36},
+}};
 
-const Profile* find_profile(std::string_view name);
-std::string profile_names();  // "a, b, c" for error messages
+const Profile* find_profile(std::string_view name);  // kProfiles, then kRackProfiles
+std::string profile_names();                         // "a, b, c" for error messages
 
 // one_shot, two_shot: our Lamport kernels. pcie_*: the SM kernels of FlashInfer's PCIe
 // allreduce (docs/design.md "PCIe sentinel protocol"): pcie_push pushes to every rank and
@@ -51,7 +66,10 @@ std::string profile_names();  // "a, b, c" for error messages
 // 8-rank topology kernels): raw payload, left in place. vllm_*: vLLM's custom allreduce
 // (docs/design.md "vLLM barrier protocol"): the one-stage kernel (start barrier, every rank
 // reads every input, end barrier) and the two-stage one (start barrier, reduce-scatter into
-// the temporary buffer, a fenced middle barrier, all-gather).
+// the temporary buffer, a fenced middle barrier, all-gather). mnnvl_*: FlashInfer's MNNVL
+// Lamport allreduce over multicast (docs/design.md "MNNVL Lamport protocol"): one-shot (each
+// rank multicasts its tokens, every rank reduces every token) and two-shot (scatter to the
+// token's owner, the owner reduces and multicasts the sum); N counts tokens, one block each.
 enum class CallKind : std::uint8_t {
   one_shot,
   two_shot,
@@ -60,17 +78,22 @@ enum class CallKind : std::uint8_t {
   pcie_flat_rsag,
   pcie_barrier,
   vllm_1stage,
-  vllm_2stage
+  vllm_2stage,
+  mnnvl_oneshot,
+  mnnvl_twoshot
 };
 
 // Which protocol a configuration exercises: its calls say (one configuration holds one).
-enum class SimProtocol : std::uint8_t { lamport, pcie, vllm };
+enum class SimProtocol : std::uint8_t { lamport, pcie, vllm, mnnvl };
 inline constexpr SimProtocol kSimProtocols[] = {SimProtocol::lamport, SimProtocol::pcie,
-                                                SimProtocol::vllm};
-const char* protocol_name(SimProtocol protocol);  // "lamport", "pcie", "vllm"
+                                                SimProtocol::vllm, SimProtocol::mnnvl};
+const char* protocol_name(SimProtocol protocol);  // "lamport", "pcie", "vllm", "mnnvl"
 // How a kill-table row or a counterexample names a model other than the Lamport one:
-// " (PCIe)", " (vLLM)"; "" for the Lamport model.
+// " (PCIe)", " (vLLM)", " (MNNVL)"; "" for the Lamport model.
 const char* protocol_label(SimProtocol protocol);
+// The profiles a protocol is checked on (`--profile all`, the kill table): the single-node
+// ones (kProfiles), and the rack-scale ones for the MNNVL protocol.
+std::span<const Profile> profiles_of(SimProtocol protocol);
 SimProtocol protocol_of_kind(CallKind kind);
 constexpr bool is_pcie(CallKind kind) {
   return kind == CallKind::pcie_push || kind == CallKind::pcie_rsag ||
@@ -140,7 +163,8 @@ inline constexpr std::uint64_t kMaxScheduleCost = std::uint64_t{1} << 25;
 // one-line reason.
 std::string validate(const SimConfig& config, const Profile& profile);
 
-// "os4,os2,ts4" <-> calls (PCIe: pp, rs, rf, pb). parse_calls returns false on bad text.
+// "os4,os2,ts4" <-> calls (PCIe: pp, rs, rf, pb; vLLM: vs, vt; MNNVL: mo, mt). parse_calls
+// returns false on bad text.
 std::string format_calls(const std::vector<CallSpec>& calls);
 bool parse_calls(std::string_view text, std::vector<CallSpec>& out);
 

@@ -4,6 +4,7 @@
 // `fusioncheck sim --replay FILE`, and is minimised (smaller configuration, then fewer
 // schedule deviations by delta debugging).
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,13 @@ struct Replay {
 };
 Replay replay(const Counterexample& cx);
 
-// Header (what, where, size, replay command) followed by the trace.
+// Header (what, where, size, replay command) followed by the trace; above this many ranks the
+// trace keeps only the steps whose ranks are all named by the violation or the hold.
+inline constexpr int kRanksTracedWhole = 8;
+// A schedule of more deviations (an unminimised random one) is only counted in the header.
+inline constexpr std::size_t kDeviationsShown = 64;
+std::vector<std::string> trace_of_ranks(const std::vector<std::string>& trace,
+                                        const std::set<int>& ranks);
 std::string format_counterexample(const Counterexample& cx, const std::vector<std::string>& trace,
                                   const std::string& file);
 

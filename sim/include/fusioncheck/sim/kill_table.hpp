@@ -26,8 +26,13 @@ struct KillTableOptions {
       20000;  // per (mutant, profile), then as many PCT and held-rank ones
   std::uint64_t exhaustive_budget = 1000000;  // then the exhaustive tiny search (<= 2 deviations)
   bool include_correct = true;                // a row per profile for each correct protocol
-  // The models, each with its mutants (kInSim, kInSimPcie, kInSimVllm).
-  std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie, SimProtocol::vllm};
+  // Each search of a row stops after this long: at 72 ranks (the MNNVL model) a schedule
+  // takes milliseconds; the single-node models end their budgets well within it.
+  double row_time_limit_s = 30;
+  // The models, each with its mutants (kInSim, kInSimPcie, kInSimVllm, kInSimMnnvl), each on
+  // its profiles (profiles_of).
+  std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie, SimProtocol::vllm,
+                                        SimProtocol::mnnvl};
   std::function<void(const KillRow&)> on_row;  // progress
 };
 
