@@ -161,6 +161,13 @@ bool MnnvlModel::awaits(const Thread& t, std::size_t offset) const {
          slot < static_cast<std::size_t>(t.first_slot + t.group);
 }
 
+std::size_t MnnvlModel::poll_word(const Thread& t, int i, int k) const {
+  return t.poll_base +
+         static_cast<std::size_t>(((t.first_slot + i) * config_.vectors_per_block + t.vec) *
+                                      config_.elems_per_vector +
+                                  k);
+}
+
 // Every word a rank's memory takes goes through here: a poller of that rank counts the
 // words it awaits that hold no sentinel, so its poll is enabled without a scan.
 void MnnvlModel::write(int rank, std::size_t offset, std::uint32_t value) {
@@ -271,12 +278,9 @@ std::string MnnvlModel::awaited(const Thread& t) const {
                        kernels_[static_cast<std::size_t>(t.kernel)].spec.vectors, t.rank,
                        flags_[static_cast<std::size_t>(t.rank)].arrivals);
   if (pc(t) == kArrive) return "waits at the arrival barrier of its block";
-  const int e = config_.elems_per_vector;
   for (int i = 0; i < t.group; ++i)
-    for (int k = 0; k < e; ++k) {
-      const std::size_t offset =
-          t.poll_base + static_cast<std::size_t>(
-                            ((t.first_slot + i) * config_.vectors_per_block + t.vec) * e + k);
+    for (int k = 0; k < config_.elems_per_vector; ++k) {
+      const std::size_t offset = poll_word(t, i, k);
       if (!awaits(t, offset) || word(t.rank, offset) != kSentinel) continue;
       const std::string from = pc(t) == kPollResult
                                    ? fmt::format("the sum from rank {}", t.token % config_.ranks)

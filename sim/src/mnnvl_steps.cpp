@@ -233,17 +233,11 @@ void MnnvlModel::start_poll(Thread& t) {
     t.poll_base = word_offset(current, 1, 2, 0, 0);
     t.first_slot = t.token, t.group = 1;
   }
-  const int e = config_.elems_per_vector;
-  const int words = mutant_ == Mutant::mnnvl_sentinel_first_word ? 1 : e;
+  const int words = mutant_ == Mutant::mnnvl_sentinel_first_word ? 1 : config_.elems_per_vector;
   t.need = t.group * words;
   t.ready = 0;
   for (int i = 0; i < t.group; ++i)
-    for (int k = 0; k < words; ++k)
-      t.ready +=
-          word(t.rank, t.poll_base +
-                           static_cast<std::size_t>(
-                               ((t.first_slot + i) * config_.vectors_per_block + t.vec) * e + k)) !=
-          kSentinel;
+    for (int k = 0; k < words; ++k) t.ready += word(t.rank, poll_word(t, i, k)) != kSentinel;
   pollers_[static_cast<std::size_t>(t.rank)].push_back(static_cast<int>(&t - threads_.data()));
 }
 
@@ -255,12 +249,9 @@ std::uint32_t MnnvlModel::expected(const Thread& t, int i, int e) const {
 // The poll saw no sentinel: the thread reads every word it polled (slot i holds rank i's
 // payload, or the sum) and reduces in a fixed rank order.
 void MnnvlModel::consume(Thread& t) {
-  const int e = config_.elems_per_vector;
   for (int i = 0; i < t.group; ++i)
-    for (int k = 0; k < e; ++k) {
-      const std::size_t offset =
-          t.poll_base + static_cast<std::size_t>(
-                            ((t.first_slot + i) * config_.vectors_per_block + t.vec) * e + k);
+    for (int k = 0; k < config_.elems_per_vector; ++k) {
+      const std::size_t offset = poll_word(t, i, k);
       const std::uint32_t got = word(t.rank, offset), want = expected(t, i, k);
       ++memory_events_;
       if (got == want) continue;

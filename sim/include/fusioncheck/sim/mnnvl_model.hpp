@@ -118,6 +118,8 @@ class MnnvlModel final : public ProtocolModel {
   void deliver(int piece);
   void complete_if_done(int kernel);
   bool awaits(const Thread& t, std::size_t offset) const;
+  // Word k of the vector in slot i of what thread t polls.
+  std::size_t poll_word(const Thread& t, int i, int k) const;
   void fail(ViolationKind kind, std::string text);
   void trace(const std::string& line);
   std::string who(const Thread& t) const;
