@@ -81,7 +81,7 @@ gpu::KernelRegistry builtin_kernels() {
                     [](const std::string&) {
                       gpu::KernelChoice ours;
                       // One launch variant, every pattern (OurKernels keeps the default traits).
-                      ours.host_traits = [](int) { return gpu::KernelTraits{}; };
+                      ours.host_traits = [](int) { return gpu::our_traits(); };
                       return ours;
                     },
                 // A mutant of the catalogue that our kernels do not build (the sim's alone, or

@@ -201,7 +201,7 @@ LaunchInfo detail::launch_oneshot_entry(const OneShotEntry& e, const FusedParams
   args.trigger_early = p.trigger == Trigger::early;
   args.call_index = ws.next_call_index();
   args.budget = p.spin_budget_cycles;
-  args.delay = device::DelaySpec{p.delay_seed, p.delay_max_ns};
+  args.delay = device::delay_spec(p);
   FC_CUDA_CHECK((cluster_free ? entry->cluster_free.launch : entry->launch)(args, shape, stream));
   return LaunchInfo{shape.grid, shape.threads, cluster,     args.call_index,
                     false,      entry->scope,  cluster_free};

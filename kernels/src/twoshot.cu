@@ -260,7 +260,7 @@ LaunchInfo launch_twoshot(const FusedParams& p, Workspace& ws, cudaStream_t stre
   args.trigger_early = p.trigger == Trigger::early;
   args.call_index = ws.next_call_index();
   args.budget = p.spin_budget_cycles;
-  args.delay = device::DelaySpec{p.delay_seed, p.delay_max_ns};
+  args.delay = device::delay_spec(p);
   FC_CUDA_CHECK(entry->launch(args, shape, stream));
   return LaunchInfo{shape.grid, shape.threads, 1, args.call_index, false, entry->scope};
 }

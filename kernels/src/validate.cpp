@@ -31,6 +31,9 @@ void validate_common(const FusedParams& p, const LaunchLimits& limits) {
     refuse("dtype=" + std::string(dtype_name(p.dtype)) +
            ": inputs are f16 or bf16 (f32 only as the Lamport element)");
   if (p.tokens < 1) refuse("tokens=" + std::to_string(p.tokens) + " must be >= 1");
+  if (p.hold_ns > kMaxInjectedDelayNs)
+    refuse("hold_ns=" + std::to_string(p.hold_ns) + " exceeds " +
+           std::to_string(kMaxInjectedDelayNs));
   if (p.hidden < kHiddenMultiple || p.hidden % kHiddenMultiple != 0)
     refuse("hidden=" + std::to_string(p.hidden) + " must be a positive multiple of " +
            std::to_string(kHiddenMultiple) + " (the 16-byte vector width)");

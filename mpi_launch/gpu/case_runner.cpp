@@ -16,6 +16,7 @@
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/reference/reference.hpp"
 #include "fusioncheck/gpu/device_inputs.hpp"
+#include "fusioncheck/gpu/host_bounded_wait.hpp"
 #include "fusioncheck/gpu/lamport_checks.hpp"
 #include "fusioncheck/gpu/moe_inputs.hpp"
 #include "fusioncheck/gpu/output_checks.hpp"
@@ -302,6 +303,11 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   p.variant = spec.variant;
   p.delay_seed = c.delay_seed;
   p.delay_max_ns = c.delay_max_ns;
+  const bool held = c.hold.active() && c.hold.rank == comm_.rank() && c.hold.call == position;
+  if (held && kernel_.traits().holds_in_kernel) {
+    p.hold_point = c.hold.point;
+    p.hold_ns = c.hold.ns;
+  }
   p.input = b.input.get();
   p.residual_in = b.residual_in.get();
   p.gamma = b.gamma.get();
@@ -324,6 +330,9 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
     k::launch_pdl_producer(copies, spec.producer_delay_ns, stream_);
     p.follows_pdl_producer = true;
   }
+  // A kernel without holds of its own is held before its push: this rank's call starts late.
+  // (outside_traits: never a call behind its PDL producer, where nothing may come between.)
+  if (held && !kernel_.traits().holds_in_kernel) launch_pause(c.hold.ns, stream_);
   if (spec.unfused) kernel_.launch_unfused(p, b.allreduce_out.get(), stream_);
   else kernel_.launch(p, spec.twoshot, stream_);
   if (spec.pdl_consumer)  // a next layer that reads the output before its own wait

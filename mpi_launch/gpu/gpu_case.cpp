@@ -77,18 +77,24 @@ nlohmann::json to_json(const GpuCase& c) {
       calls.back()["moe_allreduce_out"] = call.moe_allreduce_out;
     }
   }
-  return {{"seed", c.seed},
-          {"ranks", c.ranks},
-          {"hidden", c.hidden},
-          {"dtype", dtype_text(c.dtype)},
-          {"fp32_lamport", c.fp32_lamport},
-          {"fp32_accumulation", c.fp32_accumulation},
-          {"weight_bias", c.weight_bias},
-          {"mode", kIssueModeNames[static_cast<int>(c.mode)]},
-          {"delay_seed", c.delay_seed},
-          {"delay_max_ns", c.delay_max_ns},
-          {"neg_zero_inputs", c.neg_zero_inputs},
-          {"calls", calls}};
+  nlohmann::json out = {{"seed", c.seed},
+                        {"ranks", c.ranks},
+                        {"hidden", c.hidden},
+                        {"dtype", dtype_text(c.dtype)},
+                        {"fp32_lamport", c.fp32_lamport},
+                        {"fp32_accumulation", c.fp32_accumulation},
+                        {"weight_bias", c.weight_bias},
+                        {"mode", kIssueModeNames[static_cast<int>(c.mode)]},
+                        {"delay_seed", c.delay_seed},
+                        {"delay_max_ns", c.delay_max_ns},
+                        {"neg_zero_inputs", c.neg_zero_inputs},
+                        {"calls", calls}};
+  if (c.hold.active())  // files of cases without a hold stay as they were
+    out["hold"] = {{"rank", c.hold.rank},
+                   {"call", c.hold.call},
+                   {"point", k::hold_point_name(c.hold.point)},
+                   {"ns", c.hold.ns}};
+  return out;
 }
 
 namespace {
@@ -239,13 +245,30 @@ CallSpec call_from_json(const nlohmann::json& call, std::size_t index) {
   return s;
 }
 
+RankHold hold_from_json(const nlohmann::json& j) {
+  require_known_keys(j, {"rank", "call", "point", "ns"}, "hold");
+  RankHold h;
+  h.rank = integer_field<int>(j, "rank", "hold.");
+  h.call = integer_field<int>(j, "call", "hold.");
+  const std::string point = string_field(j, "point", "hold.");
+  const auto* known = std::find_if(std::begin(k::kHoldPoints), std::end(k::kHoldPoints),
+                                   [&](k::HoldPoint p) { return point == k::hold_point_name(p); });
+  if (known == std::end(k::kHoldPoints))
+    throw BadInput("replay file: hold.point '" + point +
+                   "' is none of before_push, before_poll, before_flag");
+  h.point = *known;
+  h.ns = integer_field<std::uint32_t>(j, "ns", "hold.");
+  if (h.rank < 0) throw BadInput("replay file: hold.rank is negative");
+  return h;
+}
+
 }  // namespace
 
 GpuCase case_from_json(const nlohmann::json& j) {
   require_known_keys(
       j,
       {"seed", "ranks", "hidden", "dtype", "fp32_lamport", "fp32_accumulation", "weight_bias",
-       "mode", "delay_seed", "delay_max_ns", "neg_zero_inputs", "calls"},
+       "mode", "delay_seed", "delay_max_ns", "neg_zero_inputs", "hold", "calls"},
       "the case");
   GpuCase c;
   c.seed = integer_field<std::uint64_t>(j, "seed", "");
@@ -262,6 +285,7 @@ GpuCase case_from_json(const nlohmann::json& j) {
       integer_field_or<std::uint32_t>(j, "delay_seed", 0, "");  // absent before delays existed
   c.delay_max_ns = integer_field_or<std::uint32_t>(j, "delay_max_ns", 0, "");
   c.neg_zero_inputs = bool_field_or(j, "neg_zero_inputs", true, "");  // absent before it existed
+  if (j.contains("hold")) c.hold = hold_from_json(j["hold"]);         // absent: no rank held
   const nlohmann::json& calls = field(j, "calls", "");
   if (!calls.is_array()) throw BadInput("replay file: calls is not an array");
   // Before reading them: a file of a million calls is refused at once.
@@ -329,6 +353,14 @@ std::string case_problem(const GpuCase& c) {
     return fmt::format("hidden={} exceeds {}", c.hidden, CaseLimits::kMaxHidden);
   if (c.delay_max_ns > k::kMaxInjectedDelayNs)
     return fmt::format("delay_max_ns={} exceeds {}", c.delay_max_ns, k::kMaxInjectedDelayNs);
+  if (c.hold.active()) {
+    if (c.hold.rank >= c.ranks)
+      return fmt::format("hold.rank={} is not a rank of {}", c.hold.rank, c.ranks);
+    if (c.hold.call < 0 || c.hold.call >= static_cast<int>(c.calls.size()))
+      return fmt::format("hold.call={} is not a call of the {}", c.hold.call, c.calls.size());
+    if (c.hold.ns == 0 || c.hold.ns > k::kMaxInjectedDelayNs)
+      return fmt::format("hold.ns={} is outside [1, {}]", c.hold.ns, k::kMaxInjectedDelayNs);
+  }
   for (const CallSpec& call : c.calls) {
     if (call.tokens < 1) return fmt::format("tokens={} is not positive", call.tokens);
     // The generator's bounds: at most kMaxCallsPerCase calls of at most kMaxElems each.
@@ -388,6 +420,11 @@ std::size_t scale_out_bytes(const CallSpec& call, int hidden) {
   }
 }
 
+std::vector<k::HoldPoint> KernelTraits::hold_points() const {
+  if (holds_in_kernel) return {std::begin(k::kHoldPoints), std::end(k::kHoldPoints)};
+  return {k::HoldPoint::before_push};
+}
+
 bool KernelTraits::runs_hidden(int hidden) const {
   return hidden_sizes.empty()
              ? hidden >= 16 && hidden % 16 == 0
@@ -407,6 +444,14 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
   if (c.weight_bias != 0.0f && !t.weight_bias) return fmt::format("weight_bias={}", c.weight_bias);
   if (c.mode == IssueMode::graph_replay && !t.graph_replay) return "graph replay";
   if (c.neg_zero_inputs && !t.neg_zero_inputs) return "inputs with -0";
+  if (c.hold.active()) {
+    const auto points = t.hold_points();
+    if (std::find(points.begin(), points.end(), c.hold.point) == points.end())
+      return fmt::format("a rank held {} (the kernel is held before its push only)",
+                         k::hold_point_name(c.hold.point));
+    if (!t.holds_in_kernel && c.calls[static_cast<std::size_t>(c.hold.call)].pdl_producer)
+      return "a rank held before a call behind its PDL producer (nothing may come between them)";
+  }
   for (const CallSpec& call : c.calls) {
     const std::string what = describe(call);
     if (t.max_tokens > 0 && call.tokens > t.max_tokens)
@@ -525,12 +570,23 @@ std::string describe(const CallSpec& call) {
 
 std::string describe(const GpuCase& c) {
   return fmt::format(
-      "seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}{}", c.seed, c.ranks,
+      "seed={} ranks={} hidden={} {} lamport={} acc={} wb={} {} calls={}{}{}{}", c.seed, c.ranks,
       c.hidden, dtype_text(c.dtype), c.fp32_lamport ? "fp32" : "16b",
       c.fp32_accumulation ? "fp32" : "per-step", c.weight_bias,
       kIssueModeNames[static_cast<int>(c.mode)], c.calls.size(),
       c.delay_seed ? fmt::format(" delays={}:{}ns", c.delay_seed, c.delay_max_ns) : "",
+      c.hold.active() ? fmt::format(" hold=r{}:c{}:{}:{}ns", c.hold.rank, c.hold.call,
+                                    k::hold_point_name(c.hold.point), c.hold.ns)
+                      : "",
       c.neg_zero_inputs ? "" : " no-neg-zero");
+}
+
+std::string describe(const RankHold& h) {
+  if (!h.active()) return "none";
+  static constexpr const char* kWhere[] = {
+      "", "before its push", "after its push, before its loads", "before its flag update"};
+  return fmt::format("rank {} {} in call {}, {} ns (every block)", h.rank,
+                     kWhere[static_cast<int>(h.point)], h.call, h.ns);
 }
 
 std::string describe_block(const GpuCase& c, const std::string& in) {
@@ -548,6 +604,7 @@ std::string describe_block(const GpuCase& c, const std::string& in) {
   line("delays", c.delay_seed
                      ? fmt::format("seed {}, up to {} ns per pause", c.delay_seed, c.delay_max_ns)
                      : "none");
+  line("held rank", describe(c.hold));
   line("input seed", std::to_string(c.seed));
   line("-0 in inputs", c.neg_zero_inputs ? "yes" : "no (the kernel's precondition)");
   out += fmt::format(

@@ -125,6 +125,29 @@ void draw_moe(CallSpec& call, const KernelTraits& traits) {
 
 }  // namespace
 
+namespace {
+
+// The held-rank schedule, in one case of four: a rank, a call, a point the kernel can hold at
+// (never before a call behind its PDL producer, unless the kernel holds itself), a time.
+void draw_hold(GpuCase& c, const KernelTraits& traits) {
+  if (!*rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) return;
+  // Uniform whatever RapidCheck's size (inRange favours small values early on).
+  const auto index_below = [](int n) {
+    std::vector<int> all(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
+    return *rc::gen::elementOf(all);
+  };
+  RankHold h;
+  h.rank = index_below(c.ranks);
+  h.call = index_below(static_cast<int>(c.calls.size()));
+  h.point = *rc::gen::elementOf(traits.hold_points());
+  h.ns = *rc::gen::elementOf(std::vector<std::uint32_t>(std::begin(kHoldNs), std::end(kHoldNs)));
+  if (!traits.holds_in_kernel && c.calls[static_cast<std::size_t>(h.call)].pdl_producer) return;
+  c.hold = h;
+}
+
+}  // namespace
+
 GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   GpuCase c;
   c.seed = *rc::gen::arbitrary<std::uint32_t>();
@@ -247,6 +270,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     draw_moe(call, traits);
     c.calls.push_back(call);
   }
+  if (o.delays) draw_hold(c, traits);
   return c;
 }
 

@@ -560,11 +560,39 @@ TEST(FlashInferRepro, ChecksOfTheHeaderFamiliesExportBesideTheReplay) {
                          std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("kFindingChecks[] = {\"reference\""), std::string::npos) << text;
   EXPECT_NE(text.find("#define FC_FAMILY_LEGACY 1"), std::string::npos);
+  // Run 0: the case's seeded delays before each rank's calls, nobody held.
+  EXPECT_NE(text.find("{{{72794, true}, {43013, true}}, {{0, false}, {0, false}}}"),
+            std::string::npos)
+      << text;
   // Negative control: the folder now holds files, so a second export there is refused.
   EXPECT_THROW(fa::flashinfer_legacy_choice().export_reproducer(FUSIONCHECK_LEGACY_RESIDUAL_CASE,
                                                                 dir.string()),
                fg::BadInput);
   fs::remove_all(dir);
+  // A held rank (before its push, the only hold of these families) is re-created: rank 1's
+  // first call starts 20 us late; a hold inside the kernel is refused (the header has none).
+  nlohmann::json replay = nlohmann::json::parse(std::ifstream(FUSIONCHECK_LEGACY_RESIDUAL_CASE));
+  replay["case"]["hold"] = {{"rank", 1}, {"call", 0}, {"point", "before_push"}, {"ns", 20000}};
+  const fs::path held_file = dir.string() + "-held.json";
+  std::ofstream(held_file) << replay.dump();
+  fa::flashinfer_legacy_choice().export_reproducer(held_file.string(), dir.string());
+  std::ifstream held_header(dir / "repro_case.h");
+  const std::string held_text((std::istreambuf_iterator<char>(held_header)),
+                              std::istreambuf_iterator<char>());
+  EXPECT_NE(held_text.find("{{{72794, true}, {43013, true, 20000}}, {{0, false}, {0, false}}}"),
+            std::string::npos)
+      << held_text;
+  fs::remove_all(dir);
+  replay["case"]["hold"]["point"] = "before_poll";
+  std::ofstream(held_file) << replay.dump();
+  try {
+    fa::flashinfer_legacy_choice().export_reproducer(held_file.string(), dir.string());
+    ADD_FAILURE() << "a hold inside the kernel was exported";
+  } catch (const fg::BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("held before_poll"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+  fs::remove(held_file);
 }
 
 namespace {

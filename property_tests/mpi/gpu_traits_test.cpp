@@ -186,6 +186,41 @@ TEST(DrawCase, ModelHiddenSizesAreDrawnWithinMaxHidden) {
   }
 }
 
+// The held-rank schedule is drawn in about one case of four with delays, at every point a
+// kernel that holds itself has, before the push only for any other kernel (never before a
+// call behind its PDL producer); each drawn case runs and is inside the traits. Fixed seeds.
+TEST(DrawCase, HeldRanksAreDrawnAtThePointsTheKernelHolds) {
+  for (bool in_kernel : {true, false}) {
+    fg::KernelTraits traits;
+    traits.holds_in_kernel = in_kernel;
+    fg::DrawSettings s;
+    s.ranks = 4;
+    const auto gen = rc::gen::exec([&] { return fg::draw_case(s, traits); });
+    std::set<fk::HoldPoint> points;
+    std::set<int> ranks;
+    int held = 0;
+    for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+      const fg::GpuCase c = gen(rc::Random(seed), 50).value();
+      ASSERT_EQ(fg::case_problem(c), "") << "seed " << seed;
+      ASSERT_EQ(fg::outside_traits(c, traits), "") << "seed " << seed;
+      if (!c.hold.active()) continue;
+      ++held;
+      points.insert(c.hold.point);
+      ranks.insert(c.hold.rank);
+    }
+    EXPECT_GT(held, 30) << "in kernel " << in_kernel;
+    EXPECT_LT(held, 150) << "in kernel " << in_kernel;
+    EXPECT_EQ(points.size(), in_kernel ? 3u : 1u);
+    EXPECT_EQ(ranks.size(), 4u);
+  }
+  // Negative control: without delays no rank is held.
+  fg::DrawSettings quiet;
+  quiet.delays = false;
+  const auto gen = rc::gen::exec([&] { return fg::draw_case(quiet, fg::our_traits()); });
+  for (std::uint64_t seed = 1; seed <= 100; ++seed)
+    ASSERT_FALSE(gen(rc::Random(seed), 50).value().hold.active()) << "seed " << seed;
+}
+
 // The PDL producer is drawn, only on calls launched with PDL, with a delay within its bound.
 // Cases come from fixed seeds so the share of producers is the same on every run: the
 // generator draws one on about a third of the PDL calls, and the test fails if it draws

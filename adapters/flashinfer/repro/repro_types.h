@@ -52,10 +52,12 @@ struct CallCase {
 };
 
 // What the suite did before a rank's call in one run of the case: nothing, a pause of ns, or
-// a late start of its blocks spread over ns (an SM hog on a side stream).
+// a late start of its blocks spread over ns (an SM hog on a side stream); first, where the
+// case holds this rank before this call, a pause of hold_ns.
 struct Delay {
   std::uint32_t ns = 0;
   bool staggered = false;
+  std::uint32_t hold_ns = 0;
 };
 
 // The block a rank holds at one synchronisation exit of the header (the line of the rewritten

@@ -253,9 +253,9 @@ std::string export_call(const gpu::GpuCase& c, int i, const gpu::KernelTraits& t
       moe_bytes[2], moe_bytes[3], moe_bytes[4]);
 }
 
-// The delays the adapter puts before each rank's call (pause_before): its launch counter
-// runs on across the runs of a replay. Runs share a line up to 130 columns (a table of many
-// runs stays short).
+// The delays the adapter puts before each rank's call (pause_before), and the case's hold: its
+// launch counter runs on across the runs of a replay. Runs share a line up to 130 columns (a table
+// of many runs stays short).
 std::string delays_table(const gpu::GpuCase& c, int runs) {
   std::string out, line;
   const int n = static_cast<int>(c.calls.size());
@@ -271,7 +271,11 @@ std::string delays_table(const gpu::GpuCase& c, int runs) {
           ns = gpu::delay_for(c.delay_seed, r, index, c.delay_max_ns);
           staggered = ns != 0 && gpu::staggered_start_for(c.delay_seed, r, index);
         }
-        entry += fmt::format("{{{}, {}}}{}", ns, staggered, r + 1 < c.ranks ? ", " : "");
+        // A held rank (before its push: the only hold of these families) pauses first.
+        const bool held = c.hold.active() && c.hold.rank == r && c.hold.call == i;
+        entry += held ? fmt::format("{{{}, {}, {}}}", ns, staggered, c.hold.ns)
+                      : fmt::format("{{{}, {}}}", ns, staggered);
+        if (r + 1 < c.ranks) entry += ", ";
       }
       entry += i + 1 < n ? "}, " : "}";
     }

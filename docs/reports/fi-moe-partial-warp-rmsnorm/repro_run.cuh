@@ -146,6 +146,10 @@ std::vector<Rank> place_ranks(bool whole_gpu) {
 }
 
 void before_call(Rank& rank, const repro::Delay& delay) {
+  if (delay.hold_ns != 0) {  // the held rank's call starts late
+    pause_kernel<<<1, 1, 0, rank.stream>>>(delay.hold_ns);
+    check(cudaGetLastError(), "hold kernel");
+  }
   if (delay.ns == 0) return;
   if (delay.staggered) {  // the call's blocks start as the hog's blocks leave the rank's SMs
     hog_kernel<<<2 * rank.sms + 1, 1024, 0, rank.side>>>(delay.ns);

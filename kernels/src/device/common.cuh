@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "device_workspace.hpp"
+#include "fusioncheck/kernels/types.hpp"
 #include "fusioncheck/protocol/protocol.hpp"
 
 namespace fusioncheck::kernels::device {
@@ -182,8 +183,26 @@ struct Deadline {
 struct DelaySpec {
   std::uint32_t seed = 0;  // 0: no delays
   std::uint32_t max_ns = 0;
+  std::uint32_t hold_point = 0;  // FusedParams::hold_point, where hold_ns != 0
+  std::uint32_t hold_ns = 0;
 };
 enum class DelayPoint : std::uint32_t { before_push = 1, before_poll = 2, before_flag = 3 };
+static_assert(static_cast<std::uint32_t>(DelayPoint::before_poll) ==
+              static_cast<std::uint32_t>(HoldPoint::before_poll));
+
+__device__ __forceinline__ void sleep_ns(std::uint32_t ns) {
+  while (ns > 0) {  // __nanosleep takes at most about 1 ms per call
+    const std::uint32_t step = ns < 1000000u ? ns : 1000000u;
+    __nanosleep(step);
+    ns -= step;
+  }
+}
+
+// The call's seeded delays and its hold, as the kernels take them.
+inline DelaySpec delay_spec(const FusedParams& p) {
+  return DelaySpec{p.delay_seed, p.delay_max_ns,
+                   p.hold_ns != 0 ? static_cast<std::uint32_t>(p.hold_point) : 0u, p.hold_ns};
+}
 
 __device__ __forceinline__ std::uint32_t mix32(std::uint32_t h) {
   h ^= h >> 16;
@@ -197,17 +216,14 @@ __device__ __forceinline__ std::uint32_t mix32(std::uint32_t h) {
 // point depends on (seed, rank, point, call), how long each block pauses also on the block.
 __device__ __forceinline__ void inject_delay(DelaySpec d, int rank, DelayPoint point,
                                              std::uint32_t call) {
+  // The held rank's whole grid waits at its point (every block alike).
+  if (d.hold_ns != 0 && static_cast<std::uint32_t>(point) == d.hold_point) sleep_ns(d.hold_ns);
   if (d.seed == 0 || d.max_ns == 0) return;
   const std::uint32_t rank_hash =
       mix32(d.seed ^ mix32(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^
                            mix32(static_cast<std::uint32_t>(point) + 131u * call)));
   if ((rank_hash & 1u) == 0u) return;
-  std::uint32_t ns = mix32(rank_hash ^ (blockIdx.x + 1u) * 0x85ebca6bu) % d.max_ns;
-  while (ns > 0) {  // __nanosleep takes at most about 1 ms per call
-    const std::uint32_t step = ns < 1000000u ? ns : 1000000u;
-    __nanosleep(step);
-    ns -= step;
-  }
+  sleep_ns(mix32(rank_hash ^ (blockIdx.x + 1u) * 0x85ebca6bu) % d.max_ns);
 }
 
 struct HangInfo {

@@ -49,6 +49,19 @@ enum class ClusterMode : std::uint8_t { automatic, force_cluster, force_no_clust
 // Elements per 16-byte vector of the Lamport buffer; hidden must be a multiple of 8.
 inline constexpr int kHiddenMultiple = 8;
 inline constexpr std::uint32_t kMaxInjectedDelayNs = 10'000'000;  // 10 ms
+// Where a held rank pauses inside a call (the held-rank schedule, GpuCase::hold): before it
+// pushes, after its push and before its loads, before it advances the flag.
+enum class HoldPoint : std::uint8_t { before_push = 1, before_poll = 2, before_flag = 3 };
+constexpr const char* hold_point_name(HoldPoint point) {
+  switch (point) {
+    case HoldPoint::before_push: return "before_push";
+    case HoldPoint::before_poll: return "before_poll";
+    case HoldPoint::before_flag: return "before_flag";
+  }
+  return "?";
+}
+inline constexpr HoldPoint kHoldPoints[] = {HoldPoint::before_push, HoldPoint::before_poll,
+                                            HoldPoint::before_flag};
 
 // FlashInfer's MoE allreduce fusion (trtllm_moe_allreduce_fusion.cuh): the expert outputs a
 // call reduces to the rank's allreduce input first (reference/moe.hpp). experts == 0: not a MoE
@@ -99,6 +112,10 @@ struct FusedParams {
   // update, differently per (seed, rank, block, point, call). 0 = none (the default).
   std::uint32_t delay_seed = 0;
   std::uint32_t delay_max_ns = 0;
+  // The held rank's call (GpuCase::hold): every block pauses hold_ns at hold_point, besides
+  // the seeded delays. 0 ns: not held.
+  HoldPoint hold_point = HoldPoint::before_push;
+  std::uint32_t hold_ns = 0;
 
   // Device pointers, element type `dtype` unless noted; nullptr where the pattern has none.
   const void* input = nullptr;        // [tokens x hidden]

@@ -72,6 +72,21 @@ struct CallSpec {
   bool moe_allreduce_out = false;
 };
 
+// The held-rank schedule: one rank paused between two protocol steps of one call (every block
+// of it, at `point`, for `ns`), while its peers run ahead; with graph replays, in every replay.
+// A rank pauses before its push through a pause kernel ahead of the call on its stream where
+// the kernel has no hold of its own (KernelTraits::holds_in_kernel).
+struct RankHold {
+  int rank = -1;  // -1: no rank is held
+  int call = 0;   // index into GpuCase::calls
+  kernels::HoldPoint point = kernels::HoldPoint::before_push;
+  std::uint32_t ns = 0;
+  bool active() const { return rank >= 0; }
+};
+// The holds a case draws, in ns: long beside a call (tens of microseconds), short beside the
+// spin budget (about 1 s).
+inline constexpr std::uint32_t kHoldNs[] = {20'000, 200'000, 2'000'000};
+
 struct GpuCase {
   std::uint64_t seed = 1;
   int ranks = 2;
@@ -86,6 +101,7 @@ struct GpuCase {
   // Rank inputs may hold -0 (exact and random values alike); false for a kernel whose
   // precondition excludes it (KernelTraits::neg_zero_inputs).
   bool neg_zero_inputs = true;
+  RankHold hold;
   std::vector<CallSpec> calls;
 };
 
@@ -104,6 +120,7 @@ nlohmann::json read_replay_json(const std::string& path);
 GpuCase read_replay_case(const std::string& path);
 std::string describe(const GpuCase& c);  // one line
 std::string describe(const CallSpec& call);
+std::string describe(const RankHold& hold);  // "rank 1 before its push in call 2, 20000 ns ..."
 // Labelled lines a person can read: the case's fields, then a table of its calls; every
 // line starts with `indent`.
 std::string describe_block(const GpuCase& c, const std::string& indent = "  ");

@@ -81,6 +81,11 @@ struct KernelTraits {
   bool moe = false;
   // Its launch variants (CallSpec::variant indexes them); empty: one, summed in rank order.
   std::vector<KernelVariant> variants;
+  // Where a held rank may pause inside a call (GpuCase::hold). A kernel that pauses itself
+  // (FusedParams::hold_point, hold_ns) has every point; any other kernel is held before its
+  // push by a pause kernel the case runner puts ahead of the call.
+  bool holds_in_kernel = false;
+  std::vector<kernels::HoldPoint> hold_points() const;
 
   bool runs_hidden(int hidden) const;
   bool runs_pattern(kernels::Pattern pattern) const;
@@ -187,6 +192,13 @@ class KernelUnderTest {
 // fusioncheck's own kernels, optionally a mutant instance. Workspaces come in size classes
 // (powers of two from 64 KiB), created on first use and kept, so that the invariant read-back
 // of a small case copies a small buffer.
+// What fusioncheck's kernels run: everything the suite draws, a held rank at every point.
+inline KernelTraits our_traits() {
+  KernelTraits t;
+  t.holds_in_kernel = true;
+  return t;
+}
+
 class OurKernels final : public KernelUnderTest {
  public:
   OurKernels(kernels::Bootstrap& bootstrap, protocol::Mutant mutant)
@@ -200,6 +212,7 @@ class OurKernels final : public KernelUnderTest {
   }
   bool mutant_in_oneshot() const { return mutant_in_oneshot_; }
   bool mutant_in_twoshot() const { return mutant_in_twoshot_; }
+  KernelTraits traits() const override { return our_traits(); }
   std::string name() const override;
   std::vector<protocol::Mutant> mutants() const override;
   bool mutant_in_twoshot_only(protocol::Mutant m) const override;
