@@ -95,15 +95,16 @@ void BM_MnnvlMemoryEvents72Ranks(benchmark::State& state) {
   SearchOptions options;
   options.scheduler = scheduler;
   options.budget = scheduler == SchedulerKind::pct ? 2 : 20;
+  static std::uint64_t next_seed = 0;  // a new base seed in every repetition
   std::uint64_t events = 0;
   double seconds = 0;
   for (auto _ : state) {
+    options.seed = ++next_seed;
     const SearchResult result =
         search(default_config(SimProtocol::mnnvl), profile, Mutant::none, options);
     if (result.counterexample) state.SkipWithError("the correct protocol failed");
     events += result.memory_events;
     seconds += result.seconds;
-    ++options.seed;
   }
   state.counters["events_per_s"] = static_cast<double>(events) / seconds;
   state.SetLabel(std::string(profile.name) + " " + scheduler_name(scheduler));
@@ -126,13 +127,14 @@ void BM_MnnvlTimeToDetect72Ranks(benchmark::State& state) {
   options.scheduler = scheduler;
   options.budget = 100000;
   options.time_limit_s = 60;
+  static std::uint64_t next_seed = 0;  // a new base seed in every repetition
   std::uint64_t schedules = 0;
   for (auto _ : state) {
+    options.seed = ++next_seed;
     const SearchResult result =
         search(provoking_config(mutant, SimProtocol::mnnvl), profile, mutant, options);
     if (!result.counterexample) state.SkipWithError("not reached within 60 s");
     schedules += result.executions;
-    ++options.seed;
   }
   state.counters["schedules"] =
       benchmark::Counter(static_cast<double>(schedules), benchmark::Counter::kAvgIterations);
