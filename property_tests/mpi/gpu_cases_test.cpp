@@ -14,6 +14,7 @@
 #include "fusioncheck/gpu/row_share.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "gpu_case_fixtures.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -22,62 +23,13 @@ namespace {
 
 namespace fg = fusioncheck::gpu;
 namespace fk = fusioncheck::kernels;
+using fusioncheck::gpu::testing::Edit;
+using fusioncheck::gpu::testing::expect_each_edit_refused;
+using fusioncheck::gpu::testing::full_case;
 
 // A catalogue id as the enum the library takes (ids are strings only at the CLI).
 fusioncheck::protocol::Mutant M(const char* id) {
   return fusioncheck::protocol::parse_mutant(id).value();
-}
-
-fg::GpuCase full_case() {
-  fg::GpuCase c;
-  c.seed = 77;
-  c.ranks = 4;
-  c.hidden = 2048;
-  c.dtype = fk::DType::f16;
-  c.fp32_accumulation = false;
-  c.weight_bias = 1.0f;
-  c.mode = fg::IssueMode::graph_replay;
-  c.delay_seed = 12345;
-  c.delay_max_ns = 20'000;
-  fg::CallSpec a;
-  a.tokens = 7;
-  a.pdl_consumer = true;
-  a.pdl_producer = true;
-  a.producer_delay_ns = 20'000;
-  fg::CallSpec b;
-  b.twoshot = true;
-  b.pattern = fk::Pattern::fp8_dynamic;
-  b.tokens = 130;
-  b.trigger = fk::Trigger::early;
-  b.cluster = fk::ClusterMode::force_no_cluster;
-  b.norm_out = false;
-  fg::CallSpec u;
-  u.unfused = true;
-  u.pattern = fk::Pattern::fp8_static;
-  u.exact_values = false;
-  u.use_pdl = false;
-  c.calls = {a, b, u};
-  return c;
-}
-
-// A case edited so that it cannot run: each edit must be refused as BadInput naming `expect`.
-struct Edit {
-  const char* expect;
-  void (*apply)(nlohmann::json&);
-};
-template <std::size_t N>
-void expect_each_edit_refused(const fg::GpuCase& base, const Edit (&edits)[N]) {
-  EXPECT_NO_THROW(fg::case_from_json(fg::to_json(base)));  // the unedited case is fine
-  for (const Edit& e : edits) {
-    auto j = fg::to_json(base);
-    e.apply(j);
-    try {
-      fg::case_from_json(j);
-      ADD_FAILURE() << "accepted a case that should fail with: " << e.expect;
-    } catch (const fusioncheck::gpu::BadInput& err) {
-      EXPECT_NE(std::string(err.what()).find(e.expect), std::string::npos) << err.what();
-    }
-  }
 }
 
 TEST(GpuCase, JsonRoundTripKeepsEveryField) {
@@ -237,75 +189,6 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
        [](nlohmann::json& j) { j["calls"][2]["norm_out"] = false; }},
   };
   expect_each_edit_refused(full_case(), edits);
-}
-
-// The held-rank schedule: a rank, a call, a point, a time; travels in replay files (files
-// without it load with no rank held), is named in the case block, and is refused where it
-// cannot run.
-fg::GpuCase held_case() {
-  fg::GpuCase c = full_case();
-  c.hold = {3, 1, fk::HoldPoint::before_poll, 200'000};
-  return c;
-}
-
-TEST(GpuCaseHold, TravelsInReplayFilesAndIsNamed) {
-  const fg::GpuCase c = held_case();
-  const auto j = fg::to_json(c);
-  ASSERT_TRUE(j.contains("hold"));
-  EXPECT_EQ(j["hold"]["point"], "before_poll");
-  const fg::GpuCase back = fg::case_from_json(j);
-  EXPECT_EQ(fg::to_json(back), j);
-  EXPECT_EQ(back.hold.rank, 3);
-  EXPECT_EQ(back.hold.call, 1);
-  EXPECT_EQ(back.hold.point, fk::HoldPoint::before_poll);
-  EXPECT_EQ(back.hold.ns, 200'000u);
-  EXPECT_NE(fg::describe_block(back).find(
-                "held rank         rank 3 after its push, before its loads in call 1, 200000 ns"),
-            std::string::npos)
-      << fg::describe_block(back);
-  EXPECT_NE(fg::describe(back).find("hold=r3:c1:before_poll:200000ns"), std::string::npos);
-  // Negative control: a case without a hold writes none and reads as none.
-  const auto plain = fg::to_json(full_case());
-  EXPECT_FALSE(plain.contains("hold"));
-  EXPECT_FALSE(fg::case_from_json(plain).hold.active());
-  EXPECT_NE(fg::describe_block(full_case()).find("held rank         none"), std::string::npos);
-}
-
-TEST(GpuCaseHold, HoldsThatCannotRunAreRefused) {
-  const Edit edits[] = {
-      {"hold.rank=4 is not a rank of 4", [](nlohmann::json& j) { j["hold"]["rank"] = 4; }},
-      {"hold.rank is negative", [](nlohmann::json& j) { j["hold"]["rank"] = -2; }},
-      {"hold.call=3 is not a call of the 3", [](nlohmann::json& j) { j["hold"]["call"] = 3; }},
-      {"hold.ns=0 is outside", [](nlohmann::json& j) { j["hold"]["ns"] = 0; }},
-      {"hold.ns=20000000 is outside", [](nlohmann::json& j) { j["hold"]["ns"] = 20'000'000; }},
-      {"hold.point 'during_poll' is none of",
-       [](nlohmann::json& j) { j["hold"]["point"] = "during_poll"; }},
-      {"hold: unknown field 'block'", [](nlohmann::json& j) { j["hold"]["block"] = 1; }},
-      {"hold is not a JSON object", [](nlohmann::json& j) { j["hold"] = 3; }},
-  };
-  expect_each_edit_refused(held_case(), edits);
-}
-
-TEST(GpuCaseHold, InsideTheTraitsOnlyWhereTheKernelCanHold) {
-  fg::GpuCase c = held_case();
-  c.calls[0].pdl_producer = false;  // the call held below is the first
-  fg::KernelTraits in_kernel;
-  in_kernel.holds_in_kernel = true;
-  in_kernel.quant_without_norm_out = true;  // the case has such a call
-  fg::KernelTraits before_push_only;        // held by a pause kernel ahead of the call
-  before_push_only.quant_without_norm_out = true;
-  EXPECT_EQ(fg::outside_traits(c, in_kernel), "");
-  EXPECT_NE(fg::outside_traits(c, before_push_only).find("held before_poll"), std::string::npos);
-  c.hold.point = fk::HoldPoint::before_push;
-  EXPECT_EQ(fg::outside_traits(c, before_push_only), "");
-  c.hold.call = 0;
-  c.calls[0].pdl_producer = true;  // nothing may come between a producer and its call
-  EXPECT_NE(fg::outside_traits(c, before_push_only).find("behind its PDL producer"),
-            std::string::npos);
-  EXPECT_EQ(fg::outside_traits(c, in_kernel), "");
-  EXPECT_EQ(fg::our_traits().hold_points().size(), 3u);
-  EXPECT_EQ(before_push_only.hold_points(),
-            (std::vector<fk::HoldPoint>{fk::HoldPoint::before_push}));
 }
 
 TEST(BaselineAllreduce, NcclOnlyWhereItCanRun) {

@@ -1,4 +1,4 @@
-// The MNNVL model's thread programs and steps (docs/design.md "MNNVL Lamport protocol"), after
+// The MNNVL model's thread programs and steps (docs/protocols.md "MNNVL Lamport protocol"), after
 // trtllm_mnnvl_allreduce.cuh: oneshotAllreduceFusionKernel, twoshotAllreduceKernel and
 // LamportFlags (ctaArrive, clearDirtyLamportBuf, waitAndUpdate).
 #include <fmt/core.h>

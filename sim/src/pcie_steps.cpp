@@ -1,5 +1,5 @@
 // The PCIe model's thread steps, what a spinning thread awaits, and the invariants P1-P4 at
-// quiescence (docs/design.md "PCIe sentinel protocol").
+// quiescence (docs/protocols.md "PCIe sentinel protocol").
 #include <fmt/core.h>
 
 #include <algorithm>

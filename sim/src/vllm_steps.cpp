@@ -1,4 +1,4 @@
-// The vLLM model's thread programs and steps (docs/design.md "vLLM barrier protocol"), after
+// The vLLM model's thread programs and steps (docs/protocols.md "vLLM barrier protocol"), after
 // vllm_custom_all_reduce.cuh: multi_gpu_barrier, cross_device_reduce_1stage / _2stage.
 #include <fmt/core.h>
 

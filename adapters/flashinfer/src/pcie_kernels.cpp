@@ -1,5 +1,5 @@
 // FlashInfer's PCIe allreduce behind KernelUnderTest, and its protocol's checks
-// (pcie_kernels.hpp; docs/design.md, "PCIe sentinel protocol", invariants P1-P6).
+// (pcie_kernels.hpp; docs/protocols.md, "PCIe sentinel protocol", invariants P1-P6).
 #include "pcie_kernels.hpp"
 
 #include <fmt/core.h>

@@ -1,6 +1,6 @@
 #pragma once
 // FlashInfer's PCIe allreduce (pcie_ipc_all_reduce.cuh) behind KernelUnderTest, with its own
-// protocol checks (docs/design.md, "PCIe sentinel protocol"): one slab per rank laid out by the
+// protocol checks (docs/protocols.md, "PCIe sentinel protocol"): one slab per rank laid out by the
 // header, shared through CUDA IPC, zeroed once; the host-bounded wait of the FlashInfer adapter
 // (host_wait.hpp) for its unbounded polls.
 #include <cstdint>

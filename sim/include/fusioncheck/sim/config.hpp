@@ -59,15 +59,15 @@ const Profile* find_profile(std::string_view name);  // kProfiles, then kRackPro
 std::string profile_names();                         // "a, b, c" for error messages
 
 // one_shot, two_shot: our Lamport kernels. pcie_*: the SM kernels of FlashInfer's PCIe
-// allreduce (docs/design.md "PCIe sentinel protocol"): pcie_push pushes to every rank and
+// allreduce (docs/protocols.md "PCIe sentinel protocol"): pcie_push pushes to every rank and
 // stages in the pack region (the unstaged variant); pcie_rsag reduce-scatters then
 // all-gathers in the block region (staged, 4 ranks); pcie_flat_rsag does the same in the pack
 // region (flat staged, 8 ranks); pcie_barrier is a barrier kernel in the block region (the
 // 8-rank topology kernels): raw payload, left in place. vllm_*: vLLM's custom allreduce
-// (docs/design.md "vLLM barrier protocol"): the one-stage kernel (start barrier, every rank
+// (docs/protocols.md "vLLM barrier protocol"): the one-stage kernel (start barrier, every rank
 // reads every input, end barrier) and the two-stage one (start barrier, reduce-scatter into
 // the temporary buffer, a fenced middle barrier, all-gather). mnnvl_*: FlashInfer's MNNVL
-// Lamport allreduce over multicast (docs/design.md "MNNVL Lamport protocol"): one-shot (each
+// Lamport allreduce over multicast (docs/protocols.md "MNNVL Lamport protocol"): one-shot (each
 // rank multicasts its tokens, every rank reduces every token) and two-shot (scatter to the
 // token's owner, the owner reduces and multicasts the sum); N counts tokens, one block each.
 enum class CallKind : std::uint8_t {

@@ -1,6 +1,6 @@
 #pragma once
 // The executable model of FlashInfer's MNNVL Lamport allreduce (trtllm_mnnvl_allreduce.cuh;
-// docs/design.md "MNNVL Lamport protocol"), sized for a rack: up to 72 ranks.
+// docs/protocols.md "MNNVL Lamport protocol"), sized for a rack: up to 72 ranks.
 //
 // Each rank owns three Lamport buffers (each split into the call's stages: one for the
 // one-shot kernel, scatter and broadcast for the two-shot one) and a flag block in its own

@@ -1,5 +1,5 @@
 #pragma once
-// The executable model of FlashInfer's PCIe allreduce protocol (docs/design.md "PCIe
+// The executable model of FlashInfer's PCIe allreduce protocol (docs/protocols.md "PCIe
 // sentinel protocol"; pcie_ipc_all_reduce.cuh): sentinel kernels that stage in one of two
 // scratch regions, each double-buffered by a rank-local {epoch, arrival} pair, poll for "not
 // +0" and reset what they consumed; and barrier kernels that leave raw payload in the block

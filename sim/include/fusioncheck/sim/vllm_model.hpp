@@ -1,5 +1,5 @@
 #pragma once
-// The executable model of vLLM's custom allreduce barrier protocol (docs/design.md "vLLM
+// The executable model of vLLM's custom allreduce barrier protocol (docs/protocols.md "vLLM
 // barrier protocol"; FlashInfer ships it as vllm_custom_all_reduce.cuh). Each rank owns a
 // Signal (per block: its own barrier counts, and two sets of counters its peers write), a
 // registered input buffer its host rewrites before every call, and the temporary buffer of

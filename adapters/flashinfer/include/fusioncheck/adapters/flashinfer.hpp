@@ -128,7 +128,7 @@ struct PcieSignalLayout {
 };
 
 // The state after calls, as read back, and what the calls were: the input of the P1-P6
-// checks of one rank (docs/design.md, "PCIe sentinel protocol").
+// checks of one rank (docs/protocols.md, "PCIe sentinel protocol").
 struct PcieStateAfterCalls {
   PcieSignalLayout layout;
   std::vector<std::int32_t> before;  // the signal words before the calls
