@@ -13,7 +13,8 @@
 #                              VERSION... must be given (tests, mirrors)
 #
 # Writes in OUT: PACKAGE-VERSION.json (each release's audit; a report already there is kept,
-# so an interrupted run resumes), times.md (per release: wheel size, audit time, peak memory,
+# so an interrupted run resumes; options.txt says which options they were audited with, and
+# a run with others is refused), times.md (per release: wheel size, audit time, peak memory,
 # exit), diff.json and diff.txt (the release diff), diff.md (ci/release_history.py summary).
 # Exit 2 on bad settings or a failed download (one line); 1 when a finding of the diff is not
 # explained in docs/shipped_wheels.md ('## Explained release-diff findings') or a row there
@@ -68,6 +69,15 @@ args=(audit --json --timeout "$TIMEOUT")
 [ -z "$ARCH" ] || args+=(--arch "$ARCH")
 [ -z "$KERNELS" ] || args+=(--kernels "$KERNELS")
 [ -z "$JOBS" ] || args+=(--jobs "$JOBS")
+# Saved reports are kept only for the same selection of code (a report of other options would
+# diff as if kernels had changed).
+options="${args[*]:1}"
+if [ -f "$OUT/options.txt" ]; then
+  [ "$(cat "$OUT/options.txt")" = "$options" ] ||
+    die2 "$OUT holds reports audited with other options ($(cat "$OUT/options.txt")): use another OUT"
+else
+  echo "$options" >"$OUT/options.txt"
+fi
 [ -f "$OUT/times.md" ] || {
   echo "| release | wheel | audit time | peak memory | exit |"
   echo "|---|---|---|---|---|"

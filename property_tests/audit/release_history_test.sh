@@ -51,5 +51,10 @@ check "every release was timed" test "$(grep -c '^| [12]\.' "$tmp/out/times.md")
 check "no wheel is left behind" test ! -e "$tmp/out/.download"
 run
 check "a second run keeps the saved reports" test "$(grep -c ': kept ' "$tmp/log")" = 3
+rc=0
+ARCH=sm_90 FIND_LINKS="$tmp/wheels" BUILD="$build" OUT="$tmp/out" bash "$root/ci/audit_releases.sh" \
+  fcfixture 3 1.0 1.1 2.0 >"$tmp/log" 2>&1 || rc=$?
+check "reports of other options are not mixed in (exit 2, got $rc)" test "$rc" = 2
+check "and the refusal says so" grep -q "audited with other options" "$tmp/log"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
