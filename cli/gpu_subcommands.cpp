@@ -316,7 +316,8 @@ void add_check_options(CLI::App* cmd, GpuCliOptions& o) {
       ->check(integer_in<int>(1, gpu::kMaxCallsPerCase));
   cmd->add_flag_callback(
       "--no-delays", [&c] { c.delays = false; },
-      "Do not draw seeded injected delays in the kernels");
+      "Do not draw seeded injected delays in the kernels, nor a held rank (one rank paused "
+      "between two protocol steps of a call)");
   cmd->add_flag_callback(
       "--no-pdl-producer", [&c] { c.pdl_producer = false; },
       "Do not draw PDL producers (kernels writing a call's inputs late, right before it)");
