@@ -37,10 +37,8 @@ class MnnvlRackProfile : public ::testing::TestWithParam<int> {
 INSTANTIATE_TEST_SUITE_P(SimMnnvl, MnnvlRackProfile,
                          ::testing::Range(0, static_cast<int>(kRackProfiles.size())),
                          [](const auto& info) {
-                           std::string name(
+                           return testing::test_name(
                                kRackProfiles[static_cast<std::size_t>(info.param)].name);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
                          });
 
 TEST_P(MnnvlRackProfile, CorrectProtocolIsCleanAtSeventyTwoRanks) {
@@ -86,19 +84,12 @@ TEST_P(MnnvlRackProfile, CorrectProtocolIsCleanInSmallShapes) {
   EXPECT_TRUE(tiny.complete);
 }
 
-std::vector<Mutant> mnnvl_mutants() {
-  std::vector<Mutant> out;
-  for (const auto& info : protocol::kMutantCatalogue)
-    if (info.layers & protocol::kInSimMnnvl) out.push_back(info.mutant);
-  return out;
-}
+std::vector<Mutant> mnnvl_mutants() { return testing::mutants_of(kMnnvl); }
 
 class MnnvlMutant : public ::testing::TestWithParam<Mutant> {};
 INSTANTIATE_TEST_SUITE_P(SimMnnvl, MnnvlMutant, ::testing::ValuesIn(mnnvl_mutants()),
                          [](const auto& info) {
-                           std::string name(protocol::mutant_id(info.param));
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
+                           return testing::test_name(protocol::mutant_id(info.param));
                          });
 
 // At 72 ranks random schedules reach it (docs/sim_kill_table.md: every scheduler, both

@@ -2,11 +2,13 @@
 // Shared helpers of the sim tests: searches with a given budget, and the mutant list.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fusioncheck/sim/counterexample.hpp"
@@ -45,6 +47,21 @@ inline std::vector<Mutant> sim_mutants() {
 }
 
 inline const Profile& profile(const char* name) { return *find_profile(name); }
+
+// The catalogue's mutants that the sim's model of `protocol` builds.
+inline std::vector<Mutant> mutants_of(SimProtocol protocol) {
+  std::vector<Mutant> out;
+  for (const auto& info : protocol::kMutantCatalogue)
+    if (in_sim(info.mutant, protocol)) out.push_back(info.mutant);
+  return out;
+}
+
+// A parameterised test's name from an id or a profile name ("two-buffers" -> "two_buffers").
+inline std::string test_name(std::string_view id) {
+  std::string name(id);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
 
 // Golden files live in property_tests/sim/golden. With FUSIONCHECK_UPDATE_GOLDEN=1 the
 // tests rewrite them instead of comparing (review the diff before committing).
