@@ -133,7 +133,6 @@ void MnnvlModel::step(int id) {
 
 void MnnvlModel::read_flags(Thread& t) {
   t.seen = flags_[static_cast<std::size_t>(t.rank)];
-  t.flags_read = true;
   ++memory_events_;
   trace(who(t) + fmt::format(": reads the flags: current buffer {}, dirty buffer {}",
                              t.seen.current, t.seen.dirty));

@@ -68,7 +68,6 @@ class MnnvlModel final : public ProtocolModel {
     int program = 0;      // index into programs_
     std::uint8_t ip = 0;  // position in the program
     Flags seen;           // the flags as this thread read them
-    bool flags_read = false;
     // poll: the words awaited (`group` slots from `first_slot` of a stage) and how many of
     // them hold no sentinel now
     std::size_t poll_base = 0;
