@@ -13,7 +13,7 @@
 namespace fusioncheck::cli {
 namespace {
 
-std::string layers_text(std::uint8_t layers) {
+std::string layers_text(std::uint16_t layers) {
   using namespace protocol;
   std::string out;
   for (auto [bit, name] : {std::pair{kInSim, "sim"},
@@ -23,7 +23,8 @@ std::string layers_text(std::uint8_t layers) {
                            {kInSimPcie, "sim-pcie"},
                            {kInFlashInferMoe, "flashinfer-moe"},
                            {kInSimVllm, "sim-vllm"},
-                           {kInSimMnnvl, "sim-mnnvl"}})
+                           {kInSimMnnvl, "sim-mnnvl"},
+                           {kInSimSglang, "sim-sglang"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }

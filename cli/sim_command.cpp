@@ -45,7 +45,7 @@ struct SimArgs {
   std::optional<std::uint64_t> budget;  // default: per scheduler (or the table's)
   std::uint64_t seed = 1;
   int depth = 3, deviations = 2;
-  std::optional<int> ranks, blocks, vectors, elems, graph_replays;
+  std::optional<int> ranks, blocks, vectors, elems, graph_replays, streams;
   bool late_trigger = false, tiny = false, no_minimise = false, table = false;
 };
 
@@ -65,9 +65,10 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
   if (a.elems) c.elems_per_vector = *a.elems;
   if (a.graph_replays) c.graph_replays = *a.graph_replays;
   if (a.late_trigger) c.late_trigger = true;
+  if (a.streams) c.streams = *a.streams;
   if (!a.calls.empty() && !parse_calls(a.calls, c.calls))
     throw UsageError("bad --calls '" + a.calls +
-                     "' (expected e.g. os4,os2,ts4 or pp4,rs2 or vs4,vt2 or mo2,mt1)");
+                     "' (expected e.g. os4,os2,ts4 or pp4,rs2 or vs4,vt2 or mo2,mt1 or sp4,sf1)");
   // The calls say which model runs: --protocol must not name the other one.
   if (!a.protocol.empty() && protocol_of(c) != protocol)
     throw UsageError(fmt::format("--calls {} are calls of the {} model, --protocol is {}", a.calls,
@@ -248,7 +249,9 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
       << " for the model of vLLM's; 2 ranks x 2 blocks x 2 vectors x 2 elements; "
       << format_calls(default_config(SimProtocol::mnnvl).calls)
       << " for the model of the MNNVL protocol, 72 ranks x 2 blocks (a token each) x 1 vector "
-         "x 2 elements, on the rack profiles only), "
+         "x 2 elements, on the rack profiles only; "
+      << format_calls(default_config(SimProtocol::sglang).calls)
+      << " for the model of SGLang's push plane, 2 ranks x 2 blocks x 2 vectors x 2 elements), "
       << options.random_budget
       << " schedules, seed 1), then as many PCT schedules (depth 3), then as many held-rank "
          "schedules, then the bounded exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
@@ -259,7 +262,8 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
          "steps. `none` is the correct protocol: it must be clean everywhere. Rows marked (PCIe)\n"
          "run the model of FlashInfer's PCIe protocol, rows marked (vLLM) the model of vLLM's "
          "custom\nallreduce barriers, rows marked (MNNVL) the model of FlashInfer's MNNVL "
-         "allreduce; a model's searches\nstop after "
+         "allreduce, rows marked (SGLang)\nthe model of SGLang's push plane; a model's searches "
+         "stop after "
       << options.row_time_limit_s << " s each (schedules counts what ran).\n\n"
       << provoking_configs_text() << table;
   return out.str();
@@ -363,9 +367,9 @@ void add_sim_command(CLI::App& app, int& exit_code) {
          "--protocol", args->protocol,
          "Search: the protocol whose default configuration a search starts from: lamport "
          "(our kernels), pcie (FlashInfer's PCIe allreduce), vllm (vLLM's custom allreduce), "
-         "mnnvl (FlashInfer's MNNVL allreduce, on nvl72 and nvl72-mnnvl); a mutant of one "
-         "model alone implies it")
-      ->check(CLI::IsMember({"lamport", "pcie", "vllm", "mnnvl"}));
+         "mnnvl (FlashInfer's MNNVL allreduce, on nvl72 and nvl72-mnnvl), sglang (SGLang's "
+         "push plane); a mutant of one model alone implies it")
+      ->check(CLI::IsMember({"lamport", "pcie", "vllm", "mnnvl", "sglang"}));
   sub->add_option("--scheduler", args->scheduler,
                   "Search: how schedules are explored (held-rank: one rank held at a drawn step "
                   "of a drawn call while the others run ahead)")
@@ -414,11 +418,14 @@ void add_sim_command(CLI::App& app, int& exit_code) {
                   "(default {}, --tiny {}); PCIe: pp<N> push, rs<N> reduce-scatter (block "
                   "region), rf<N> reduce-scatter (pack region), pb<N> barrier kernel (default {}); "
                   "vLLM: vs<N> one-stage, vt<N> two-stage kernel (default {}); MNNVL: mo<N> "
-                  "one-shot, mt<N> two-shot over N tokens (default {})",
+                  "one-shot, mt<N> two-shot over N tokens (default {}); SGLang: sp<N> one-shot, "
+                  "st<N> two-shot push over N vectors, sf<N> fused MoE finalize over N tokens "
+                  "(default {})",
                   format_calls(start.calls), format_calls(tiny.calls),
                   format_calls(default_config(SimProtocol::pcie).calls),
                   format_calls(default_config(SimProtocol::vllm).calls),
-                  format_calls(default_config(SimProtocol::mnnvl).calls)));
+                  format_calls(default_config(SimProtocol::mnnvl).calls),
+                  format_calls(default_config(SimProtocol::sglang).calls)));
   sub->add_option(
          "--graph-replays", args->graph_replays,
          fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "
@@ -427,6 +434,10 @@ void add_sim_command(CLI::App& app, int& exit_code) {
       ->check(integer_in(1, kMaxGraphReplays));
   sub->add_flag("--late-trigger", args->late_trigger,
                 "Search: launch_dependents at the end of the kernel");
+  sub->add_option("--streams", args->streams,
+                  "Search: calls alternate over this many streams per rank (2: two streams issue "
+                  "on one communicator, sglang#31117; the SGLang model only; default 1)")
+      ->check(integer_in(1, 2));
   sub->add_flag(
       "--tiny", args->tiny,
       fmt::format("Search: start from the tiny configuration ({}x{}x{}x{}, {} calls)", tiny.ranks,

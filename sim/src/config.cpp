@@ -37,7 +37,7 @@ struct ProtocolInfo {
   SimProtocol protocol;
   const char* name;
   const char* label;
-  std::uint8_t mutant_bit;
+  std::uint16_t mutant_bit;
 };
 constexpr ProtocolInfo kProtocolInfo[] = {
     // in SimProtocol's order
@@ -45,11 +45,13 @@ constexpr ProtocolInfo kProtocolInfo[] = {
     {SimProtocol::pcie, "pcie", " (PCIe)", protocol::kInSimPcie},
     {SimProtocol::vllm, "vllm", " (vLLM)", protocol::kInSimVllm},
     {SimProtocol::mnnvl, "mnnvl", " (MNNVL)", protocol::kInSimMnnvl},
+    {SimProtocol::sglang, "sglang", " (SGLang)", protocol::kInSimSglang},
 };
 static_assert(std::size(kProtocolInfo) == std::size(kSimProtocols));
 static_assert(kProtocolInfo[1].protocol == SimProtocol::pcie &&
               kProtocolInfo[2].protocol == SimProtocol::vllm &&
-              kProtocolInfo[3].protocol == SimProtocol::mnnvl);
+              kProtocolInfo[3].protocol == SimProtocol::mnnvl &&
+              kProtocolInfo[4].protocol == SimProtocol::sglang);
 const ProtocolInfo& info_of(SimProtocol protocol) {
   return kProtocolInfo[static_cast<std::size_t>(protocol)];
 }
@@ -62,6 +64,9 @@ SimProtocol protocol_of_kind(CallKind kind) {
   if (is_pcie(kind)) return SimProtocol::pcie;
   if (kind == CallKind::vllm_1stage || kind == CallKind::vllm_2stage) return SimProtocol::vllm;
   if (kind == CallKind::mnnvl_oneshot || kind == CallKind::mnnvl_twoshot) return SimProtocol::mnnvl;
+  if (kind == CallKind::sglang_push1 || kind == CallKind::sglang_push2 ||
+      kind == CallKind::sglang_fused)
+    return SimProtocol::sglang;
   return SimProtocol::lamport;
 }
 
@@ -85,6 +90,15 @@ SimConfig default_config(SimProtocol protocol) {
     c.vectors_per_block = 1;
     c.calls = {{K::mnnvl_oneshot, 2}, {K::mnnvl_twoshot, 2}, {K::mnnvl_oneshot, 1},
                {K::mnnvl_oneshot, 2}, {K::mnnvl_twoshot, 1}, {K::mnnvl_oneshot, 1}};
+    return c;
+  }
+  if (protocol == SimProtocol::sglang) {
+    // The three kernels on one plane, back to back: sizes that change between calls of one
+    // kernel, fused calls of fewer tokens than there are phase counters (the bumper flips the
+    // rest) with generic calls between them.
+    c.calls = {{K::sglang_push1, 4}, {K::sglang_fused, 1}, {K::sglang_push1, 3},
+               {K::sglang_push2, 4}, {K::sglang_fused, 2}, {K::sglang_push2, 3},
+               {K::sglang_push1, 4}};
     return c;
   }
   if (protocol == SimProtocol::vllm) {
@@ -117,6 +131,13 @@ SimConfig tiny_config(SimProtocol protocol) {
                {CallKind::mnnvl_twoshot, 2},
                {CallKind::mnnvl_oneshot, 1},
                {CallKind::mnnvl_oneshot, 2}};
+    return c;
+  }
+  if (protocol == SimProtocol::sglang) {
+    c.calls = {{CallKind::sglang_push1, 2},
+               {CallKind::sglang_fused, 1},
+               {CallKind::sglang_push2, 2},
+               {CallKind::sglang_push1, 2}};
     return c;
   }
   if (protocol == SimProtocol::vllm) {
@@ -250,11 +271,21 @@ std::string validate(const SimConfig& c, const Profile& p) {
     if (protocol == SimProtocol::mnnvl && call.vectors > c.blocks)
       return fmt::format("an MNNVL call of {} tokens needs a block per token, the grid has {}",
                          call.vectors, c.blocks);
+    // all_reduce_fusion.cuh's host check: a phase counter per token.
+    if (call.kind == CallKind::sglang_fused && call.vectors > c.blocks)
+      return fmt::format(
+          "a fused SGLang call of {} tokens needs a phase counter per token, the "
+          "plane has {} (one per block)",
+          call.vectors, c.blocks);
   }
   // The header's rule: a scratch region holds one protocol family.
   if (block_sentinel && block_barrier)
     return "rs (sentinel, block region) and pb (barrier, block region) calls cannot share a "
            "sequence: a region holds one protocol family (use rf beside pb)";
+  if (c.streams < 1 || c.streams > 2)
+    return fmt::format("streams must be 1 or 2, got {}", c.streams);
+  if (c.streams > 1 && protocol != SimProtocol::sglang)
+    return "two streams apply to the SGLang model only";
   if (c.late_trigger && protocol != SimProtocol::lamport)
     return "--late-trigger applies to the Lamport kernels only";
   return {};
@@ -262,9 +293,11 @@ std::string validate(const SimConfig& c, const Profile& p) {
 
 namespace {
 constexpr CallKind kCallKinds[] = {
-    CallKind::one_shot,       CallKind::two_shot,     CallKind::pcie_push,   CallKind::pcie_rsag,
-    CallKind::pcie_flat_rsag, CallKind::pcie_barrier, CallKind::vllm_1stage, CallKind::vllm_2stage,
-    CallKind::mnnvl_oneshot,  CallKind::mnnvl_twoshot};
+    CallKind::one_shot,      CallKind::two_shot,       CallKind::pcie_push,
+    CallKind::pcie_rsag,     CallKind::pcie_flat_rsag, CallKind::pcie_barrier,
+    CallKind::vllm_1stage,   CallKind::vllm_2stage,    CallKind::mnnvl_oneshot,
+    CallKind::mnnvl_twoshot, CallKind::sglang_push1,   CallKind::sglang_push2,
+    CallKind::sglang_fused};
 std::string_view call_kind_prefix(CallKind kind) {
   switch (kind) {
     case CallKind::one_shot: return "os";
@@ -277,6 +310,9 @@ std::string_view call_kind_prefix(CallKind kind) {
     case CallKind::vllm_2stage: return "vt";
     case CallKind::mnnvl_oneshot: return "mo";
     case CallKind::mnnvl_twoshot: return "mt";
+    case CallKind::sglang_push1: return "sp";
+    case CallKind::sglang_push2: return "st";
+    case CallKind::sglang_fused: return "sf";
   }
   return "?";
 }

@@ -85,6 +85,7 @@ nlohmann::json to_json(const Counterexample& cx) {
       {"steps", cx.steps},
   };
   if (!cx.hold.empty()) j["hold"] = cx.hold;  // held-rank schedules only
+  if (cx.config.streams > 1) j["config"]["streams"] = cx.config.streams;  // else one (older files)
   return j;
 }
 
@@ -109,6 +110,7 @@ Counterexample counterexample_from_json(const nlohmann::json& j) {
       throw std::invalid_argument("bad call list '" + c.at("calls").get<std::string>() + "'");
     cx.config.graph_replays = c.at("graph_replays").get<int>();
     cx.config.late_trigger = c.at("late_trigger").get<bool>();
+    if (c.contains("streams")) cx.config.streams = c.at("streams").get<int>();
     const auto scheduler = parse_scheduler(j.at("scheduler").get<std::string>());
     if (!scheduler) throw std::invalid_argument("unknown scheduler");
     cx.scheduler = *scheduler;
@@ -178,16 +180,18 @@ std::string format_counterexample(const Counterexample& cx, const std::vector<st
       "  schedule: found by {}{}; replays from {} deviation(s) from the default order, {} steps\n"
       "  violation ({}): {}\n",
       protocol::mutant_id(cx.mutant), cx.profile,
-      protocol_of(cx.config) == SimProtocol::pcie    ? " (model of the PCIe protocol)"
-      : protocol_of(cx.config) == SimProtocol::vllm  ? " (model of vLLM's barrier protocol)"
-      : protocol_of(cx.config) == SimProtocol::mnnvl ? " (model of the MNNVL protocol)"
-                                                     : "",
+      protocol_of(cx.config) == SimProtocol::pcie     ? " (model of the PCIe protocol)"
+      : protocol_of(cx.config) == SimProtocol::vllm   ? " (model of vLLM's barrier protocol)"
+      : protocol_of(cx.config) == SimProtocol::mnnvl  ? " (model of the MNNVL protocol)"
+      : protocol_of(cx.config) == SimProtocol::sglang ? " (model of SGLang's push plane)"
+                                                      : "",
       cx.config.ranks, cx.config.blocks, cx.config.vectors_per_block, cx.config.elems_per_vector,
       format_calls(cx.config.calls),
       cx.config.graph_replays > 1 ? fmt::format(" replayed {}x", cx.config.graph_replays) : "",
-      protocol_of(cx.config) != SimProtocol::lamport ? ""
-      : cx.config.late_trigger                       ? ", late trigger"
-                                                     : ", early trigger",
+      cx.config.streams > 1 ? fmt::format(", {} streams", cx.config.streams)
+      : protocol_of(cx.config) != SimProtocol::lamport ? ""
+      : cx.config.late_trigger                         ? ", late trigger"
+                                                       : ", early trigger",
       scheduler_name(cx.scheduler),
       cx.scheduler == SchedulerKind::exhaustive ? "" : fmt::format(" (seed {})", cx.seed),
       cx.deviations.size(), cx.steps, violation_kind_name(cx.kind), cx.violation);

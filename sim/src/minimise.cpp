@@ -64,6 +64,11 @@ std::vector<SimConfig> smaller_configs(const SimConfig& c) {
     s.late_trigger = false;
     out.push_back(s);
   }
+  if (c.streams > 1) {
+    SimConfig s = c;
+    s.streams = 1;
+    out.push_back(s);
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "fusioncheck/protocol/mutants.hpp"
 #include "fusioncheck/sim/mnnvl_model.hpp"
+#include "fusioncheck/sim/sglang_model.hpp"
 #include "fusioncheck/sim/values.hpp"
 #include "fusioncheck/sim/vllm_model.hpp"
 #include "pcie_model_internal.hpp"
@@ -21,6 +22,7 @@ std::unique_ptr<ProtocolModel> make_model(const SimConfig& config, const Profile
     case SimProtocol::pcie: return std::make_unique<PcieModel>(config, profile, mutant);
     case SimProtocol::vllm: return std::make_unique<VllmModel>(config, profile, mutant);
     case SimProtocol::mnnvl: return std::make_unique<MnnvlModel>(config, profile, mutant);
+    case SimProtocol::sglang: return std::make_unique<SglangModel>(config, profile, mutant);
     case SimProtocol::lamport: break;
   }
   return std::make_unique<Model>(config, profile, mutant);

@@ -70,6 +70,13 @@ enum class Mutant : std::uint8_t {
   mnnvl_clear_through_multicast,
   mnnvl_no_arrival_wait,
   mnnvl_flags_before_wait,
+  // SGLang's push plane (the sim's model of it): the hazards its header's comments name.
+  sglang_no_remap,
+  sglang_one_phase,
+  sglang_no_rearm,
+  sglang_no_bumper,
+  sglang_no_cluster_barrier,
+  sglang_epoch_before_wait,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
@@ -79,8 +86,8 @@ enum class Mutant : std::uint8_t {
 // kInFlashInferMoe: of its MoE allreduce fusion (patches_moe).
 // kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one;
 // kInSimVllm: its model of vLLM's custom allreduce barriers; kInSimMnnvl: its model of
-// FlashInfer's MNNVL Lamport allreduce.
-enum MutantLayer : std::uint8_t {
+// FlashInfer's MNNVL Lamport allreduce; kInSimSglang: its model of SGLang's push plane.
+enum MutantLayer : std::uint16_t {
   kInSim = 1u,
   kInKernel = 2u,
   kInFlashInfer = 4u,
@@ -88,7 +95,8 @@ enum MutantLayer : std::uint8_t {
   kInSimPcie = 16u,
   kInFlashInferMoe = 32u,
   kInSimVllm = 64u,
-  kInSimMnnvl = 128u
+  kInSimMnnvl = 128u,
+  kInSimSglang = 256u
 };
 
 struct MutantInfo {
@@ -96,10 +104,10 @@ struct MutantInfo {
   std::string_view id;          // command-line id, as in docs/design.md
   std::string_view what;        // what the broken protocol does
   std::string_view real_world;  // the report behind it
-  std::uint8_t layers;          // MutantLayer bits
+  std::uint16_t layers;         // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 48> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 54> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -267,6 +275,42 @@ inline constexpr std::array<MutantInfo, 48> kMutantCatalogue{{
      "PDL, it takes the index the previous call has not rotated yet",
      "trtllm_mnnvl_allreduce.cuh: LamportFlags built after cudaGridDependencySynchronize",
      kInSimMnnvl},
+    {Mutant::sglang_no_remap, "sglang-no-remap",
+     "a payload word equal to +0 is pushed as it is: the consumer takes it for the empty "
+     "marker and polls for ever",
+     "SGLang communicator.cuh: LamportTrait::clear_pos_zero (\"a producer rewrites any +0.0 in "
+     "its payload to -0.0\")",
+     kInSimSglang},
+    {Mutant::sglang_one_phase, "sglang-one-phase",
+     "every call uses the same half of the push plane: a rank a call ahead pushes into the slot "
+     "a peer still drains (or the peer's re-arm erases the new push)",
+     "SGLang communicator.cuh: PushEpoch (\"a peer still draining the previous round must not "
+     "see them refilled\")",
+     kInSimSglang},
+    {Mutant::sglang_no_rearm, "sglang-no-rearm",
+     "the consumer leaves the payload in its slots: the next call on that half reads it as "
+     "arrived",
+     "SGLang communicator.cuh: PushPlaneObj (\"every kernel MUST restore the marker on its way "
+     "out\")",
+     kInSimSglang},
+    {Mutant::sglang_no_bumper, "sglang-no-bumper",
+     "the fused MoE-finalize kernel flips only its rows' phase counters: the counters past its "
+     "tokens keep the old phase, and the generic kernel's blocks on them reuse the half the last "
+     "call used",
+     "SGLang all_reduce_fusion.cuh: the bumper cluster (\"the whole array keeps one parity\")",
+     kInSimSglang},
+    {Mutant::sglang_no_cluster_barrier, "sglang-no-cluster-barrier",
+     "the fused kernel's cluster leader flips the row's phase counter without the cluster "
+     "barrier: a sibling block that reads it later takes the next call's half",
+     "SGLang all_reduce_fusion.cuh: barrier_cluster_arrive / wait (\"ensure epoch is consumed, "
+     "so flipping it won't lead to error\")",
+     kInSimSglang},
+    {Mutant::sglang_epoch_before_wait, "sglang-epoch-before-wait",
+     "the fused kernel reads its phase counter before its grid-dependency wait while the kernel "
+     "before it is an all-reduce on the same plane (prefetch_metadata against its precondition)",
+     "SGLang all_reduce_fusion.cuh: prefetch_metadata (\"reading the epoch before the PDL wait "
+     "can see a predecessor all-reduce mid-flip\")",
+     kInSimSglang},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

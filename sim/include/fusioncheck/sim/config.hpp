@@ -70,6 +70,10 @@ std::string profile_names();                         // "a, b, c" for error mess
 // Lamport allreduce over multicast (docs/protocols.md "MNNVL Lamport protocol"): one-shot (each
 // rank multicasts its tokens, every rank reduces every token) and two-shot (scatter to the
 // token's owner, the owner reduces and multicasts the sum); N counts tokens, one block each.
+// sglang_*: SGLang's push plane (docs/protocols.md "SGLang push protocol"): the generic
+// one-shot and two-shot push kernels (N vectors, a phase counter per block), and the fused
+// MoE-finalize one-shot kernel (N tokens of two vectors, a cluster of two blocks and a phase
+// counter per token, a bumper cluster flipping the counters past the tokens).
 enum class CallKind : std::uint8_t {
   one_shot,
   two_shot,
@@ -80,16 +84,21 @@ enum class CallKind : std::uint8_t {
   vllm_1stage,
   vllm_2stage,
   mnnvl_oneshot,
-  mnnvl_twoshot
+  mnnvl_twoshot,
+  sglang_push1,
+  sglang_push2,
+  sglang_fused
 };
 
 // Which protocol a configuration exercises: its calls say (one configuration holds one).
-enum class SimProtocol : std::uint8_t { lamport, pcie, vllm, mnnvl };
+enum class SimProtocol : std::uint8_t { lamport, pcie, vllm, mnnvl, sglang };
 inline constexpr SimProtocol kSimProtocols[] = {SimProtocol::lamport, SimProtocol::pcie,
-                                                SimProtocol::vllm, SimProtocol::mnnvl};
-const char* protocol_name(SimProtocol protocol);  // "lamport", "pcie", "vllm", "mnnvl"
+                                                SimProtocol::vllm, SimProtocol::mnnvl,
+                                                SimProtocol::sglang};
+// "lamport", "pcie", "vllm", "mnnvl", "sglang"
+const char* protocol_name(SimProtocol protocol);
 // How a kill-table row or a counterexample names a model other than the Lamport one:
-// " (PCIe)", " (vLLM)", " (MNNVL)"; "" for the Lamport model.
+// " (PCIe)", " (vLLM)", " (MNNVL)", " (SGLang)"; "" for the Lamport model.
 const char* protocol_label(SimProtocol protocol);
 // The profiles a protocol is checked on (`--profile all`, the kill table): the single-node
 // ones (kProfiles), and the rack-scale ones for the MNNVL protocol.
@@ -116,6 +125,10 @@ struct SimConfig {
   std::vector<CallSpec> calls;  // the host-side sequence, same on every rank
   int graph_replays = 1;        // the sequence is replayed this many times (CUDA graph)
   bool late_trigger = false;    // launch_dependents at the end instead of after the wait
+  // The calls alternate over this many streams of each rank (call c on stream c % streams):
+  // a call follows the one before it on its own stream only. Two streams issuing on one
+  // communicator is the use SGLang's push plane does not support (sglang#31117).
+  int streams = 1;
   bool operator==(const SimConfig&) const = default;
 };
 
@@ -163,7 +176,8 @@ inline constexpr std::uint64_t kMaxScheduleCost = std::uint64_t{1} << 25;
 // one-line reason.
 std::string validate(const SimConfig& config, const Profile& profile);
 
-// "os4,os2,ts4" <-> calls (PCIe: pp, rs, rf, pb; vLLM: vs, vt; MNNVL: mo, mt). parse_calls
+// "os4,os2,ts4" <-> calls (PCIe: pp, rs, rf, pb; vLLM: vs, vt; MNNVL: mo, mt; SGLang: sp, st,
+// sf). parse_calls
 // returns false on bad text.
 std::string format_calls(const std::vector<CallSpec>& calls);
 bool parse_calls(std::string_view text, std::vector<CallSpec>& out);

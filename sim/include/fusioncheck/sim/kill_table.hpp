@@ -32,7 +32,7 @@ struct KillTableOptions {
   // The models, each with its mutants (kInSim, kInSimPcie, kInSimVllm, kInSimMnnvl), each on
   // its profiles (profiles_of).
   std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie, SimProtocol::vllm,
-                                        SimProtocol::mnnvl};
+                                        SimProtocol::mnnvl, SimProtocol::sglang};
   std::function<void(const KillRow&)> on_row;  // progress
 };
 
