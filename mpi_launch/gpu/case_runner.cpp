@@ -17,7 +17,6 @@
 #include "fusioncheck/reference/reference.hpp"
 #include "fusioncheck/gpu/device_inputs.hpp"
 #include "fusioncheck/gpu/host_bounded_wait.hpp"
-#include "fusioncheck/gpu/lamport_checks.hpp"
 #include "fusioncheck/gpu/moe_inputs.hpp"
 #include "fusioncheck/gpu/output_checks.hpp"
 #include "fusioncheck/gpu/row_share.hpp"
@@ -177,12 +176,7 @@ struct CaseRunner::RankReport {
 CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLimits& limits)
     : comm_(comm), kernel_(kernel), limits_(limits) {
   keep_freed_memory_for_reuse();
-  if (ProtocolChecks* own = kernel_.own_protocol()) {
-    protocol_ = own;
-  } else {  // the Lamport protocol, read back through the kernel's Lamport state
-    lamport_ = std::make_unique<LamportChecks>(kernel_, comm_.rank());
-    protocol_ = lamport_.get();
-  }
+  protocol_ = &kernel_.protocol_checks(comm_.rank());
   const auto elems = static_cast<std::size_t>(limits.elems_per_call());
   for (int i = 0; i < std::min(limits.max_calls, kMaxCallsPerCase); ++i) {
     buffers_.push_back(
@@ -489,7 +483,8 @@ bool CaseRunner::check_calls(const GpuCase& c, int first, int count,
       states += fmt::format("{}rank {}: {}", r ? "; " : "", r,
                             protocol_->describe(all[static_cast<std::size_t>(r)].words));
     for (const auto& r : all)
-      if (r.hang.valid) cross.push_back({"hang", k::describe(r.hang) + " | " + states});
+      if (r.hang.valid)
+        cross.push_back({"hang", protocol_->describe_hang(r.hang) + " | " + states});
   } else {
     // Invariant 8: the ranks agree bitwise on their outputs (with rotated sums, on 2 ranks only).
     const bool agree = !kernel_.traits().rotated_reduction || comm_.size() <= 2;

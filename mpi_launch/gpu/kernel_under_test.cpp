@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "fusioncheck/gpu/lamport_checks.hpp"
 #include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/validate.hpp"
@@ -11,6 +12,11 @@ namespace fusioncheck::gpu {
 
 void KernelUnderTest::wait(cudaStream_t stream) {
   kernels::cuda_check(cudaStreamSynchronize(stream), "kernel");
+}
+
+ProtocolChecks& KernelUnderTest::protocol_checks(int rank) {
+  if (!lamport_checks_) lamport_checks_ = std::make_unique<LamportChecks>(*this, rank);
+  return *lamport_checks_;
 }
 
 std::vector<protocol::Mutant> OurKernels::mutants() const {

@@ -197,5 +197,64 @@ TEST(LamportChecks, RanksAgreeOnTheirControlBlocksOrInvariant3NamesTheOne) {
   EXPECT_EQ(checks.describe(rank1), "flag 2, counter 0, clear_size 1536, two-shot flag 0");
 }
 
+// The seam the case runner takes a kernel's protocol through: a kernel that keeps the Lamport
+// protocol gets LamportChecks (made once, for its rank), and one of another protocol returns its
+// own, which also describes its hangs.
+class OtherProtocol final : public ProtocolChecks {
+ public:
+  std::string protocol_name() const override { return "test-protocol"; }
+  void start_case() override {}
+  std::vector<std::string> check_rank(const GpuCase&, int, int, const CallEvidence&) override {
+    return {"invariant T1: the test protocol's violation"};
+  }
+  ProtocolWords words() const override { return {}; }
+  void read_words() override {}
+  std::vector<std::string> check_across_ranks(const std::vector<ProtocolWords>&) const override {
+    return {};
+  }
+  std::string describe(const ProtocolWords&) const override { return "test words"; }
+  std::string describe_hang(const k::HangRecord& record) const override {
+    return "test protocol stuck at block " + std::to_string(record.block);
+  }
+};
+
+class OtherProtocolKernel final : public KernelUnderTest {
+ public:
+  std::string name() const override { return "other-protocol stand-in"; }
+  void prepare(std::uint64_t, bool) override {}
+  void launch(const k::FusedParams&, bool, cudaStream_t) override {}
+  k::ControlState read_state(k::LamportCopy) override {
+    throw std::logic_error("a kernel of another protocol has no Lamport state");
+  }
+  k::HangRecord hang_record() override { return {}; }
+  void clear_hang_record() override {}
+  void reset() override {}
+  ProtocolChecks& protocol_checks(int) override { return checks; }
+  OtherProtocol checks;
+};
+
+TEST(ProtocolSeam, ALamportKernelGetsLamportChecksMadeOnce) {
+  StateStandIn kernel;
+  ProtocolChecks& first = kernel.protocol_checks(1);
+  EXPECT_EQ(first.protocol_name(), "lamport");
+  EXPECT_EQ(&first, &kernel.protocol_checks(1));
+  EXPECT_NE(dynamic_cast<LamportChecks*>(&first), nullptr);
+  k::HangRecord hang{};
+  hang.valid = 1;
+  hang.what = k::HangSite::lamport_poll;
+  EXPECT_EQ(first.describe_hang(hang), k::describe(hang));
+}
+
+TEST(ProtocolSeam, AKernelOfAnotherProtocolReturnsItsOwn) {
+  OtherProtocolKernel kernel;
+  ProtocolChecks& checks = kernel.protocol_checks(0);
+  EXPECT_EQ(checks.protocol_name(), "test-protocol");
+  EXPECT_EQ(checks.check_rank(one_shot_case(1), 0, 1, {}).front(),
+            "invariant T1: the test protocol's violation");
+  k::HangRecord hang{};
+  hang.block = 7;
+  EXPECT_EQ(checks.describe_hang(hang), "test protocol stuck at block 7");
+}
+
 }  // namespace
 }  // namespace fusioncheck::gpu

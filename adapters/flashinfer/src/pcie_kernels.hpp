@@ -78,7 +78,10 @@ class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::Pro
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }
   void reset() override;
-  gpu::ProtocolChecks* own_protocol() override { return this; }
+  gpu::ProtocolChecks& protocol_checks(int rank) override {
+    (void)rank;  // made for this rank already
+    return *this;
+  }
   std::vector<gpu::PollSiteTime> take_poll_profile() override;
 
   // ProtocolChecks

@@ -84,8 +84,7 @@ class CaseRunner {
   cudaStream_t stream_{};
   int calls_run_ = 0;
   PhaseTimes times_;
-  ProtocolChecks* protocol_ = nullptr;  // the kernel's own, or lamport_
-  std::unique_ptr<ProtocolChecks> lamport_;
+  ProtocolChecks* protocol_ = nullptr;  // the kernel's (KernelUnderTest::protocol_checks)
   // The own input of the last call of a checked group, as generated on the GPU, for the
   // protocol's checks (InputEvidence::own_input_on_gpu): a copy the kernel is never given.
   DeviceBuffer scan_input_;

@@ -27,8 +27,8 @@ struct KernelFamily {
   std::function<void(protocol::Mutant)> check_mutant;  // may be empty; throws BadInput
   bool comparable = false;  // may be timed beside ours with `gpu bench --compare`
   // The synchronisation protocol its kernels keep, whose invariants the suite checks
-  // (docs/design.md): "lamport" (checked by the case runner), or another one the family's
-  // kernels check themselves (KernelUnderTest::own_protocol).
+  // (docs/design.md, docs/protocols.md), as `gpu kernels` lists it: "lamport", or another one
+  // whose checks the family's kernels return (KernelUnderTest::protocol_checks).
   std::string protocol = "lamport";
 };
 

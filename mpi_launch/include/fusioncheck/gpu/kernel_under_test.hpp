@@ -178,15 +178,19 @@ class KernelUnderTest {
   // Collective: drops the protocol state (after a failure it is not trusted), so the next
   // case starts on a freshly initialised workspace.
   virtual void reset() = 0;
-  // The kernel's protocol, when it is not the Lamport one of docs/design.md: its own state
-  // checks (protocol_checks.hpp). nullptr: the Lamport protocol (LamportChecks, over
-  // read_state, read_control and scan_lamport above).
-  virtual ProtocolChecks* own_protocol() { return nullptr; }
+  // The kernel's synchronisation protocol as the case runner checks it (protocol_checks.hpp),
+  // owned by the kernel and made on first use for this rank. By default the Lamport protocol
+  // of docs/design.md (LamportChecks, over read_state, read_control and scan_lamport above); a
+  // kernel of another protocol returns its own.
+  virtual ProtocolChecks& protocol_checks(int rank);
   // The polls' time since the last call of it, then zeroed (synchronises the device); only a
   // kernel made by KernelChoice::make_poll_profiled has one.
   virtual std::vector<PollSiteTime> take_poll_profile() {
     throw kernels::InvalidLaunch(name() + " has no build that times its polls");
   }
+
+ private:
+  std::unique_ptr<ProtocolChecks> lamport_checks_;  // the default protocol_checks
 };
 
 // fusioncheck's own kernels, optionally a mutant instance. Workspaces come in size classes

@@ -2,16 +2,19 @@
 // A synchronisation protocol as the case runner checks it: the state read back after calls,
 // the invariants it names (docs/design.md numbers each protocol's), the words every rank's
 // state shows in a hang diagnosis and across ranks. The case runner speaks only this
-// interface. The Lamport protocol of our kernels and FlashInfer's Lamport kernels is
-// LamportChecks (lamport_checks.hpp), made over any kernel that reads its Lamport state back;
-// a kernel of another protocol (FlashInfer's PCIe allreduce: epochs, arrival counters, a +0
-// sentinel) brings its own (KernelUnderTest::own_protocol).
+// interface, and takes it from the kernel (KernelUnderTest::protocol_checks). The Lamport
+// protocol of our kernels and FlashInfer's Lamport kernels is LamportChecks
+// (lamport_checks.hpp), made over any kernel that reads its Lamport state back; a kernel of
+// another protocol (FlashInfer's PCIe allreduce: epochs, arrival counters, a +0 sentinel)
+// returns its own.
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "fusioncheck/kernels/types.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -65,6 +68,11 @@ class ProtocolChecks {
       const std::vector<ProtocolWords>& all) const = 0;
   // One rank's words, for a hang diagnosis: "epoch 1, arrivals 0, ...".
   virtual std::string describe(const ProtocolWords& words) const = 0;
+  // What a hang record says (the site the kernel or the host's bound wrote, what it awaited);
+  // a protocol whose sites the kernels layer does not name describes its own.
+  virtual std::string describe_hang(const kernels::HangRecord& record) const {
+    return kernels::describe(record);
+  }
 };
 
 }  // namespace fusioncheck::gpu
