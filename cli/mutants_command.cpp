@@ -24,7 +24,8 @@ std::string layers_text(std::uint16_t layers) {
                            {kInFlashInferMoe, "flashinfer-moe"},
                            {kInSimVllm, "sim-vllm"},
                            {kInSimMnnvl, "sim-mnnvl"},
-                           {kInSimSglang, "sim-sglang"}})
+                           {kInSimSglang, "sim-sglang"},
+                           {kInSimCeRing, "sim-ce-ring"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }

@@ -251,7 +251,9 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
       << " for the model of the MNNVL protocol, 72 ranks x 2 blocks (a token each) x 1 vector "
          "x 2 elements, on the rack profiles only; "
       << format_calls(default_config(SimProtocol::sglang).calls)
-      << " for the model of SGLang's push plane, 2 ranks x 2 blocks x 2 vectors x 2 elements), "
+      << " for the model of SGLang's push plane, 2 ranks x 2 blocks x 2 vectors x 2 elements; "
+      << format_calls(default_config(SimProtocol::ce_ring).calls)
+      << " for the model of the copy-engine ring, 4 ranks, 2 words per piece), "
       << options.random_budget
       << " schedules, seed 1), then as many PCT schedules (depth 3), then as many held-rank "
          "schedules, then the bounded exhaustive\nsearch of the tiny configuration (<= 2 deviations). *Time to detect* "
@@ -262,7 +264,8 @@ std::string kill_table_document(const KillTableOptions& options, const std::stri
          "steps. `none` is the correct protocol: it must be clean everywhere. Rows marked (PCIe)\n"
          "run the model of FlashInfer's PCIe protocol, rows marked (vLLM) the model of vLLM's "
          "custom\nallreduce barriers, rows marked (MNNVL) the model of FlashInfer's MNNVL "
-         "allreduce, rows marked (SGLang)\nthe model of SGLang's push plane; a model's searches "
+         "allreduce, rows marked (SGLang)\nthe model of SGLang's push plane, rows marked (CE ring) "
+         "the model of the copy-engine ring\nof FlashInfer's PCIe allreduce; a model's searches "
          "stop after "
       << options.row_time_limit_s << " s each (schedules counts what ran).\n\n"
       << provoking_configs_text() << table;
@@ -368,8 +371,9 @@ void add_sim_command(CLI::App& app, int& exit_code) {
          "Search: the protocol whose default configuration a search starts from: lamport "
          "(our kernels), pcie (FlashInfer's PCIe allreduce), vllm (vLLM's custom allreduce), "
          "mnnvl (FlashInfer's MNNVL allreduce, on nvl72 and nvl72-mnnvl), sglang (SGLang's "
-         "push plane); a mutant of one model alone implies it")
-      ->check(CLI::IsMember({"lamport", "pcie", "vllm", "mnnvl", "sglang"}));
+         "push plane), ce-ring (the copy-engine ring of FlashInfer's PCIe allreduce); a mutant "
+         "of one model alone implies it")
+      ->check(CLI::IsMember({"lamport", "pcie", "vllm", "mnnvl", "sglang", "ce-ring"}));
   sub->add_option("--scheduler", args->scheduler,
                   "Search: how schedules are explored (held-rank: one rank held at a drawn step "
                   "of a drawn call while the others run ahead)")
@@ -420,12 +424,14 @@ void add_sim_command(CLI::App& app, int& exit_code) {
                   "vLLM: vs<N> one-stage, vt<N> two-stage kernel (default {}); MNNVL: mo<N> "
                   "one-shot, mt<N> two-shot over N tokens (default {}); SGLang: sp<N> one-shot, "
                   "st<N> two-shot push over N vectors, sf<N> fused MoE finalize over N tokens "
-                  "(default {})",
+                  "(default {}); copy-engine ring: cf<N> flag kernels, cm<N> stream memops, "
+                  "chunks in N pieces (default {})",
                   format_calls(start.calls), format_calls(tiny.calls),
                   format_calls(default_config(SimProtocol::pcie).calls),
                   format_calls(default_config(SimProtocol::vllm).calls),
                   format_calls(default_config(SimProtocol::mnnvl).calls),
-                  format_calls(default_config(SimProtocol::sglang).calls)));
+                  format_calls(default_config(SimProtocol::sglang).calls),
+                  format_calls(default_config(SimProtocol::ce_ring).calls)));
   sub->add_option(
          "--graph-replays", args->graph_replays,
          fmt::format("Search: replay the sequence as a CUDA graph this many times (default {}; "

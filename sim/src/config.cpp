@@ -46,12 +46,14 @@ constexpr ProtocolInfo kProtocolInfo[] = {
     {SimProtocol::vllm, "vllm", " (vLLM)", protocol::kInSimVllm},
     {SimProtocol::mnnvl, "mnnvl", " (MNNVL)", protocol::kInSimMnnvl},
     {SimProtocol::sglang, "sglang", " (SGLang)", protocol::kInSimSglang},
+    {SimProtocol::ce_ring, "ce-ring", " (CE ring)", protocol::kInSimCeRing},
 };
 static_assert(std::size(kProtocolInfo) == std::size(kSimProtocols));
 static_assert(kProtocolInfo[1].protocol == SimProtocol::pcie &&
               kProtocolInfo[2].protocol == SimProtocol::vllm &&
               kProtocolInfo[3].protocol == SimProtocol::mnnvl &&
-              kProtocolInfo[4].protocol == SimProtocol::sglang);
+              kProtocolInfo[4].protocol == SimProtocol::sglang &&
+              kProtocolInfo[5].protocol == SimProtocol::ce_ring);
 const ProtocolInfo& info_of(SimProtocol protocol) {
   return kProtocolInfo[static_cast<std::size_t>(protocol)];
 }
@@ -67,6 +69,7 @@ SimProtocol protocol_of_kind(CallKind kind) {
   if (kind == CallKind::sglang_push1 || kind == CallKind::sglang_push2 ||
       kind == CallKind::sglang_fused)
     return SimProtocol::sglang;
+  if (kind == CallKind::ce_flat || kind == CallKind::ce_memop) return SimProtocol::ce_ring;
   return SimProtocol::lamport;
 }
 
@@ -90,6 +93,14 @@ SimConfig default_config(SimProtocol protocol) {
     c.vectors_per_block = 1;
     c.calls = {{K::mnnvl_oneshot, 2}, {K::mnnvl_twoshot, 2}, {K::mnnvl_oneshot, 1},
                {K::mnnvl_oneshot, 2}, {K::mnnvl_twoshot, 1}, {K::mnnvl_oneshot, 1}};
+    return c;
+  }
+  if (protocol == SimProtocol::ce_ring) {
+    // Four ranks (at three, a call's last copy and the next call's first add never touch one
+    // chunk), both readiness paths, chunks in one, two and four pieces back to back.
+    c.ranks = 4;
+    c.calls = {{K::ce_flat, 2},  {K::ce_memop, 1}, {K::ce_flat, 1},
+               {K::ce_memop, 1}, {K::ce_flat, 4},  {K::ce_flat, 2}};
     return c;
   }
   if (protocol == SimProtocol::sglang) {
@@ -131,6 +142,10 @@ SimConfig tiny_config(SimProtocol protocol) {
                {CallKind::mnnvl_twoshot, 2},
                {CallKind::mnnvl_oneshot, 1},
                {CallKind::mnnvl_oneshot, 2}};
+    return c;
+  }
+  if (protocol == SimProtocol::ce_ring) {
+    c.calls = {{CallKind::ce_flat, 1}, {CallKind::ce_memop, 1}, {CallKind::ce_flat, 2}};
     return c;
   }
   if (protocol == SimProtocol::sglang) {
@@ -265,7 +280,10 @@ std::string validate(const SimConfig& c, const Profile& p) {
     block_barrier |= call.kind == CallKind::pcie_barrier;
     if (call.vectors < 1)
       return fmt::format("a call must reduce at least 1 vector, got {}", call.vectors);
-    if (call.vectors > grid_vectors)
+    if (protocol == SimProtocol::ce_ring && call.vectors > 4)
+      return fmt::format("a ring call's chunks travel in 1 to 4 pieces (kCeMaxPieces), got {}",
+                         call.vectors);
+    if (protocol != SimProtocol::ce_ring && call.vectors > grid_vectors)
       return fmt::format("a call of {} vectors does not fit a grid of {} blocks x {} vectors",
                          call.vectors, c.blocks, c.vectors_per_block);
     if (protocol == SimProtocol::mnnvl && call.vectors > c.blocks)
@@ -282,6 +300,8 @@ std::string validate(const SimConfig& c, const Profile& p) {
   if (block_sentinel && block_barrier)
     return "rs (sentinel, block region) and pb (barrier, block region) calls cannot share a "
            "sequence: a region holds one protocol family (use rf beside pb)";
+  if (protocol == SimProtocol::ce_ring && total > 255)
+    return fmt::format("the copy-engine ring model runs at most 255 calls, got {}", total);
   if (c.streams < 1 || c.streams > 2)
     return fmt::format("streams must be 1 or 2, got {}", c.streams);
   if (c.streams > 1 && protocol != SimProtocol::sglang)
@@ -297,7 +317,7 @@ constexpr CallKind kCallKinds[] = {
     CallKind::pcie_rsag,     CallKind::pcie_flat_rsag, CallKind::pcie_barrier,
     CallKind::vllm_1stage,   CallKind::vllm_2stage,    CallKind::mnnvl_oneshot,
     CallKind::mnnvl_twoshot, CallKind::sglang_push1,   CallKind::sglang_push2,
-    CallKind::sglang_fused};
+    CallKind::sglang_fused,  CallKind::ce_flat,        CallKind::ce_memop};
 std::string_view call_kind_prefix(CallKind kind) {
   switch (kind) {
     case CallKind::one_shot: return "os";
@@ -313,6 +333,8 @@ std::string_view call_kind_prefix(CallKind kind) {
     case CallKind::sglang_push1: return "sp";
     case CallKind::sglang_push2: return "st";
     case CallKind::sglang_fused: return "sf";
+    case CallKind::ce_flat: return "cf";
+    case CallKind::ce_memop: return "cm";
   }
   return "?";
 }

@@ -180,11 +180,12 @@ std::string format_counterexample(const Counterexample& cx, const std::vector<st
       "  schedule: found by {}{}; replays from {} deviation(s) from the default order, {} steps\n"
       "  violation ({}): {}\n",
       protocol::mutant_id(cx.mutant), cx.profile,
-      protocol_of(cx.config) == SimProtocol::pcie     ? " (model of the PCIe protocol)"
-      : protocol_of(cx.config) == SimProtocol::vllm   ? " (model of vLLM's barrier protocol)"
-      : protocol_of(cx.config) == SimProtocol::mnnvl  ? " (model of the MNNVL protocol)"
-      : protocol_of(cx.config) == SimProtocol::sglang ? " (model of SGLang's push plane)"
-                                                      : "",
+      protocol_of(cx.config) == SimProtocol::pcie      ? " (model of the PCIe protocol)"
+      : protocol_of(cx.config) == SimProtocol::vllm    ? " (model of vLLM's barrier protocol)"
+      : protocol_of(cx.config) == SimProtocol::mnnvl   ? " (model of the MNNVL protocol)"
+      : protocol_of(cx.config) == SimProtocol::sglang  ? " (model of SGLang's push plane)"
+      : protocol_of(cx.config) == SimProtocol::ce_ring ? " (model of the copy-engine ring)"
+                                                       : "",
       cx.config.ranks, cx.config.blocks, cx.config.vectors_per_block, cx.config.elems_per_vector,
       format_calls(cx.config.calls),
       cx.config.graph_replays > 1 ? fmt::format(" replayed {}x", cx.config.graph_replays) : "",

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "fusioncheck/protocol/mutants.hpp"
+#include "fusioncheck/sim/ce_ring_model.hpp"
 #include "fusioncheck/sim/mnnvl_model.hpp"
 #include "fusioncheck/sim/sglang_model.hpp"
 #include "fusioncheck/sim/values.hpp"
@@ -23,6 +24,7 @@ std::unique_ptr<ProtocolModel> make_model(const SimConfig& config, const Profile
     case SimProtocol::vllm: return std::make_unique<VllmModel>(config, profile, mutant);
     case SimProtocol::mnnvl: return std::make_unique<MnnvlModel>(config, profile, mutant);
     case SimProtocol::sglang: return std::make_unique<SglangModel>(config, profile, mutant);
+    case SimProtocol::ce_ring: return std::make_unique<CeRingModel>(config, profile, mutant);
     case SimProtocol::lamport: break;
   }
   return std::make_unique<Model>(config, profile, mutant);

@@ -77,6 +77,15 @@ enum class Mutant : std::uint8_t {
   sglang_no_bumper,
   sglang_no_cluster_barrier,
   sglang_epoch_before_wait,
+  // The copy-engine ring of FlashInfer's PCIe allreduce (the sim's model of it): the hazards
+  // its header's comments name.
+  ce_copy_before_add,
+  ce_publish_before_copy,
+  ce_no_fork,
+  ce_no_join,
+  ce_no_handshake,
+  ce_no_join_no_handshake,
+  ce_pieces_differ,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
@@ -86,7 +95,8 @@ enum class Mutant : std::uint8_t {
 // kInFlashInferMoe: of its MoE allreduce fusion (patches_moe).
 // kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one;
 // kInSimVllm: its model of vLLM's custom allreduce barriers; kInSimMnnvl: its model of
-// FlashInfer's MNNVL Lamport allreduce; kInSimSglang: its model of SGLang's push plane.
+// FlashInfer's MNNVL Lamport allreduce; kInSimSglang: its model of SGLang's push plane;
+// kInSimCeRing: its model of the copy-engine ring of FlashInfer's PCIe allreduce.
 enum MutantLayer : std::uint16_t {
   kInSim = 1u,
   kInKernel = 2u,
@@ -96,7 +106,8 @@ enum MutantLayer : std::uint16_t {
   kInFlashInferMoe = 32u,
   kInSimVllm = 64u,
   kInSimMnnvl = 128u,
-  kInSimSglang = 256u
+  kInSimSglang = 256u,
+  kInSimCeRing = 512u
 };
 
 struct MutantInfo {
@@ -107,7 +118,7 @@ struct MutantInfo {
   std::uint16_t layers;         // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 54> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 61> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -311,6 +322,39 @@ inline constexpr std::array<MutantInfo, 54> kMutantCatalogue{{
      "SGLang all_reduce_fusion.cuh: prefetch_metadata (\"reading the epoch before the PDL wait "
      "can see a predecessor all-reduce mid-flip\")",
      kInSimSglang},
+    {Mutant::ce_copy_before_add, "ce-copy-before-add",
+     "a ring step's copy does not wait for the add of the chunk it forwards: the copy engine "
+     "sends the output before this rank added its input to it",
+     "pcie_ipc_ce_ring.cuh: cudaStreamWaitEvent(copy_stream, add_done[p])", kInSimCeRing},
+    {Mutant::ce_publish_before_copy, "ce-publish-before-copy",
+     "the readiness flag is published without waiting for the copy's event (or the binary "
+     "write is issued before the copy): the peer adds a landing slot that has not landed",
+     "pcie_ipc_ce_ring.cuh: \"this kernel runs on a stream that already waited on the memcpy's "
+     "event\"",
+     kInSimCeRing},
+    {Mutant::ce_no_fork, "ce-no-fork",
+     "the side streams do not wait for the caller's stream at the start of a call: the first "
+     "copy reads the input before the caller's producer wrote it",
+     "pcie_ipc_ce_ring.cuh: the fork (\"an eager call races the caller's producer\")",
+     kInSimCeRing},
+    {Mutant::ce_no_join, "ce-no-join",
+     "the caller's stream does not wait for the side streams at the end of a call",
+     "pcie_ipc_ce_ring.cuh: the join (\"Mandatory\")", kInSimCeRing},
+    {Mutant::ce_no_handshake, "ce-no-handshake",
+     "the end-of-call rendezvous with the next rank is dropped (the header: unreachable skew "
+     "under the copy gating, kept for the island schedule's shared slots)",
+     "pcie_ipc_ce_ring.cuh: the end-of-call rendezvous (\"deleting it leaves every test "
+     "passing\")",
+     kInSimCeRing},
+    {Mutant::ce_no_join_no_handshake, "ce-no-join-no-handshake",
+     "neither the join nor the end-of-call rendezvous: the caller's stream starts the next call "
+     "while its copy stream still forwards this call's output",
+     "pcie_ipc_ce_ring.cuh: the join and the end-of-call rendezvous together", kInSimCeRing},
+    {Mutant::ce_pieces_differ, "ce-pieces-differ",
+     "one rank derives another piece count: it uses other flag and landing slots",
+     "pcie_ipc_ce_ring.cuh: ce_pick_pieces (\"a rank that picks a different depth uses "
+     "different flag slots and the group hangs\")",
+     kInSimCeRing},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

@@ -73,7 +73,11 @@ std::string profile_names();                         // "a, b, c" for error mess
 // sglang_*: SGLang's push plane (docs/protocols.md "SGLang push protocol"): the generic
 // one-shot and two-shot push kernels (N vectors, a phase counter per block), and the fused
 // MoE-finalize one-shot kernel (N tokens of two vectors, a cluster of two blocks and a phase
-// counter per token, a bumper cluster flipping the counters past the tokens).
+// counter per token, a bumper cluster flipping the counters past the tokens). ce_*: the
+// copy-engine ring of FlashInfer's PCIe allreduce (docs/protocols.md "Copy-engine ring"):
+// ce_flat publishes readiness through one-thread flag kernels, ce_memop through stream memory
+// operations (one piece; with more it falls back to the flag kernels); N counts the pieces
+// each chunk travels in (1 to 4).
 enum class CallKind : std::uint8_t {
   one_shot,
   two_shot,
@@ -87,18 +91,20 @@ enum class CallKind : std::uint8_t {
   mnnvl_twoshot,
   sglang_push1,
   sglang_push2,
-  sglang_fused
+  sglang_fused,
+  ce_flat,
+  ce_memop
 };
 
 // Which protocol a configuration exercises: its calls say (one configuration holds one).
-enum class SimProtocol : std::uint8_t { lamport, pcie, vllm, mnnvl, sglang };
+enum class SimProtocol : std::uint8_t { lamport, pcie, vllm, mnnvl, sglang, ce_ring };
 inline constexpr SimProtocol kSimProtocols[] = {SimProtocol::lamport, SimProtocol::pcie,
-                                                SimProtocol::vllm, SimProtocol::mnnvl,
-                                                SimProtocol::sglang};
-// "lamport", "pcie", "vllm", "mnnvl", "sglang"
+                                                SimProtocol::vllm,    SimProtocol::mnnvl,
+                                                SimProtocol::sglang,  SimProtocol::ce_ring};
+// "lamport", "pcie", "vllm", "mnnvl", "sglang", "ce-ring"
 const char* protocol_name(SimProtocol protocol);
 // How a kill-table row or a counterexample names a model other than the Lamport one:
-// " (PCIe)", " (vLLM)", " (MNNVL)", " (SGLang)"; "" for the Lamport model.
+// " (PCIe)", " (vLLM)", " (MNNVL)", " (SGLang)", " (CE ring)"; "" for the Lamport model.
 const char* protocol_label(SimProtocol protocol);
 // The profiles a protocol is checked on (`--profile all`, the kill table): the single-node
 // ones (kProfiles), and the rack-scale ones for the MNNVL protocol.
@@ -177,7 +183,7 @@ inline constexpr std::uint64_t kMaxScheduleCost = std::uint64_t{1} << 25;
 std::string validate(const SimConfig& config, const Profile& profile);
 
 // "os4,os2,ts4" <-> calls (PCIe: pp, rs, rf, pb; vLLM: vs, vt; MNNVL: mo, mt; SGLang: sp, st,
-// sf). parse_calls
+// sf; copy-engine ring: cf, cm). parse_calls
 // returns false on bad text.
 std::string format_calls(const std::vector<CallSpec>& calls);
 bool parse_calls(std::string_view text, std::vector<CallSpec>& out);

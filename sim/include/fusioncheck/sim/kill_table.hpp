@@ -31,8 +31,9 @@ struct KillTableOptions {
   double row_time_limit_s = 30;
   // The models, each with its mutants (kInSim, kInSimPcie, kInSimVllm, kInSimMnnvl), each on
   // its profiles (profiles_of).
-  std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie, SimProtocol::vllm,
-                                        SimProtocol::mnnvl, SimProtocol::sglang};
+  std::vector<SimProtocol> protocols = {SimProtocol::lamport, SimProtocol::pcie,
+                                        SimProtocol::vllm,    SimProtocol::mnnvl,
+                                        SimProtocol::sglang,  SimProtocol::ce_ring};
   std::function<void(const KillRow&)> on_row;  // progress
 };
 
