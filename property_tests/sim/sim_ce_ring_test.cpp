@@ -129,45 +129,16 @@ TEST(SimCeRingMutants, EachKillsTheWayItsClassDoes) {
       << pieces.violation;
 }
 
-// Drives the default schedule to quiescence without finishing, so a test can corrupt the
-// state that the quiescence checks read.
-void run_to_quiescence(CeRingModel& model) {
-  model.reset();
-  for (int guard = 0; guard < 1'000'000; ++guard) {
-    const auto events = model.enabled();
-    if (events.empty()) return;
-    model.execute(events.front());
-  }
-  FAIL() << "no quiescence";
-}
-
 TEST(SimCeRingCheckers, EachInvariantCatchesItsNegativeControl) {
   const SimConfig config = calls({{K::ce_flat, 2}, {K::ce_memop, 1}});
-  struct Corruption {
-    const char* invariant;
-    std::function<void(CeRingModel&)> apply;
-  };
-  const std::vector<Corruption> corruptions = {
-      {"invariant C1", [](CeRingModel& m) { m.poke(1, m.flag_offset(0), 5u); }},
-      {"invariant C1", [](CeRingModel& m) { m.poke(2, m.flag_offset(m.handshake_slot()), 9u); }},
-      {"invariant C2", [](CeRingModel& m) { m.poke(0, m.binary_offset(1), 1u); }},
-  };
-  {
-    CeRingModel clean(config, profile("sm90-nvlink"), Mutant::none);
-    run_to_quiescence(clean);
-    clean.finish();
-    ASSERT_FALSE(clean.violation()) << clean.violation()->text;
-  }
-  for (const Corruption& c : corruptions) {
-    CeRingModel model(config, profile("sm90-nvlink"), Mutant::none);
-    run_to_quiescence(model);
-    c.apply(model);
-    model.finish();
-    ASSERT_TRUE(model.violation()) << c.invariant << " missed its corruption";
-    EXPECT_EQ(model.violation()->kind, ViolationKind::invariant);
-    EXPECT_NE(model.violation()->text.find(c.invariant), std::string::npos)
-        << model.violation()->text;
-  }
+  testing::expect_each_invariant_catches<CeRingModel>(
+      config, profile("sm90-nvlink"),
+      {
+          {"invariant C1", [](CeRingModel& m) { m.poke(1, m.flag_offset(0), 5u); }},
+          {"invariant C1",
+           [](CeRingModel& m) { m.poke(2, m.flag_offset(m.handshake_slot()), 9u); }},
+          {"invariant C2", [](CeRingModel& m) { m.poke(0, m.binary_offset(1), 1u); }},
+      });
 }
 
 TEST(SimCeRingConfig, CallsParseFormatAndStayInOneModel) {

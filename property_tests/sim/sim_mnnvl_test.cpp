@@ -185,52 +185,22 @@ TEST(SimMnnvlMutants, EachNeedsWhatItBreaks) {
   EXPECT_FALSE(killed(calls({{K::mnnvl_oneshot, 1}}), Mutant::mnnvl_clear_through_multicast));
 }
 
-// Drives the default schedule to quiescence without finishing, so that a test can corrupt the
-// state the quiescence checks read.
-void run_to_quiescence(MnnvlModel& model) {
-  model.reset();
-  for (int guard = 0; guard < 1'000'000; ++guard) {
-    const auto events = model.enabled();
-    if (events.empty()) return;
-    model.execute(events.front());
-  }
-  FAIL() << "no quiescence";
-}
-
 TEST(SimMnnvlCheckers, EachInvariantCatchesItsNegativeControl) {
   const SimConfig config = calls({{K::mnnvl_oneshot, 2}, {K::mnnvl_twoshot, 2}}, 3);
   // After two calls: buffer 1 is dirty (the two-shot call's), 0 and 2 are clear.
-  struct Corruption {
-    const char* invariant;
-    std::function<void(MnnvlModel&)> apply;
-  };
-  const std::vector<Corruption> corruptions = {
-      {"invariant M1", [](MnnvlModel& m) { m.flags_of(2).arrivals = 1; }},
-      {"invariant M1", [](MnnvlModel& m) { m.flags_of(1).current = 0; }},
-      {"invariant M2", [](MnnvlModel& m) { m.poke(1, m.word_offset(0, 0, 1, 3, 0), 7u); }},
-      {"invariant M2", [](MnnvlModel& m) { m.poke(0, m.word_offset(2, 1, 2, 0, 1), 0u); }},
-      {"invariant M3", [](MnnvlModel& m) { m.poke(2, m.word_offset(1, 1, 2, 1, 0), 7u); }},
-      {"invariant M3",
-       [](MnnvlModel& m) {  // a word the last call never wrote
-         m.poke(0, m.word_offset(1, 0, 2, 5, 1), 0u);
-       }},
-  };
-  {
-    MnnvlModel clean(config, profile("nvl72"), Mutant::none);
-    run_to_quiescence(clean);
-    clean.finish();
-    ASSERT_FALSE(clean.violation()) << clean.violation()->text;
-  }
-  for (const Corruption& c : corruptions) {
-    MnnvlModel model(config, profile("nvl72"), Mutant::none);
-    run_to_quiescence(model);
-    c.apply(model);
-    model.finish();
-    ASSERT_TRUE(model.violation()) << c.invariant << " missed its corruption";
-    EXPECT_EQ(model.violation()->kind, ViolationKind::invariant);
-    EXPECT_NE(model.violation()->text.find(c.invariant), std::string::npos)
-        << model.violation()->text;
-  }
+  testing::expect_each_invariant_catches<MnnvlModel>(
+      config, profile("nvl72"),
+      {
+          {"invariant M1", [](MnnvlModel& m) { m.flags_of(2).arrivals = 1; }},
+          {"invariant M1", [](MnnvlModel& m) { m.flags_of(1).current = 0; }},
+          {"invariant M2", [](MnnvlModel& m) { m.poke(1, m.word_offset(0, 0, 1, 3, 0), 7u); }},
+          {"invariant M2", [](MnnvlModel& m) { m.poke(0, m.word_offset(2, 1, 2, 0, 1), 0u); }},
+          {"invariant M3", [](MnnvlModel& m) { m.poke(2, m.word_offset(1, 1, 2, 1, 0), 7u); }},
+          {"invariant M3",
+           [](MnnvlModel& m) {  // a word the last call never wrote
+             m.poke(0, m.word_offset(1, 0, 2, 5, 1), 0u);
+           }},
+      });
 }
 
 TEST(SimMnnvlConfig, CallsProfilesAndSizes) {

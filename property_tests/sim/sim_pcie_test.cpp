@@ -15,6 +15,7 @@ namespace fusioncheck::sim {
 namespace {
 
 using testing::profile;
+using testing::run_to_quiescence;
 using testing::search_with;
 
 constexpr SimProtocol kPcie = SimProtocol::pcie;
@@ -141,18 +142,6 @@ TEST(SimPcieMutants, PerBlockEpochNeedsAGridChangeBetweenCallsOfOneRegion) {
   EXPECT_FALSE(killed(calls({{K::pcie_push, 4}, {K::pcie_push, 4}, {K::pcie_push, 3}})));
   // 4 vectors (2 blocks), 2 (1 block), 4 again: block 1 is a call behind block 0.
   EXPECT_TRUE(killed(calls({{K::pcie_push, 4}, {K::pcie_push, 2}, {K::pcie_push, 4}})));
-}
-
-// Drives the default schedule to quiescence without finishing, so a test can corrupt the
-// state that the quiescence checks read.
-void run_to_quiescence(PcieModel& model) {
-  model.reset();
-  for (int guard = 0; guard < 1'000'000; ++guard) {
-    const auto events = model.enabled();
-    if (events.empty()) return;
-    model.execute(events.front());
-  }
-  FAIL() << "no quiescence";
 }
 
 TEST(SimPcieCheckers, EachInvariantCatchesItsNegativeControl) {

@@ -170,46 +170,16 @@ TEST(SimSglangStreams, TwoStreamsOnOneCommunicatorBreakTheCorrectProtocol) {
   EXPECT_NE(validate(vllm, profile("sm90-nvlink")).find("SGLang model only"), std::string::npos);
 }
 
-// Drives the default schedule to quiescence without finishing, so a test can corrupt the
-// state that the quiescence checks read.
-void run_to_quiescence(SglangModel& model) {
-  model.reset();
-  for (int guard = 0; guard < 1'000'000; ++guard) {
-    const auto events = model.enabled();
-    if (events.empty()) return;
-    model.execute(events.front());
-  }
-  FAIL() << "no quiescence";
-}
-
 TEST(SimSglangCheckers, EachInvariantCatchesItsNegativeControl) {
   const SimConfig config = calls({{K::sglang_push1, 4}, {K::sglang_fused, 1}});
-  struct Corruption {
-    const char* invariant;
-    std::function<void(SglangModel&)> apply;
-  };
-  const std::vector<Corruption> corruptions = {
-      {"invariant S1", [](SglangModel& m) { m.poke_counter(1, 1, 1u); }},
-      {"invariant S2", [](SglangModel& m) { m.poke(0, m.slot_offset(1, 1, 0), 5u); }},
-      {"invariant S3", [](SglangModel& m) { m.poke_outputs(1, 0, 3, 2); }},
-      {"invariant S3", [](SglangModel& m) { m.poke_outputs(0, 1, 1, 0); }},
-  };
-  {
-    SglangModel clean(config, profile("sm90-nvlink"), Mutant::none);
-    run_to_quiescence(clean);
-    clean.finish();
-    ASSERT_FALSE(clean.violation()) << clean.violation()->text;
-  }
-  for (const Corruption& c : corruptions) {
-    SglangModel model(config, profile("sm90-nvlink"), Mutant::none);
-    run_to_quiescence(model);
-    c.apply(model);
-    model.finish();
-    ASSERT_TRUE(model.violation()) << c.invariant << " missed its corruption";
-    EXPECT_EQ(model.violation()->kind, ViolationKind::invariant);
-    EXPECT_NE(model.violation()->text.find(c.invariant), std::string::npos)
-        << model.violation()->text;
-  }
+  testing::expect_each_invariant_catches<SglangModel>(
+      config, profile("sm90-nvlink"),
+      {
+          {"invariant S1", [](SglangModel& m) { m.poke_counter(1, 1, 1u); }},
+          {"invariant S2", [](SglangModel& m) { m.poke(0, m.slot_offset(1, 1, 0), 5u); }},
+          {"invariant S3", [](SglangModel& m) { m.poke_outputs(1, 0, 3, 2); }},
+          {"invariant S3", [](SglangModel& m) { m.poke_outputs(0, 1, 1, 0); }},
+      });
 }
 
 TEST(SimSglangConfig, CallsParseFormatAndStayInOneModel) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -79,6 +80,48 @@ inline void expect_golden(const std::string& name, const std::string& actual) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   EXPECT_EQ(buffer.str(), actual) << "golden file " << path << " differs";
+}
+
+// Drives the default schedule (the first enabled event each step) to quiescence without
+// finishing, so a test can corrupt the state that the quiescence checks read.
+inline void run_to_quiescence(ProtocolModel& model) {
+  model.reset();
+  for (int guard = 0; guard < 1'000'000; ++guard) {
+    const auto events = model.enabled();
+    if (events.empty()) return;
+    model.execute(events.front());
+  }
+  FAIL() << "no quiescence";
+}
+
+// One invariant's negative control: a corruption of the state at quiescence, and the invariant
+// ("invariant S2") that must name it.
+template <class Model> struct Corruption {
+  const char* invariant;
+  std::function<void(Model&)> apply;
+};
+
+// The configuration runs clean to quiescence; then, on a fresh model each, every corruption
+// must be an invariant violation naming its invariant.
+template <class Model>
+void expect_each_invariant_catches(const SimConfig& config, const Profile& profile,
+                                   const std::vector<Corruption<Model>>& corruptions) {
+  {
+    Model clean(config, profile, Mutant::none);
+    run_to_quiescence(clean);
+    clean.finish();
+    ASSERT_FALSE(clean.violation()) << clean.violation()->text;
+  }
+  for (const Corruption<Model>& c : corruptions) {
+    Model model(config, profile, Mutant::none);
+    run_to_quiescence(model);
+    c.apply(model);
+    model.finish();
+    ASSERT_TRUE(model.violation()) << c.invariant << " missed its corruption";
+    EXPECT_EQ(model.violation()->kind, ViolationKind::invariant);
+    EXPECT_NE(model.violation()->text.find(c.invariant), std::string::npos)
+        << model.violation()->text;
+  }
 }
 
 inline std::string exhaustive_counts_header() {

@@ -139,46 +139,16 @@ TEST(SimVllmMutants, EachNeedsTheKernelItBreaks) {
   EXPECT_TRUE(killed(one_stage, Mutant::vllm_no_end_barrier));
 }
 
-// Drives the default schedule to quiescence without finishing, so a test can corrupt the
-// state that the quiescence checks read.
-void run_to_quiescence(VllmModel& model) {
-  model.reset();
-  for (int guard = 0; guard < 1'000'000; ++guard) {
-    const auto events = model.enabled();
-    if (events.empty()) return;
-    model.execute(events.front());
-  }
-  FAIL() << "no quiescence";
-}
-
 TEST(SimVllmCheckers, EachInvariantCatchesItsNegativeControl) {
   const SimConfig config = calls({{K::vllm_1stage, 4}, {K::vllm_2stage, 3}});
-  struct Corruption {
-    const char* invariant;
-    std::function<void(VllmModel&)> apply;
-  };
-  const std::vector<Corruption> corruptions = {
-      {"invariant V1", [](VllmModel& m) { m.poke_count(1, 0, 1, 7u); }},
-      {"invariant V2", [](VllmModel& m) { m.poke(0, m.counter_offset(0, 1, 1), 9u); }},
-      {"invariant V3", [](VllmModel& m) { m.poke(1, m.tmp_offset(0), 5u); }},
-      {"invariant V4", [](VllmModel& m) { m.poke(0, m.input_offset(2), 5u); }},
-  };
-  {
-    VllmModel clean(config, profile("sm90-nvlink"), Mutant::none);
-    run_to_quiescence(clean);
-    clean.finish();
-    ASSERT_FALSE(clean.violation()) << clean.violation()->text;
-  }
-  for (const Corruption& c : corruptions) {
-    VllmModel model(config, profile("sm90-nvlink"), Mutant::none);
-    run_to_quiescence(model);
-    c.apply(model);
-    model.finish();
-    ASSERT_TRUE(model.violation()) << c.invariant << " missed its corruption";
-    EXPECT_EQ(model.violation()->kind, ViolationKind::invariant);
-    EXPECT_NE(model.violation()->text.find(c.invariant), std::string::npos)
-        << model.violation()->text;
-  }
+  testing::expect_each_invariant_catches<VllmModel>(
+      config, profile("sm90-nvlink"),
+      {
+          {"invariant V1", [](VllmModel& m) { m.poke_count(1, 0, 1, 7u); }},
+          {"invariant V2", [](VllmModel& m) { m.poke(0, m.counter_offset(0, 1, 1), 9u); }},
+          {"invariant V3", [](VllmModel& m) { m.poke(1, m.tmp_offset(0), 5u); }},
+          {"invariant V4", [](VllmModel& m) { m.poke(0, m.input_offset(2), 5u); }},
+      });
 }
 
 TEST(SimVllmConfig, CallsParseFormatAndStayInOneModel) {
