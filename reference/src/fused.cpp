@@ -257,6 +257,38 @@ FUSIONCHECK_ROW_KERNEL void island_sum(const RowJob<T>& job, std::size_t base, s
   }
 }
 
+// The owner of flat element `index` in vLLM's two-stage partition (fused.hpp, "parts").
+inline std::size_t part_owner(const FusedConfig& c, std::size_t index) {
+  const std::size_t pack = 16 / static_cast<std::size_t>(dtype_bytes(c.dtype));
+  const std::size_t ranks = static_cast<std::size_t>(c.ranks);
+  const std::size_t part =
+      static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) / pack / ranks;
+  return part == 0 ? ranks - 1 : std::min(index / pack / part, ranks - 1);
+}
+
+// acc = the fp32 sum of the row, each run of elements of one part owner's in that owner's
+// rotated order (rank_data is in rank order here).
+template <DType T>
+FUSIONCHECK_ROW_KERNEL void part_owner_sum(const RowJob<T>& job, std::size_t base, float* acc,
+                                           float* tmp) {
+  const FusedConfig& c = job.c;
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const auto ranks = job.rank_data.size();
+  const ZeroRead zeros = zero_read(c);
+  for (std::size_t start = 0; start < hidden;) {
+    const std::size_t owner = part_owner(c, base + start);
+    std::size_t end = start + 1;
+    while (end < hidden && part_owner(c, base + end) == owner) ++end;
+    const std::size_t n = end - start;
+    widen_row<T>(job.rank_data[owner] + base + start, acc + start, n, zeros);
+    for (std::size_t k = 1; k < ranks; ++k) {
+      widen_row<T>(job.rank_data[(owner + k) % ranks] + base + start, tmp + start, n, zeros);
+      add_row(acc + start, tmp + start, n);
+    }
+    start = end;
+  }
+}
+
 // One token row. Each step is its own loop over the row so that the compiler vectorises it
 // (the rows stay in cache), in the machine's vector width (vector_clones.hpp: every loop
 // here is element-wise or keeps its own fixed lanes, so the width changes no value); the
@@ -276,7 +308,9 @@ FUSIONCHECK_VECTOR_CLONES void fused_row(const RowJob<T>& job, std::size_t t, fl
   const std::size_t base = t * hidden;
   const ZeroRead zeros = zero_read(c);
   const bool ftz = c.fast_math;
-  if (c.sum_order == SumOrder::rank_order) {
+  if (c.sum_order == SumOrder::part_owner_rotated) {
+    part_owner_sum<T>(job, base, acc, tmp);
+  } else if (c.sum_order == SumOrder::rank_order) {
     widen_row<T>(job.rank_data[0] + base, acc, hidden, zeros);
     flush_row(acc, hidden, ftz);
     for (std::size_t r = 1; r < job.rank_data.size(); ++r) {
@@ -412,7 +446,13 @@ void validate(const FusedConfig& c, const FusedInputs& in) {
   require(c.sum_from >= 0 && c.sum_from < c.ranks, "sum_from must be a rank in [0, ranks)");
   require(!(c.canonicalize_neg_zero && c.sanitise_pos_zero),
           "canonicalize_neg_zero and sanitise_pos_zero exclude each other");
-  if (c.sum_order != SumOrder::rank_order)
+  if (c.sum_order == SumOrder::part_owner_rotated)
+    require(c.sum_from == 0 && c.accumulation == Accumulation::fp32 &&
+                static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) *
+                        static_cast<std::size_t>(dtype_bytes(c.dtype)) % 16 ==
+                    0,
+            "the part-owner order needs sum_from 0, fp32 accumulation and whole 16-byte packs");
+  else if (c.sum_order != SumOrder::rank_order)
     require(c.ranks == 8 && c.sum_from == 0 && c.accumulation == Accumulation::per_step,
             "island sum orders need 8 ranks, sum_from 0 and per_step accumulation");
   if (c.fast_math)

@@ -21,6 +21,10 @@
 //                      islands_of_4           I_k = ((x_4k + x_4k+1) + x_4k+2) + x_4k+3
 //                      pairwise_islands_of_4  I_k = (x_4k + x_4k+1) + (x_4k+2 + x_4k+3)
 //                      allreduce = I_0 + I_1, every add rounded to T
+//            parts:    SumOrder::part_owner_rotated, fp32 (vLLM's two-stage kernel): the
+//                      flat tensor of P = tokens * hidden / E packs (E = 16 bytes of T) is cut
+//                      into N parts of floor(P / N) packs, the last rank's part taking the
+//                      rest; an element of rank o's part sums from o: o, o + 1, ... (mod N)
 //   x_r with sanitise_pos_zero: +0 -> -0, as the push of FlashInfer's PCIe kernels does (their
 //                      sentinel is +0); -0 is the additive identity, so only zero results
 //                      can change (their sign).
@@ -98,7 +102,12 @@ inline std::size_t group_fp8_aligned_mn(const QuantConfig& q, std::size_t tokens
   return q.tma_aligned_mn > 0 ? static_cast<std::size_t>(q.tma_aligned_mn) : (tokens + 3) / 4 * 4;
 }
 
-enum class SumOrder : std::uint8_t { rank_order, islands_of_4, pairwise_islands_of_4 };
+enum class SumOrder : std::uint8_t {
+  rank_order,
+  islands_of_4,
+  pairwise_islands_of_4,
+  part_owner_rotated
+};
 
 struct FusedConfig {
   int ranks = 2;
