@@ -3,7 +3,9 @@
 # runs; GPU tests report as skipped where no GPU is present. Then the CPU tests again
 # under AddressSanitizer + UndefinedBehaviorSanitizer, in the CUDA configuration without
 # FlashInfer's headers (the asan preset: no GPU test programs; the sim's per-profile sweeps
-# on one NVLink and one PCIe profile, the same code as the other two), and the CPU-only
+# on one NVLink and one PCIe profile, the same code as the other two; the sim's mutant
+# searches only through its command-line tests, one per model, which search, minimise and
+# write the counterexample under the sanitizers), and the CPU-only
 # configuration's binary with its command-line tests. JUnit XML lands in build/*/junit.xml.
 set -euo pipefail
 cd "$(dirname "$0")/.."

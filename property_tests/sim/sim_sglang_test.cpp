@@ -118,7 +118,7 @@ TEST(SimSglangMutants, EachKillsTheWayItsClassDoes) {
 // Each mutant survives a sequence without the kernel or the order it breaks.
 TEST(SimSglangMutants, EachNeedsTheKernelItBreaks) {
   const auto killed = [](const SimConfig& c, Mutant m) {
-    return search_with(c, profile("sm90-nvlink"), m, SchedulerKind::random, 2000)
+    return search_with(c, profile("sm90-nvlink"), m, SchedulerKind::random, 600)
         .counterexample.has_value();
   };
   const SimConfig generic =
@@ -162,7 +162,7 @@ TEST(SimSglangStreams, TwoStreamsOnOneCommunicatorBreakTheCorrectProtocol) {
   EXPECT_EQ(loaded.config.streams, 2);
   EXPECT_TRUE(replay(loaded).reproduced);
   const auto one = search_with(default_config(kSglang), profile("sm90-nvlink"), Mutant::none,
-                               SchedulerKind::random, 2000);
+                               SchedulerKind::random, 500);
   EXPECT_FALSE(one.counterexample);
   // The other models keep one stream.
   SimConfig vllm = default_config(SimProtocol::vllm);
