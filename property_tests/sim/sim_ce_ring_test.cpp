@@ -78,17 +78,7 @@ INSTANTIATE_TEST_SUITE_P(SimCeRing, CeKilledMutant,
 
 // On an NVLink and a PCIe profile, as the kill table searches: killed, minimised, replayable.
 TEST_P(CeKilledMutant, IsKilledWithAReplayableMinimalCounterexample) {
-  KillTableOptions options;
-  options.random_budget = 1000;
-  options.exhaustive_budget = 2000;
-  for (const char* name : {"sm90-nvlink", "sm120-pcie"}) {
-    const KillRow row = kill_row(GetParam(), profile(name), options, kCe);
-    ASSERT_TRUE(row.killed) << protocol::mutant_id(GetParam()) << " survives on " << name;
-    EXPECT_EQ(protocol_of(row.minimal.config), kCe);
-    EXPECT_EQ(row_label(row), std::string(protocol::mutant_id(GetParam())) + " (CE ring)");
-    const Replay again = replay(counterexample_from_json(to_json(row.minimal)));
-    EXPECT_TRUE(again.reproduced) << row.minimal.violation;
-  }
+  testing::expect_killed_with_a_replayable_minimum(GetParam(), kCe, " (CE ring)", 2000);
 }
 
 // The header: the rendezvous is unreachable skew under the copy gating. The model adds that in

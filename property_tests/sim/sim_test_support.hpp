@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "fusioncheck/sim/counterexample.hpp"
+#include "fusioncheck/sim/kill_table.hpp"
+#include <nlohmann/json.hpp>
 
 namespace fusioncheck::sim::testing {
 
@@ -121,6 +123,27 @@ void expect_each_invariant_catches(const SimConfig& config, const Profile& profi
     EXPECT_EQ(model.violation()->kind, ViolationKind::invariant);
     EXPECT_NE(model.violation()->text.find(c.invariant), std::string::npos)
         << model.violation()->text;
+  }
+}
+
+// As the kill table searches (1,000 random and PCT schedules, then `exhaustive_budget`
+// executions of the tiny configuration), on an NVLink and a PCIe profile: the mutant is
+// killed in `protocol`'s model, its row is labelled `label`, and the minimised
+// counterexample survives JSON and replays.
+inline void expect_killed_with_a_replayable_minimum(Mutant mutant, SimProtocol protocol,
+                                                    const std::string& label,
+                                                    std::uint64_t exhaustive_budget) {
+  KillTableOptions options;
+  options.random_budget = 1000;
+  options.exhaustive_budget = exhaustive_budget;
+  for (const char* name : {"sm90-nvlink", "sm120-pcie"}) {
+    const KillRow row = kill_row(mutant, profile(name), options, protocol);
+    ASSERT_TRUE(row.killed) << protocol::mutant_id(mutant) << " survives on " << name;
+    EXPECT_EQ(protocol_of(row.minimal.config), protocol);
+    EXPECT_EQ(row_label(row), std::string(protocol::mutant_id(mutant)) + label);
+    const Replay again = replay(counterexample_from_json(to_json(row.minimal)));
+    EXPECT_TRUE(again.reproduced) << row.minimal.violation;
+    EXPECT_FALSE(again.trace.empty());
   }
 }
 

@@ -88,18 +88,7 @@ INSTANTIATE_TEST_SUITE_P(SimVllm, VllmMutant, ::testing::ValuesIn(vllm_mutants()
 // On an NVLink and a PCIe profile, as the kill table searches: killed, minimised, replayable
 // (every profile: docs/sim_kill_table.md).
 TEST_P(VllmMutant, IsKilledWithAReplayableMinimalCounterexample) {
-  KillTableOptions options;
-  options.random_budget = 1000;
-  options.exhaustive_budget = 20000;
-  for (const char* name : {"sm90-nvlink", "sm120-pcie"}) {
-    const KillRow row = kill_row(GetParam(), profile(name), options, kVllm);
-    ASSERT_TRUE(row.killed) << protocol::mutant_id(GetParam()) << " survives on " << name;
-    EXPECT_EQ(protocol_of(row.minimal.config), kVllm);
-    EXPECT_EQ(row_label(row), std::string(protocol::mutant_id(GetParam())) + " (vLLM)");
-    const Replay again = replay(counterexample_from_json(to_json(row.minimal)));
-    EXPECT_TRUE(again.reproduced) << row.minimal.violation;
-    EXPECT_FALSE(again.trace.empty());
-  }
+  testing::expect_killed_with_a_replayable_minimum(GetParam(), kVllm, " (vLLM)", 20000);
 }
 
 TEST(SimVllmMutants, EachKillsTheWayItsClassDoes) {

@@ -12,13 +12,7 @@ namespace fusioncheck::sim {
 
 CeRingModel::CeRingModel(const SimConfig& config, const Profile& profile, Mutant mutant)
     : ThreadModel(config.ranks), config_(config), profile_(profile), mutant_(mutant) {
-  const std::string error = validate(config, profile);
-  if (!error.empty()) throw std::invalid_argument(error);
-  if (protocol_of(config) != SimProtocol::ce_ring)
-    throw std::invalid_argument("the copy-engine ring model runs ring calls (cf, cm) only");
-  if (!in_sim(mutant, SimProtocol::ce_ring))
-    throw std::invalid_argument(
-        fmt::format("mutant {} is not in the sim's ce-ring model", protocol::mutant_id(mutant)));
+  require_model_input(config, profile, mutant, SimProtocol::ce_ring);
   calls_ = expanded_calls(config);
   words_per_piece_ = config.elems_per_vector;
   in_flight_ = StoreQueue(profile.link_order, std::max(1, profile.store_granularity_bytes / 4));

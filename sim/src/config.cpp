@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <stdexcept>
 
 #include "fusioncheck/protocol/workspace.hpp"
 
@@ -171,6 +172,19 @@ bool in_sim(protocol::Mutant mutant, SimProtocol protocol) {
   if (mutant == protocol::Mutant::none) return true;
   const auto* info = protocol::find_mutant_info(mutant);
   return info != nullptr && (info->layers & info_of(protocol).mutant_bit) != 0;
+}
+
+void require_model_input(const SimConfig& config, const Profile& profile, protocol::Mutant mutant,
+                         SimProtocol protocol) {
+  if (const std::string error = validate(config, profile); !error.empty())
+    throw std::invalid_argument(error);
+  if (protocol_of(config) != protocol)
+    throw std::invalid_argument(fmt::format("the {} model runs {} calls, not {} calls",
+                                            protocol_name(protocol), protocol_name(protocol),
+                                            protocol_name(protocol_of(config))));
+  if (!in_sim(mutant, protocol))
+    throw std::invalid_argument(fmt::format("mutant {} is not in the sim's {} model",
+                                            protocol::mutant_id(mutant), protocol_name(protocol)));
 }
 
 SimProtocol mutant_protocol(protocol::Mutant mutant, SimProtocol preferred) {

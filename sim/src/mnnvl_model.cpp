@@ -17,13 +17,7 @@ using namespace mnnvl;
 
 MnnvlModel::MnnvlModel(const SimConfig& config, const Profile& profile, Mutant mutant)
     : config_(config), profile_(profile), mutant_(mutant) {
-  const std::string error = validate(config, profile);
-  if (!error.empty()) throw std::invalid_argument(error);
-  if (protocol_of(config) != SimProtocol::mnnvl)
-    throw std::invalid_argument("the MNNVL model runs MNNVL calls (mo, mt) only");
-  if (!in_sim(mutant, SimProtocol::mnnvl))
-    throw std::invalid_argument(
-        fmt::format("mutant {} is not in the sim's mnnvl model", protocol::mutant_id(mutant)));
+  require_model_input(config, profile, mutant, SimProtocol::mnnvl);
   calls_ = expanded_calls(config);
   // A buffer holds the largest call: the one-shot kernel's tokens x ranks slots in one stage,
   // or the two-shot kernel's two stages of round_up(tokens, ranks) slots.

@@ -32,13 +32,7 @@ std::unique_ptr<ProtocolModel> make_model(const SimConfig& config, const Profile
 
 PcieModel::PcieModel(const SimConfig& config, const Profile& profile, Mutant mutant)
     : ThreadModel(config.ranks), config_(config), profile_(profile), mutant_(mutant) {
-  const std::string error = validate(config, profile);
-  if (!error.empty()) throw std::invalid_argument(error);
-  if (protocol_of(config) != SimProtocol::pcie)
-    throw std::invalid_argument("the PCIe model runs PCIe calls (pp, rs, rf, pb) only");
-  if (!in_sim(mutant, SimProtocol::pcie))
-    throw std::invalid_argument(
-        fmt::format("mutant {} is not in the sim's PCIe model", protocol::mutant_id(mutant)));
+  require_model_input(config, profile, mutant, SimProtocol::pcie);
   calls_ = expanded_calls(config);
   max_vectors_ = max_vectors(config);
   piece_elems_ = std::max(1, profile.store_granularity_bytes / 4);

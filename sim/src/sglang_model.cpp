@@ -28,13 +28,7 @@ int slot_vectors_of(const CallSpec& spec, int ranks) {
 
 SglangModel::SglangModel(const SimConfig& config, const Profile& profile, Mutant mutant)
     : ThreadModel(config.ranks), config_(config), profile_(profile), mutant_(mutant) {
-  const std::string error = validate(config, profile);
-  if (!error.empty()) throw std::invalid_argument(error);
-  if (protocol_of(config) != SimProtocol::sglang)
-    throw std::invalid_argument("the SGLang model runs SGLang calls (sp, st, sf) only");
-  if (!in_sim(mutant, SimProtocol::sglang))
-    throw std::invalid_argument(
-        fmt::format("mutant {} is not in the sim's sglang model", protocol::mutant_id(mutant)));
+  require_model_input(config, profile, mutant, SimProtocol::sglang);
   calls_ = expanded_calls(config);
   for (const CallSpec& spec : calls_)
     slot_vectors_ = std::max(slot_vectors_, slot_vectors_of(spec, config.ranks));

@@ -17,13 +17,7 @@ using namespace vllm;
 
 VllmModel::VllmModel(const SimConfig& config, const Profile& profile, Mutant mutant)
     : ThreadModel(config.ranks), config_(config), profile_(profile), mutant_(mutant) {
-  const std::string error = validate(config, profile);
-  if (!error.empty()) throw std::invalid_argument(error);
-  if (protocol_of(config) != SimProtocol::vllm)
-    throw std::invalid_argument("the vLLM model runs vLLM calls (vs, vt) only");
-  if (!in_sim(mutant, SimProtocol::vllm))
-    throw std::invalid_argument(
-        fmt::format("mutant {} is not in the sim's vllm model", protocol::mutant_id(mutant)));
+  require_model_input(config, profile, mutant, SimProtocol::vllm);
   calls_ = expanded_calls(config);
   max_vectors_ = max_vectors(config);
   piece_elems_ = std::max(1, profile.store_granularity_bytes / 4);

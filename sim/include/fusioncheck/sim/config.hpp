@@ -158,6 +158,10 @@ SimConfig tiny_config(SimProtocol protocol = SimProtocol::lamport);
 SimProtocol mutant_protocol(protocol::Mutant mutant, SimProtocol preferred = SimProtocol::lamport);
 // Whether the sim's model of `protocol` builds `mutant` (none: always).
 bool in_sim(protocol::Mutant mutant, SimProtocol protocol);
+// What a model's constructor requires: a configuration that validates on the profile, holds
+// the calls of `protocol`, and a mutant that model builds. Throws std::invalid_argument.
+void require_model_input(const SimConfig& config, const Profile& profile, protocol::Mutant mutant,
+                         SimProtocol protocol);
 
 // Where a search for `mutant` starts: default_config() / tiny_config() of its protocol,
 // except for a mutant whose bug needs a call pattern those sequences lack
