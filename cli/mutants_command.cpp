@@ -25,7 +25,8 @@ std::string layers_text(std::uint16_t layers) {
                            {kInSimVllm, "sim-vllm"},
                            {kInSimMnnvl, "sim-mnnvl"},
                            {kInSimSglang, "sim-sglang"},
-                           {kInSimCeRing, "sim-ce-ring"}})
+                           {kInSimCeRing, "sim-ce-ring"},
+                           {kInFlashInferVllm, "flashinfer-vllm"}})
     if (layers & bit) out += (out.empty() ? "" : "+") + std::string(name);
   return out.empty() ? "-" : out;
 }

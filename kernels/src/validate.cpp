@@ -130,6 +130,12 @@ std::string describe(const HangRecord& r) {
            " still held +0 (not yet written) in the slot of peer " +
            std::to_string(r.awaited_slot) + " at token " + std::to_string(r.token) + ", " +
            std::to_string(r.counter) + " of that slot's 16-byte packs unwritten";
+  if (r.what == HangSite::host_bound_counter)
+    return "kernel hang: rank " + std::to_string(r.rank) + " call " + std::to_string(r.call_index) +
+           ": still running when the host's bound expired (the kernel's polls have none), after " +
+           std::to_string(r.cycles_waited) + " cycles; block " + std::to_string(r.block) +
+           " awaited barrier count " + std::to_string(r.counter) + " from peer " +
+           std::to_string(r.awaited_slot) + ", whose counter held " + std::to_string(r.flag);
   if (r.what == HangSite::host_bound_lamport || r.what == HangSite::host_bound_twoshot)
     return "kernel hang: rank " + std::to_string(r.rank) + " call " + std::to_string(r.call_index) +
            ": still running when the host's bound expired (the kernel's polls have none), after " +

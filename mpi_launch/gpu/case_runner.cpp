@@ -101,6 +101,9 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
     rc.canonicalize_neg_zero = !call.twoshot && v->neg_zero_sentinel;
     rc.sanitise_pos_zero = v->sanitises_pos_zero;
     rc.sum_order = v->sum_order;
+    const std::uint64_t bytes = static_cast<std::uint64_t>(call.tokens) *
+                                static_cast<std::uint64_t>(c.hidden) * k::dtype_bytes(c.dtype);
+    if (v->large_from_bytes != 0 && bytes >= v->large_from_bytes) rc.sum_order = v->large_sum_order;
     rc.fast_math = v->fast_math;
   }
   rc.quant.fp8_static = call.pattern == k::Pattern::fp8_static;
@@ -117,6 +120,10 @@ ref::FusedConfig reference_config(const GpuCase& c, const CallSpec& call,
   return rc;
 }
 
+// The input sits this far into its allocation (DeviceBuffer's offset), as a tensor does in a
+// caching allocator's block.
+constexpr std::size_t kInputOffset = 512;
+
 struct CaseRunner::CallBuffers {
   DeviceBuffer input, residual_in, gamma, allreduce_out, residual_out, norm_out, quant_out,
       scale_out, consumer_copy;
@@ -125,10 +132,10 @@ struct CaseRunner::CallBuffers {
   DeviceBuffer staged_input, staged_residual, staged_gamma;
   std::unique_ptr<MoeBuffers> moe;  // a MoE kernel's expert inputs
   explicit CallBuffers(std::size_t elems, std::size_t hidden, std::size_t scale_bytes)
-      : input(elems * 2), residual_in(elems * 2), gamma(hidden * 2), allreduce_out(elems * 2),
-        residual_out(elems * 2), norm_out(elems * 2), quant_out(elems), scale_out(scale_bytes),
-        consumer_copy(elems * 2), staged_input(elems * 2), staged_residual(elems * 2),
-        staged_gamma(hidden * 2) {}
+      : input(elems * 2, kInputOffset), residual_in(elems * 2), gamma(hidden * 2),
+        allreduce_out(elems * 2), residual_out(elems * 2), norm_out(elems * 2), quant_out(elems),
+        scale_out(scale_bytes), consumer_copy(elems * 2), staged_input(elems * 2),
+        staged_residual(elems * 2), staged_gamma(hidden * 2) {}
   // 0xFF bytes: NaN in fp16 and bf16. What a kernel reads of an input before the producer
   // wrote it.
   void fill_poison(cudaStream_t stream, std::size_t elems, std::size_t hidden) {
@@ -616,6 +623,12 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
                          "cudaStreamBeginCapture");
               for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
               cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+              try {
+                kernel_.after_capture();
+              } catch (...) {
+                cudaGraphDestroy(graph);
+                throw;
+              }
               const cudaError_t e = cudaGraphInstantiate(&graph_exec, graph, 0);
               cudaGraphDestroy(graph);
               if (k::is_launch_configuration_error(e)) {

@@ -441,6 +441,7 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
     return fmt::format("hidden={} is not one the kernel runs", c.hidden);
   if (c.fp32_lamport && !t.fp32_lamport) return "fp32 Lamport elements";
   if (c.fp32_accumulation && !t.fp32_accumulation) return "fp32 accumulation";
+  if (!c.fp32_accumulation && !t.per_step_accumulation) return "rounding after every add";
   if (c.weight_bias != 0.0f && !t.weight_bias) return fmt::format("weight_bias={}", c.weight_bias);
   if (c.mode == IssueMode::graph_replay && !t.graph_replay) return "graph replay";
   if (c.neg_zero_inputs && !t.neg_zero_inputs) return "inputs with -0";

@@ -176,7 +176,8 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
   }
   c.dtype = *rc::gen::element(k::DType::bf16, k::DType::f16);
   c.fp32_lamport = traits.fp32_lamport && *rc::gen::element(false, true);
-  c.fp32_accumulation = *rc::gen::element(true, false) && traits.fp32_accumulation;
+  c.fp32_accumulation =
+      (*rc::gen::element(true, false) || !traits.per_step_accumulation) && traits.fp32_accumulation;
   c.weight_bias = traits.weight_bias ? *rc::gen::element(0.0f, 1.0f) : 0.0f;
   c.mode = traits.graph_replay
                ? *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back,

@@ -113,7 +113,9 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
       for (auto pattern : protocol::kAllPatterns)
         for (auto dtype : {k::DType::bf16, k::DType::f16})
           for (bool fp32_acc : {true, false}) {
-            if (!traits.runs_pattern(pattern) || (fp32_acc && !traits.fp32_accumulation)) continue;
+            if (!traits.runs_pattern(pattern) || (fp32_acc && !traits.fp32_accumulation) ||
+                (!fp32_acc && !traits.per_step_accumulation))
+              continue;
             GpuCase c = cycled_case(options, ranks, knob, dtype, fp32_acc, traits);
             if (!runs_here(pattern, c.hidden)) continue;
             c.fp32_lamport = fp32_lamport;
@@ -179,8 +181,9 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
   for (auto pattern : {k::Pattern::residual_rmsnorm, k::Pattern::fp8_static,
                        k::Pattern::fp8_dynamic, k::Pattern::nvfp4})
     for (auto dtype : {k::DType::bf16, k::DType::f16}) {
-      GpuCase c = cycled_case(options, ranks, knob, dtype,
-                              knob % 2 == 0 && traits.fp32_accumulation, traits);
+      GpuCase c = cycled_case(
+          options, ranks, knob, dtype,
+          (knob % 2 == 0 || !traits.per_step_accumulation) && traits.fp32_accumulation, traits);
       for (int i = 0; i < options.calls_per_case; ++i) {
         CallSpec call = cycled_call(options, knob + i, pattern);
         call.unfused = true;

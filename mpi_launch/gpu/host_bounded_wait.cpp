@@ -137,6 +137,17 @@ void HostBoundedWait::read_back(void* dst, const void* src, std::size_t bytes, c
   }
 }
 
+void HostBoundedWait::write(void* dst, const void* src, std::size_t bytes, const char* what) {
+  auto* out = static_cast<std::uint8_t*>(dst);
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  for (std::size_t off = 0; off < bytes; off += kStagingBytes) {
+    const std::size_t n = std::min<std::size_t>(kStagingBytes, bytes - off);
+    std::memcpy(staging_, in + off, n);
+    k::cuda_check(cudaMemcpyAsync(out + off, staging_, n, cudaMemcpyHostToDevice, copies_), what);
+    copies_done(what);
+  }
+}
+
 void HostBoundedWait::fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width) {
   for (std::uint64_t i = 0; i < kStagingBytes; i += static_cast<std::uint64_t>(width))
     std::memcpy(staging_ + i, &value, static_cast<std::size_t>(width));

@@ -289,6 +289,30 @@ FUSIONCHECK_ROW_KERNEL void part_owner_sum(const RowJob<T>& job, std::size_t bas
   }
 }
 
+// acc = the sum of the row, each run of elements of one shard in the ring's order from the
+// shard's index, every add rounded to T (fused.hpp, "shards").
+template <DType T>
+FUSIONCHECK_ROW_KERNEL void ring_shard_sum(const RowJob<T>& job, std::size_t base, float* acc,
+                                           float* tmp, typename Element<T>::Bits* rounded) {
+  const FusedConfig& c = job.c;
+  const auto hidden = static_cast<std::size_t>(c.hidden);
+  const auto ranks = job.rank_data.size();
+  const std::size_t shard =
+      static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) / ranks;
+  const ZeroRead zeros = zero_read(c);
+  for (std::size_t start = 0; start < hidden;) {
+    const std::size_t first = (base + start) / shard;
+    const std::size_t end = std::min(hidden, (first + 1) * shard - base);
+    const std::size_t n = end - start;
+    widen_row<T>(job.rank_data[first] + base + start, acc + start, n, zeros);
+    for (std::size_t k = 1; k < ranks; ++k) {
+      widen_row<T>(job.rank_data[(first + k) % ranks] + base + start, tmp + start, n, zeros);
+      add_rounded<T>(acc + start, tmp + start, n, rounded + start);
+    }
+    start = end;
+  }
+}
+
 // One token row. Each step is its own loop over the row so that the compiler vectorises it
 // (the rows stay in cache), in the machine's vector width (vector_clones.hpp: every loop
 // here is element-wise or keeps its own fixed lanes, so the width changes no value); the
@@ -310,6 +334,8 @@ FUSIONCHECK_VECTOR_CLONES void fused_row(const RowJob<T>& job, std::size_t t, fl
   const bool ftz = c.fast_math;
   if (c.sum_order == SumOrder::part_owner_rotated) {
     part_owner_sum<T>(job, base, acc, tmp);
+  } else if (c.sum_order == SumOrder::ring_shards) {
+    ring_shard_sum<T>(job, base, acc, tmp, rounded);
   } else if (c.sum_order == SumOrder::rank_order) {
     widen_row<T>(job.rank_data[0] + base, acc, hidden, zeros);
     flush_row(acc, hidden, ftz);
@@ -452,6 +478,14 @@ void validate(const FusedConfig& c, const FusedInputs& in) {
                         static_cast<std::size_t>(dtype_bytes(c.dtype)) % 16 ==
                     0,
             "the part-owner order needs sum_from 0, fp32 accumulation and whole 16-byte packs");
+  else if (c.sum_order == SumOrder::ring_shards)
+    require(c.sum_from == 0 && c.accumulation == Accumulation::per_step &&
+                static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) *
+                        static_cast<std::size_t>(dtype_bytes(c.dtype)) %
+                        (16 * static_cast<std::size_t>(c.ranks)) ==
+                    0,
+            "the ring's shard order needs sum_from 0, per_step accumulation and N shards of "
+            "whole 16-byte packs");
   else if (c.sum_order != SumOrder::rank_order)
     require(c.ranks == 8 && c.sum_from == 0 && c.accumulation == Accumulation::per_step,
             "island sum orders need 8 ranks, sum_from 0 and per_step accumulation");

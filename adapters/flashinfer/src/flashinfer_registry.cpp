@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
+#include "fusioncheck/adapters/flashinfer_vllm.hpp"
 #include "fusioncheck/gpu/errors.hpp"
 
 namespace fusioncheck::adapters {
@@ -17,19 +18,25 @@ void require_adapter() {
     throw gpu::BadInput("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
 }
 
-// The patched copies are made of the main tree alone.
-void check_patch(protocol::Mutant mutant) {
-  const auto patches = flashinfer_patches();
+// A family's patched copies: this build's, and those it did not compile, with why.
+void check_family_patch(protocol::Mutant mutant, const std::string& family,
+                        const std::vector<protocol::Mutant>& patches,
+                        const std::vector<std::pair<protocol::Mutant, std::string>>& not_built) {
   if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
   std::string have, absent;
   for (auto m : patches) have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
-  for (const auto& [m, why] : flashinfer_patches_not_built()) {
-    if (m == mutant) throw gpu::BadInput("FlashInfer's patched copy for this mutant: " + why);
+  for (const auto& [m, why] : not_built) {
+    if (m == mutant) throw gpu::BadInput(family + "'s patched copy for this mutant: " + why);
     absent += (absent.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
   }
-  throw gpu::BadInput("FlashInfer has no patched copy for this mutant (patched copies: " +
+  throw gpu::BadInput(family + " has no patched copy for this mutant (patched copies: " +
                       (have.empty() ? std::string("none") : have) +
                       (absent.empty() ? "" : "; not built here: " + absent) + ")");
+}
+
+// The patched copies are made of the main tree alone.
+void check_patch(protocol::Mutant mutant) {
+  check_family_patch(mutant, "FlashInfer", flashinfer_patches(), flashinfer_patches_not_built());
 }
 
 gpu::KernelChoice choose_release(const std::string& value) {
@@ -85,16 +92,8 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                     },
                 .check_mutant =
                     [](protocol::Mutant mutant) {
-                      const auto patches = flashinfer_pcie_patches();
-                      if (std::find(patches.begin(), patches.end(), mutant) != patches.end())
-                        return;
-                      std::string have;
-                      for (auto m : patches)
-                        have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
-                      throw gpu::BadInput(
-                          "FlashInfer's PCIe allreduce has no patched copy for this mutant "
-                          "(patched copies: " +
-                          (have.empty() ? std::string("none") : have) + ")");
+                      check_family_patch(mutant, "FlashInfer's PCIe allreduce",
+                                         flashinfer_pcie_patches(), {});
                     },
                 .comparable = true,  // `gpu bench --pattern allreduce --compare flashinfer-pcie`
                 .protocol = "pcie-sentinel"});
@@ -112,16 +111,28 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
            },
        .check_mutant =
            [](protocol::Mutant mutant) {
-             const auto patches = flashinfer_moe_patches();
-             if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
-             std::string have;
-             for (auto m : patches)
-               have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
-             throw gpu::BadInput(
-                 "FlashInfer's MoE allreduce fusion has no patched copy for this mutant "
-                 "(patched copies: " +
-                 (have.empty() ? std::string("none") : have) + ")");
+             check_family_patch(mutant, "FlashInfer's MoE allreduce fusion",
+                                flashinfer_moe_patches(), flashinfer_moe_patches_not_built());
            }});
+  registry.add(
+      {.name = "flashinfer-vllm",
+       .description = "FlashInfer's copy of vLLM's custom allreduce, vllm_custom_all_reduce.cuh; "
+                      "variants: allreduce() by size, each kernel with 36 and 5 blocks" +
+                      missing,
+       .choose =
+           [](const std::string&) {
+             require_adapter();
+             if (const std::string why = flashinfer_vllm_unavailable_reason(); !why.empty())
+               throw gpu::BadInput(why);
+             return flashinfer_vllm_choice();
+           },
+       .check_mutant =
+           [](protocol::Mutant mutant) {
+             check_family_patch(mutant, "FlashInfer's copy of vLLM's custom allreduce",
+                                flashinfer_vllm_patches(), flashinfer_vllm_patches_not_built());
+           },
+       .comparable = true,  // `gpu bench --pattern allreduce --compare flashinfer-vllm`
+       .protocol = "vllm-counters"});
   registry.add({.name = kReleasePrefix,
                 .description = "another flashinfer-python release built beside the main tree, "
                                "-DFUSIONCHECK_FLASHINFER_RELEASES; " +

@@ -145,6 +145,10 @@ enum class HangSite : std::uint32_t {
   // A kernel of FlashInfer's PCIe allreduce was still running at the host's bound: its staging
   // half still held +0 ("not yet written") in the slot of a peer.
   host_bound_pcie = 7,
+  // A kernel of vLLM's custom allreduce was still running at the host's bound: a barrier lane of
+  // a block (block, awaited_slot: its peer) awaited a count (counter) its counter held not
+  // (flag: the value it held).
+  host_bound_counter = 8,
 };
 struct HangRecord {
   std::uint32_t valid;  // 0 none, 1 written

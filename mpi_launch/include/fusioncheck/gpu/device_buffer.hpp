@@ -17,12 +17,19 @@ using kernels::cuda_check;
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) cuda_check(cudaMalloc(&ptr_, bytes_), "cudaMalloc");
+  explicit DeviceBuffer(std::size_t bytes) : DeviceBuffer(bytes, 0) {}
+  // The buffer `offset` bytes into its allocation, as a caching allocator places a tensor: a
+  // kernel that shares the buffer's address as if it began an allocation is caught.
+  DeviceBuffer(std::size_t bytes, std::size_t offset) : bytes_(bytes) {
+    if (bytes_ == 0) return;
+    cuda_check(cudaMalloc(&base_, bytes_ + offset), "cudaMalloc");
+    ptr_ = static_cast<char*>(base_) + offset;
   }
   DeviceBuffer(DeviceBuffer&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+      : base_(std::exchange(other.base_, nullptr)), ptr_(std::exchange(other.ptr_, nullptr)),
+        bytes_(std::exchange(other.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(base_, other.base_);
     std::swap(ptr_, other.ptr_);
     std::swap(bytes_, other.bytes_);
     return *this;
@@ -30,7 +37,7 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() {
-    if (ptr_ && !kernels::device_stuck()) cudaFree(ptr_);  // else left to the process's exit
+    if (base_ && !kernels::device_stuck()) cudaFree(base_);  // else left to the process's exit
   }
 
   void* get() const { return ptr_; }
@@ -53,6 +60,7 @@ class DeviceBuffer {
   }
 
  private:
+  void* base_ = nullptr;  // the allocation
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };

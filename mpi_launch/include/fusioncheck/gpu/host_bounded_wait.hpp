@@ -53,6 +53,7 @@ class HostBoundedWait {
   // each ends within the release budget or throws CudaError.
   void read_back(void* dst, const void* src, std::size_t bytes, const char* what);
   void fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
+  void write(void* dst, const void* src, std::size_t bytes, const char* what);
   // An SM hog on the side stream (launch_sm_hog), beside the next call on another stream.
   void stagger_next_start(std::uint32_t spread_ns);
 

@@ -40,6 +40,10 @@ struct KernelVariant {
   bool fast_math = false;
   // A MoE kernel's variant: the finalize kernel (permuted rows), else the reduction kernel.
   bool moe_finalize = false;
+  // A launcher that picks its kernel by size: calls of at least this many bytes per rank run
+  // its other kernel, which sums in large_sum_order (0: one kernel at every size).
+  std::uint64_t large_from_bytes = 0;
+  reference::SumOrder large_sum_order = reference::SumOrder::rank_order;
 };
 
 // What a kernel under test can run, so that cases draw only what it supports (a refused
@@ -60,11 +64,12 @@ struct KernelTraits {
   // The patterns it runs; empty: every pattern (the block-scaled FP8 ones only with
   // block_scaled_fp8).
   std::vector<kernels::Pattern> patterns;
-  bool block_scaled_fp8 = false;  // mxfp8 and group_fp8 (FlashInfer's patterns 8, 9, 13, 14)
-  bool fp32_accumulation = true;  // else it rounds the rank sum after every add
-  bool weight_bias = true;        // a weight_bias added to gamma (Gemma's 1 + gamma)
-  bool early_trigger = true;      // Trigger::early (else it triggers at its end)
-  bool graph_replay = true;       // a captured graph replays correctly
+  bool block_scaled_fp8 = false;      // mxfp8 and group_fp8 (FlashInfer's patterns 8, 9, 13, 14)
+  bool fp32_accumulation = true;      // it can sum in fp32 and round once
+  bool per_step_accumulation = true;  // it can round the rank sum after every add
+  bool weight_bias = true;            // a weight_bias added to gamma (Gemma's 1 + gamma)
+  bool early_trigger = true;          // Trigger::early (else it triggers at its end)
+  bool graph_replay = true;           // a captured graph replays correctly
   // Calls of different tokens x hidden may follow each other without a host sync between
   // them (else the workspace is re-initialised, all ranks idle, when the shape changes).
   bool shape_changes_without_sync = true;
@@ -143,6 +148,10 @@ class KernelUnderTest {
     (void)c;
     return {};
   }
+  // Collective: every rank's calls of a case were captured into a graph (ended, not yet
+  // instantiated): a kernel that shares its captured inputs' addresses after the capture (vLLM's
+  // custom allreduce) registers them here. Not called when the capture failed.
+  virtual void after_capture() {}
   // Enqueues one call. Throws kernels::InvalidLaunch for what it does not support.
   virtual void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) = 0;
   // The unfused baseline on the same workspace (allreduce-only call, then a separate

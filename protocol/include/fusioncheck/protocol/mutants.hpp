@@ -86,13 +86,17 @@ enum class Mutant : std::uint8_t {
   ce_no_handshake,
   ce_no_join_no_handshake,
   ce_pieces_differ,
+  // FlashInfer's copy of vLLM's custom allreduce (adapters/flashinfer/patches_vllm) alone.
+  vllm_graph_base_unset,
+  vllm_mid_barrier_unfenced,
 };
 
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
 // copy of FlashInfer's header (adapters/flashinfer/patches); rows that also exist in our
 // kernels or the sim say so with those bits.
 // kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie);
-// kInFlashInferMoe: of its MoE allreduce fusion (patches_moe).
+// kInFlashInferMoe: of its MoE allreduce fusion (patches_moe); kInFlashInferVllm: of its copy
+// of vLLM's custom allreduce (patches_vllm).
 // kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one;
 // kInSimVllm: its model of vLLM's custom allreduce barriers; kInSimMnnvl: its model of
 // FlashInfer's MNNVL Lamport allreduce; kInSimSglang: its model of SGLang's push plane;
@@ -107,7 +111,8 @@ enum MutantLayer : std::uint16_t {
   kInSimVllm = 64u,
   kInSimMnnvl = 128u,
   kInSimSglang = 256u,
-  kInSimCeRing = 512u
+  kInSimCeRing = 512u,
+  kInFlashInferVllm = 1024u
 };
 
 struct MutantInfo {
@@ -118,7 +123,7 @@ struct MutantInfo {
   std::uint16_t layers;         // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 61> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
@@ -237,17 +242,18 @@ inline constexpr std::array<MutantInfo, 61> kMutantCatalogue{{
     {Mutant::vllm_one_counter_set, "vllm-one-counter-set",
      "the barrier's peer counters in one set, not two alternating ones: a peer already at the "
      "next barrier overwrites the value a slower rank still waits for",
-     "vLLM custom_all_reduce.cuh before vllm#8558 (the TP8 hangs of vllm#8404, #8410)", kInSimVllm},
+     "vLLM custom_all_reduce.cuh before vllm#8558 (the TP8 hangs of vllm#8404, #8410)",
+     kInSimVllm | kInFlashInferVllm},
     {Mutant::vllm_no_end_barrier, "vllm-no-end-barrier",
      "the one-stage kernel returns without its end barrier: a rank's next input lands in its "
      "registered buffer while a peer still reads the current one",
      "vLLM custom_all_reduce.cuh: cross_device_reduce_1stage's closing multi_gpu_barrier",
-     kInSimVllm},
+     kInSimVllm | kInFlashInferVllm},
     {Mutant::vllm_no_fence, "vllm-no-fence",
      "the two-stage kernel's middle barrier without release/acquire: its flag may land before "
      "the reduce-scatter's stores, and a peer gathers a stale chunk",
      "vLLM custom_all_reduce.cuh: multi_gpu_barrier's need_fence (the barrier rework of vllm#2760)",
-     kInSimVllm},
+     kInSimVllm | kInFlashInferVllm},
     {Mutant::mnnvl_two_buffers, "mnnvl-two-buffers",
      "two Lamport buffers rotated instead of three: a rank clears the buffer of its last call, "
      "which a peer a call ahead already writes its next call into",
@@ -355,6 +361,19 @@ inline constexpr std::array<MutantInfo, 61> kMutantCatalogue{{
      "pcie_ipc_ce_ring.cuh: ce_pick_pieces (\"a rank that picks a different depth uses "
      "different flag slots and the group hangs\")",
      kInSimCeRing},
+    {Mutant::vllm_graph_base_unset, "vllm-graph-base-unset",
+     "a captured input's peers are registered at the input's own address instead of the base "
+     "of its allocation, with offset 0: a peer opens the allocation and reads from its start",
+     "FlashInfer vllm_custom_all_reduce.cuh get_graph_buffer_ipc_meta before FlashInfer#1894 "
+     "(the base pointer of a graph buffer was not looked up)",
+     kInFlashInferVllm},
+    {Mutant::vllm_mid_barrier_unfenced, "vllm-mid-barrier-unfenced",
+     "the two-stage kernel's middle barrier without need_fence: no release/acquire and no closing "
+     "__syncthreads, so a block's threads gather peers' parts while only its barrier lanes wait "
+     "for the peers (a race inside the kernel)",
+     "vLLM custom_all_reduce.cuh: multi_gpu_barrier<ngpus, false, true> in "
+     "cross_device_reduce_2stage",
+     kInFlashInferVllm},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

@@ -25,6 +25,9 @@
 //                      flat tensor of P = tokens * hidden / E packs (E = 16 bytes of T) is cut
 //                      into N parts of floor(P / N) packs, the last rank's part taking the
 //                      rest; an element of rank o's part sums from o: o, o + 1, ... (mod N)
+//            shards:   SumOrder::ring_shards, every add rounded to T (FlashInfer's copy-engine
+//                      ring): the flat tensor cut into N shards of tokens * hidden / N elements
+//                      (a multiple of 16 bytes); shard c sums from rank c: c, c + 1, ... (mod N)
 //   x_r with sanitise_pos_zero: +0 -> -0, as the push of FlashInfer's PCIe kernels does (their
 //                      sentinel is +0); -0 is the additive identity, so only zero results
 //                      can change (their sign).
@@ -106,7 +109,8 @@ enum class SumOrder : std::uint8_t {
   rank_order,
   islands_of_4,
   pairwise_islands_of_4,
-  part_owner_rotated
+  part_owner_rotated,
+  ring_shards
 };
 
 struct FusedConfig {
