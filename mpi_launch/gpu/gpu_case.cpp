@@ -10,6 +10,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
+#include <numeric>
 #include <limits>
 
 #include "fusioncheck/gpu/errors.hpp"
@@ -436,6 +437,18 @@ bool KernelTraits::runs_pattern(k::Pattern pattern) const {
   return patterns.empty() || std::find(patterns.begin(), patterns.end(), pattern) != patterns.end();
 }
 
+// A variant whose calls must hold a multiple of elements: the tokens rounded down to the
+// nearest count that does (up, where that is none), within the kernel's limit.
+void fit_tokens_to_variant(CallSpec& call, int hidden, int max_tokens, const KernelTraits& traits) {
+  if (call.variant >= static_cast<int>(traits.variants.size())) return;
+  const std::uint64_t multiple =
+      traits.variants[static_cast<std::size_t>(call.variant)].elems_multiple;
+  if (multiple <= 1) return;
+  const auto step = static_cast<int>(
+      multiple / std::gcd<std::uint64_t>(multiple, static_cast<std::uint64_t>(hidden)));
+  if (step <= max_tokens) call.tokens = std::max(step, call.tokens / step * step);
+}
+
 std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
   if (!t.runs_hidden(c.hidden))
     return fmt::format("hidden={} is not one the kernel runs", c.hidden);
@@ -464,6 +477,13 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
     if (call.variant >= std::max<int>(1, static_cast<int>(t.variants.size())))
       return fmt::format("{}: the kernel has {} launch variant(s)", what,
                          std::max<std::size_t>(1, t.variants.size()));
+    if (call.variant < static_cast<int>(t.variants.size())) {
+      const std::uint64_t multiple =
+          t.variants[static_cast<std::size_t>(call.variant)].elems_multiple;
+      if (multiple > 1 && static_cast<std::uint64_t>(call.tokens) * c.hidden % multiple != 0)
+        return fmt::format("{}: tokens x hidden not a multiple of {} (the variant's)", what,
+                           multiple);
+    }
     if (call.twoshot && !t.twoshot) return what + ": two-shot";
     if (call.twoshot && t.twoshot_more_tokens_than_ranks && call.tokens <= c.ranks)
       return what + ": two-shot with tokens <= ranks";

@@ -267,6 +267,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     std::vector<int> variants(std::max<std::size_t>(1, traits.variants.size()));
     for (std::size_t v = 0; v < variants.size(); ++v) variants[v] = static_cast<int>(v);
     call.variant = o.variant >= 0 ? o.variant : *rc::gen::elementOf(variants);
+    fit_tokens_to_variant(call, c.hidden, max_tokens_here, traits);
     draw_block_scales(call, c.hidden);
     draw_moe(call, traits);
     c.calls.push_back(call);

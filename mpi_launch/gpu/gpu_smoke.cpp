@@ -43,6 +43,8 @@ void fit_call(CallSpec& call, const GpuCase& c, const KernelTraits& traits) {
   if (!c.calls.empty() && !traits.shape_changes_without_sync &&
       c.mode != IssueMode::checked_each_call)
     call.tokens = c.calls[0].tokens;
+  fit_tokens_to_variant(call, c.hidden,
+                        traits.max_tokens > 0 ? traits.max_tokens : call.tokens * 64, traits);
   if (!traits.early_trigger) call.trigger = k::Trigger::at_end;
   if (!traits.forced_cluster) call.cluster = k::ClusterMode::automatic;
   call.pdl_consumer =

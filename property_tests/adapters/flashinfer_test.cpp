@@ -328,9 +328,10 @@ TEST(FlashInferPcie, VariantsCoverEveryKernelOfEachRankCount) {
       if (std::find(k.begin(), k.end(), v.kernel_variant) == k.end()) k.push_back(v.kernel_variant);
     return k;
   };
-  EXPECT_EQ(kernels_of(2), (std::vector<int>{0, 1}));
-  EXPECT_EQ(kernels_of(4), (std::vector<int>{0, 1, 2}));
-  EXPECT_EQ(kernels_of(8), (std::vector<int>{0, 1, 2, 3}));
+  // The SM kernels, then the copy-engine ring's flat variants (4: flag kernels, 6: memops).
+  EXPECT_EQ(kernels_of(2), (std::vector<int>{0, 1, 4, 6}));
+  EXPECT_EQ(kernels_of(4), (std::vector<int>{0, 1, 2, 4, 6}));
+  EXPECT_EQ(kernels_of(8), (std::vector<int>{0, 1, 2, 3, 4, 6}));
   EXPECT_TRUE(fa::flashinfer_pcie_variants(3).empty());
   for (int ranks : {2, 4, 8})
     for (const auto& v : fa::flashinfer_pcie_variants(ranks)) {
@@ -338,9 +339,9 @@ TEST(FlashInferPcie, VariantsCoverEveryKernelOfEachRankCount) {
       EXPECT_GE(v.threads, ranks) << v.info.name;  // block_barrier signals one peer per thread
       if (ranks == 8 && v.kernel_variant == 1) EXPECT_EQ(v.blocks % 4, 0) << v.info.name;
       // Only the 8-rank barrier kernels sum raw inputs in island pairs; every sentinel kernel
-      // sanitises.
+      // sanitises; the copy-engine ring has no sentinel.
       EXPECT_EQ(v.info.sanitises_pos_zero,
-                !(ranks == 8 && (v.kernel_variant == 1 || v.kernel_variant == 2)))
+                !v.copy_engine && !(ranks == 8 && (v.kernel_variant == 1 || v.kernel_variant == 2)))
           << v.info.name;
     }
   // Regions as all_reduce() picks them: TP2 the block region; unstaged and flat staged the pack.
@@ -475,7 +476,6 @@ fa::PcieStateAfterCalls clean_state() {
   }
   s.region_bytes[0].assign(4096, 0);
   s.region_bytes[1].assign(4096, 0);
-  s.copy_engine_bytes.assign(512, 0);
   return s;
 }
 
@@ -513,9 +513,6 @@ TEST(FlashInferPcieChecks, EachInvariantBrokenAloneIsNamed) {
   s = clean_state();
   s.after[9] = 1;  // an epoch slot of debug builds
   expect(s, "PCIe invariant P5: epoch slot 9");
-  s = clean_state();
-  s.copy_engine_bytes[100] = 1;
-  expect(s, "PCIe invariant P5: the copy-engine area");
   s = clean_state();
   s.guards_intact = false;
   expect(s, "PCIe invariant P5: a guard word");

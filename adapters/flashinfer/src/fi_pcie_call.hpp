@@ -35,6 +35,15 @@ struct PcieLayout {
   int block_state_word = 0;
   int pack_state_word = 0;
   int signal_phases = 0;
+  // The copy-engine area after the two scratch regions: flag slots (ce_flag_stride bytes
+  // apart; the handshake slot after the ring's), this rank's send then wait counters (an int32
+  // per slot), the landing slots.
+  std::uint64_t ce_flag_bytes = 0;
+  std::uint64_t ce_counter_bytes = 0;
+  std::uint64_t ce_scratch_bytes = 0;
+  int ce_flag_slots = 0;
+  int ce_handshake_slot = 0;
+  int ce_flag_stride = 0;
 };
 
 // One poll site's time in one block (the poll-profiled instance, fi_poll_profile.cuh): thread 0's
@@ -48,6 +57,20 @@ inline constexpr int kPollProfileBlocks = 128;  // the header's AR_MAX_BLOCKS
 inline constexpr int kPollProfileSites = 16;
 
 using PcieLaunchFn = cudaError_t (*)(const PcieCall& call);
+
+// The copy-engine ring of the same instance (pcie_ipc_ce_ring.cuh, ce_ring_all_reduce_flat).
+struct PcieCeApi {
+  // One rank's streams and events (the header's CeResources); binary_flags: every rank's
+  // binary flags as mapped here, [nranks] (the stream-memory-operation variant's).
+  cudaError_t (*create)(int nranks, void* const* binary_flags, void** resources);
+  void (*destroy)(void* resources);
+  // One call: PcieCall::variant 4 (flag kernels) or 6 (stream memory operations; one piece,
+  // else the header falls back to flag kernels), pieces_hint 1-4 (ce_pick_pieces).
+  cudaError_t (*launch)(const PcieCall& call, void* resources, int pieces_hint);
+  std::uint64_t (*binary_flag_bytes)(int nranks);
+};
+// Fills `out`; false where the tree has no copy-engine ring.
+using PcieCeApiFn = bool (*)(PcieCeApi* out);
 // Copies [kPollProfileBlocks][kPollProfileSites] entries to `out` (host) and zeroes them.
 using PcieProfileFn = cudaError_t (*)(PollSiteCycles* out);
 using PcieLayoutFn = void (*)(int nranks, std::int64_t max_numel, int max_blocks, PcieLayout* out);

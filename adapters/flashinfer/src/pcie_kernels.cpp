@@ -90,9 +90,12 @@ void FlashInferPcieKernels::launch(const k::FusedParams& p, bool twoshot, cudaSt
   c.pdl = p.use_pdl;
   c.slabs = ws().slabs();
   c.stream = stream;
+  if (v.copy_engine && !ws().has_copy_engine())
+    throw k::InvalidLaunch("this FlashInfer tree has no copy-engine ring (pcie_ipc_ce_ring.cuh)");
   const std::uint32_t call_index = calls_++;
   pause_before(p, call_index, stream, waiter_);
-  const cudaError_t e = instance_.launch(c);
+  const cudaError_t e = v.copy_engine ? ws().ce_api().launch(c, ws().ce_resources(), v.pieces_hint)
+                                      : instance_.launch(c);
   if (e == cudaErrorInvalidValue)
     throw k::InvalidLaunch("FlashInfer's PCIe all_reduce refused " + v.info.name +
                            " (cudaErrorInvalidValue)");
@@ -101,9 +104,11 @@ void FlashInferPcieKernels::launch(const k::FusedParams& p, bool twoshot, cudaSt
   call.elems = static_cast<std::uint64_t>(numel);
   call.hidden = p.hidden;
   call.call_index = call_index;
-  call.region = flashinfer_pcie_region(ranks_, v.kernel_variant);
-  call.flag = static_cast<std::uint32_t>(ws().next_half[call.region]);
-  ws().next_half[call.region] ^= 1;
+  call.region = flashinfer_pcie_region(ranks_, v.kernel_variant);  // -1: the copy-engine ring
+  if (call.region >= 0) {
+    call.flag = static_cast<std::uint32_t>(ws().next_half[call.region]);
+    ws().next_half[call.region] ^= 1;
+  }
   waiter_.enqueued(call, stream);
 }
 
@@ -117,16 +122,30 @@ void FlashInferPcieKernels::wait(cudaStream_t stream) {
 // Lets a stuck kernel finish: a value no sentinel test reads as unwritten (bf16 1.0, fp16 1.875;
 // not -0, which a sentinel test without the sign bit still takes for +0) in every element of both
 // scratch regions, and every barrier slot far past any generation; the runner then resets.
+// A copy-engine ring call waits in one-thread kernels: every flag slot is given the count its
+// waiter reached (read back), every binary flag 1.
 void FlashInferPcieKernels::release_stuck_call() {
   waiter_.fill(ws().region(1), 2 * ws().layout().scratch_bytes, 0x3F80u, 2);
   const PcieSignalLayout layout = ws().signal_layout();
   const int first = layout.phase_word(0, 0, 0);
   const int end = layout.phase_word(layout.phases, 0, 0);
   waiter_.fill(ws().slab() + 4ull * first, 4ull * (end - first), 0x3FFFFFFFu, 4);
+  if (!ws().has_copy_engine()) return;
+  const PcieLayout& l = ws().layout();
+  const auto slots = static_cast<std::size_t>(l.ce_flag_slots);
+  std::vector<std::int32_t> wait(slots);
+  waiter_.read_back(wait.data(), ws().ce_area() + l.ce_flag_bytes + slots * 4, slots * 4,
+                    "release: copy-engine wait counts");
+  std::vector<std::uint8_t> flags(slots * static_cast<std::size_t>(l.ce_flag_stride));
+  for (std::size_t s = 0; s < slots; ++s)
+    std::memcpy(&flags[s * static_cast<std::size_t>(l.ce_flag_stride)], &wait[s], 4);
+  waiter_.write(ws().ce_area(), flags.data(), flags.size(), "release: copy-engine flags");
+  waiter_.fill(ws().binary_flags(), ws().binary_flag_bytes(), 1u, 4);
 }
 
 // The peer slot of the stuck call's half with the most unwritten (+0) packs, and its first.
 k::HangRecord FlashInferPcieKernels::record_hang(const PendingCall& call, double seconds) {
+  if (call.region < 0) return record_ce_hang(call, seconds);
   const int r = ws().rank();
   k::HangRecord hang = hang_base(r, call, seconds);
   hang.what = k::HangSite::host_bound_pcie;
@@ -162,6 +181,35 @@ k::HangRecord FlashInferPcieKernels::record_hang(const PendingCall& call, double
   return hang;
 }
 
+// The first flag slot whose count its waiter reached and its flag has not (the ring's slots
+// are published by the previous rank, the handshake slot by the next).
+k::HangRecord FlashInferPcieKernels::record_ce_hang(const PendingCall& call, double seconds) {
+  k::HangRecord hang = hang_base(ws().rank(), call, seconds);
+  hang.what = k::HangSite::host_bound_counter;
+  const PcieLayout& l = ws().layout();
+  const auto slots = static_cast<std::size_t>(l.ce_flag_slots);
+  std::vector<std::int32_t> wait(slots);
+  std::vector<std::uint8_t> flags(slots * static_cast<std::size_t>(l.ce_flag_stride));
+  waiter_.read_back(wait.data(), ws().ce_area() + l.ce_flag_bytes + slots * 4, slots * 4,
+                    "hang: copy-engine wait counts");
+  waiter_.read_back(flags.data(), ws().ce_area(), flags.size(), "hang: copy-engine flags");
+  for (std::size_t s = 0; s < slots; ++s) {
+    std::int32_t flag = 0;
+    std::memcpy(&flag, &flags[s * static_cast<std::size_t>(l.ce_flag_stride)], 4);
+    if (static_cast<std::int32_t>(static_cast<std::uint32_t>(flag) -
+                                  static_cast<std::uint32_t>(wait[s])) >= 0)
+      continue;
+    const int r = ws().rank();
+    const bool handshake = static_cast<int>(s) == l.ce_handshake_slot;
+    hang.block = static_cast<std::uint32_t>(s);
+    hang.awaited_slot = static_cast<std::uint32_t>((r + (handshake ? 1 : ranks_ - 1)) % ranks_);
+    hang.counter = static_cast<std::uint32_t>(wait[s]);
+    hang.flag = static_cast<std::uint32_t>(flag);
+    return hang;
+  }
+  return hang;  // a binary flag's wait, or a copy still running
+}
+
 std::vector<gpu::PollSiteTime> FlashInferPcieKernels::take_poll_profile() {
   if (instance_.profile == nullptr) return KernelUnderTest::take_poll_profile();  // refuses
   std::vector<PollSiteCycles> sites(static_cast<std::size_t>(kPollProfileBlocks) *
@@ -192,6 +240,7 @@ FlashInferPcieKernels::Signal FlashInferPcieKernels::read_signal() const {
   const auto bytes = ws().read(0, ws().layout().signal_bytes);
   s.words.resize(bytes.size() / 4);
   std::memcpy(s.words.data(), bytes.data(), s.words.size() * 4);
+  if (ws().has_copy_engine()) s.ce_wait = ws().read_ce().wait;
   return s;
 }
 
@@ -206,14 +255,25 @@ std::vector<std::string> FlashInferPcieKernels::check_rank(const gpu::GpuCase& c
   s.layout = ws().signal_layout();
   s.before = state_.words;
   s.after = read_signal().words;
-  for (int i = first; i < first + count; ++i)
+  for (int i = first; i < first + count; ++i) {
     s.variants.push_back(c.calls[static_cast<std::size_t>(i)].variant);
+    s.numels.push_back(static_cast<std::int64_t>(c.calls[static_cast<std::size_t>(i)].tokens) *
+                       c.hidden);
+  }
   for (int region : {0, 1})
     if (flashinfer_pcie_region_sentinel_only(ranks_, region))
       s.region_bytes[region] =
           ws().read(l.signal_bytes + (region == 1 ? 0 : l.scratch_bytes), l.scratch_bytes);
-  const std::uint64_t tail = l.signal_bytes + 2 * l.scratch_bytes;
-  s.copy_engine_bytes = ws().read(tail, l.total_bytes - tail);
+  if (ws().has_copy_engine()) {
+    PcieWorkspace::CeCounts ce = ws().read_ce();
+    s.ce_handshake_slot = l.ce_handshake_slot;
+    s.ce_wait_before = state_.ce_wait;
+    s.ce_flags = std::move(ce.flags);
+    s.ce_send = std::move(ce.send);
+    s.ce_wait = std::move(ce.wait);
+    s.ce_binary = std::move(ce.binary);
+    state_.ce_wait = s.ce_wait;
+  }
   s.guards_intact = ws().guards_intact();
   state_.words = s.after;
   return pcie_state_violations(s);

@@ -40,6 +40,21 @@ class PcieWorkspace {
   // Synchronises the device, then copies bytes [offset, offset + bytes) of my slab.
   std::vector<std::uint8_t> read(std::uint64_t offset, std::uint64_t bytes) const;
   bool guards_intact() const;
+  // The copy-engine ring: whether the tree has it, its functions, this rank's streams and events
+  // (CeResources), its area of the slab and this rank's binary flags.
+  bool has_copy_engine() const { return ce_resources_ != nullptr; }
+  const PcieCeApi& ce_api() const { return ce_api_; }
+  void* ce_resources() const { return ce_resources_; }
+  std::uint8_t* ce_area() const {
+    return slab() + layout_.signal_bytes + 2 * layout_.scratch_bytes;
+  }
+  std::uint8_t* binary_flags() const;
+  std::uint64_t binary_flag_bytes() const { return binary_flag_bytes_; }
+  // The copy-engine area's flags, send counts and wait counts, an int32 per slot (a device sync).
+  struct CeCounts {
+    std::vector<std::int32_t> flags, send, wait, binary;
+  };
+  CeCounts read_ce() const;
   // The half of each region (0 block, 1 pack) the next call stages in, as the host counts calls
   // launched outside a graph (for the hang record only; the checks read the device's epochs).
   int next_half[2] = {0, 0};
@@ -52,6 +67,11 @@ class PcieWorkspace {
   void* allocation_ = nullptr;
   std::vector<std::int64_t> slabs_;
   std::unique_ptr<kernels::PeerMappings> peers_;
+  PcieCeApi ce_api_{};
+  void* ce_resources_ = nullptr;
+  void* binary_allocation_ = nullptr;
+  std::uint64_t binary_flag_bytes_ = 0;
+  std::unique_ptr<kernels::PeerMappings> binary_peers_;
 };
 
 class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::ProtocolChecks {
@@ -99,10 +119,12 @@ class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::Pro
   // The signal area of my slab as words.
   struct Signal {
     std::vector<std::int32_t> words;
+    std::vector<std::int32_t> ce_wait;  // the copy-engine ring's wait counts
   };
   Signal read_signal() const;
   PcieWorkspace& ws() const { return *current_; }
   kernels::HangRecord record_hang(const PendingCall& call, double seconds);
+  kernels::HangRecord record_ce_hang(const PendingCall& call, double seconds);
   void release_stuck_call();
 
   kernels::Bootstrap& bootstrap_;

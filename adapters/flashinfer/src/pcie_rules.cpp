@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
+#include "pcie_ce_rules.hpp"
 
 namespace fusioncheck::adapters {
 namespace {
@@ -60,7 +61,7 @@ std::vector<KernelFacts> kernels_for(int ranks) {
 
 }  // namespace
 
-std::vector<PcieVariant> flashinfer_pcie_variants(int ranks) {
+std::vector<PcieVariant> flashinfer_pcie_variants(int ranks, bool with_copy_engine) {
   std::vector<PcieVariant> out;
   for (const KernelFacts& f : kernels_for(ranks))
     for (const Grid& g : kGrids) {
@@ -78,11 +79,13 @@ std::vector<PcieVariant> flashinfer_pcie_variants(int ranks) {
       v.info.zero_sign_free = f.sign_free;
       out.push_back(v);
     }
+  if (with_copy_engine && !out.empty()) append_copy_engine_variants(ranks, out);
   return out;
 }
 
 int flashinfer_pcie_region(int ranks, int kernel_variant) {
-  if (ranks == 2) return 0;  // TP2 stages in the block region under either variant
+  if (kernel_variant >= 4) return -1;  // the copy-engine ring: its own area
+  if (ranks == 2) return 0;            // TP2 stages in the block region under either variant
   return kernel_variant == 0 || kernel_variant == 3 ? 1 : 0;
 }
 
@@ -126,6 +129,10 @@ std::string flashinfer_pcie_refusal(const k::FusedParams& p, bool twoshot) {
            std::to_string(count) + ") for " + std::to_string(p.ranks) + " ranks";
   if (static_cast<long long>(p.tokens) * p.hidden % 8 != 0)
     return who + ": tokens x hidden must be a multiple of 8 (16-byte packs)";
+  if (flashinfer_pcie_variants(p.ranks).at(static_cast<std::size_t>(p.variant)).copy_engine &&
+      static_cast<long long>(p.tokens) * p.hidden % (8ll * p.ranks) != 0)
+    return who + "'s copy-engine ring: tokens x hidden must be " + std::to_string(p.ranks) +
+           " shards of whole 16-byte packs";
   return "";
 }
 
@@ -145,8 +152,10 @@ void check_regions(const PcieStateAfterCalls& s, std::vector<std::string>& out) 
   const auto variants = flashinfer_pcie_variants(l.ranks);
   int flips[2] = {0, 0};
   for (int v : s.variants)
-    ++flips[flashinfer_pcie_region(l.ranks,
-                                   variants.at(static_cast<std::size_t>(v)).kernel_variant)];
+    if (const int region = flashinfer_pcie_region(
+            l.ranks, variants.at(static_cast<std::size_t>(v)).kernel_variant);
+        region >= 0)
+      ++flips[region];
   for (int region : {0, 1}) {
     const int w = l.state_word(region);
     const std::int32_t was = s.before[static_cast<std::size_t>(w)];
@@ -221,11 +230,6 @@ void check_untouched(const PcieStateAfterCalls& s, std::vector<std::string>& out
                       s.after[static_cast<std::size_t>(w)]));
       break;
     }
-  if (const std::size_t at = first_nonzero(s.copy_engine_bytes); at < s.copy_engine_bytes.size())
-    out.push_back(fmt::format(
-        "PCIe invariant P5: the copy-engine area (untouched by the SM kernels) holds {:#04x} at "
-        "byte {}",
-        s.copy_engine_bytes[at], at));
   if (!s.guards_intact)
     out.push_back("PCIe invariant P5: a guard word around the slab was overwritten");
 }
@@ -243,6 +247,7 @@ std::vector<std::string> pcie_state_violations(const PcieStateAfterCalls& state)
   check_sentinel_regions(state, out);
   check_generations(state, out);
   check_untouched(state, out);
+  check_copy_engine(state, out);  // pcie_ce_rules.cpp
   return out;
 }
 

@@ -32,12 +32,59 @@ PcieWorkspace::PcieWorkspace(k::Bootstrap& bootstrap, const PcieInstance& instan
   for (int r = 0; r < ranks_; ++r)
     slabs_.push_back(
         static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(peers_->of(r) + kGuardBytes)));
+  // The copy-engine ring: every rank's binary flags (zeroed, shared), this rank's streams and
+  // events over them.
+  if (instance.ce != nullptr && instance.ce(&ce_api_) && layout_.ce_flag_slots > 0) {
+    binary_flag_bytes_ = ce_api_.binary_flag_bytes(ranks_);
+    FC_CUDA_CHECK(cudaMalloc(&binary_allocation_, binary_flag_bytes_));
+    FC_CUDA_CHECK(cudaMemset(binary_allocation_, 0, binary_flag_bytes_));
+    FC_CUDA_CHECK(cudaDeviceSynchronize());
+    binary_peers_ = std::make_unique<k::PeerMappings>(bootstrap, binary_allocation_);
+    std::vector<void*> binary(static_cast<std::size_t>(ranks_));
+    for (int r = 0; r < ranks_; ++r) binary[static_cast<std::size_t>(r)] = binary_peers_->of(r);
+    FC_CUDA_CHECK(ce_api_.create(ranks_, binary.data(), &ce_resources_));
+  }
   bootstrap.barrier("FlashInfer PCIe workspace initialised");  // nobody pushes before this
 }
 
 PcieWorkspace::~PcieWorkspace() {
-  peers_.reset();  // close the peers' mappings before freeing (teardown must not throw)
-  if (allocation_ != nullptr && !k::device_stuck()) (void)cudaFree(allocation_);
+  // Close the peers' mappings before freeing (teardown must not throw).
+  if (ce_resources_ != nullptr && !k::device_stuck()) ce_api_.destroy(ce_resources_);
+  binary_peers_.reset();
+  peers_.reset();
+  if (k::device_stuck()) return;
+  for (void* p : {allocation_, binary_allocation_})
+    if (p != nullptr) (void)cudaFree(p);
+}
+
+std::uint8_t* PcieWorkspace::binary_flags() const {
+  return static_cast<std::uint8_t*>(binary_allocation_);
+}
+
+PcieWorkspace::CeCounts PcieWorkspace::read_ce() const {
+  CeCounts c;
+  const auto slots = static_cast<std::size_t>(layout_.ce_flag_slots);
+  if (slots == 0) return c;
+  const std::uint64_t ce = layout_.signal_bytes + 2 * layout_.scratch_bytes;
+  const auto flags = read(ce, slots * static_cast<std::uint64_t>(layout_.ce_flag_stride));
+  const auto counters = read(ce + layout_.ce_flag_bytes, 2 * slots * 4);
+  for (std::size_t s = 0; s < slots; ++s) {
+    std::int32_t v = 0;
+    std::memcpy(&v, flags.data() + s * static_cast<std::size_t>(layout_.ce_flag_stride), 4);
+    c.flags.push_back(v);
+  }
+  c.send.resize(slots);
+  c.wait.resize(slots);
+  std::memcpy(c.send.data(), counters.data(), slots * 4);
+  std::memcpy(c.wait.data(), counters.data() + slots * 4, slots * 4);
+  if (binary_allocation_ != nullptr) {
+    c.binary.resize(binary_flag_bytes_ / 128);  // a flag per 128-byte line
+    std::vector<std::uint8_t> bytes(binary_flag_bytes_);
+    FC_CUDA_CHECK(
+        cudaMemcpy(bytes.data(), binary_allocation_, bytes.size(), cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < c.binary.size(); ++i) std::memcpy(&c.binary[i], &bytes[i * 128], 4);
+  }
+  return c;
 }
 
 std::uint8_t* PcieWorkspace::slab() const {

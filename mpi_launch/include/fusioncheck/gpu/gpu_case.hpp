@@ -132,6 +132,10 @@ std::string case_problem(const GpuCase& c);
 // "" if it is inside. Generated and smoke cases are inside; a replay file may be outside on
 // purpose (e.g. -0 inputs for a kernel that hangs on them).
 struct KernelTraits;
+// A variant whose calls must hold a multiple of elements (KernelVariant::elems_multiple): the
+// call's tokens rounded down to the nearest count that does (up, where that is none), within
+// max_tokens.
+void fit_tokens_to_variant(CallSpec& call, int hidden, int max_tokens, const KernelTraits& traits);
 std::string outside_traits(const GpuCase& c, const KernelTraits& traits);
 inline constexpr int kMaxCallsPerCase = 16;
 inline constexpr int kMaxVariant = 255;  // CallSpec::variant

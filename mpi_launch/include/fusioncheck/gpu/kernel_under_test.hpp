@@ -44,6 +44,9 @@ struct KernelVariant {
   // its other kernel, which sums in large_sum_order (0: one kernel at every size).
   std::uint64_t large_from_bytes = 0;
   reference::SumOrder large_sum_order = reference::SumOrder::rank_order;
+  // Its calls' tokens x hidden must be a multiple of this (a ring's shards of whole packs); 0:
+  // any the kernel runs.
+  std::uint64_t elems_multiple = 0;
 };
 
 // What a kernel under test can run, so that cases draw only what it supports (a refused

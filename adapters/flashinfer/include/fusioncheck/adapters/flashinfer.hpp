@@ -96,13 +96,22 @@ struct PcieVariant {
   int threads = 256;
   bool barriers = false;  // a kernel with per-block barrier generations (the ring, the topology
                           // kernels of 8 ranks)
+  // The copy-engine ring (ce_ring_all_reduce_flat; kernel_variant 4: flag kernels, 6: stream
+  // memory operations), with the pieces per chunk asked for (ce_pick_pieces may take fewer).
+  bool copy_engine = false;
+  int pieces_hint = 0;
   gpu::KernelVariant info;
 };
 // Every SM variant of its all_reduce() for `ranks` (2, 4, 8; empty for another count), each
-// kernel with a few grids: FlashInfer's untuned defaults and others its tuner tries.
-std::vector<PcieVariant> flashinfer_pcie_variants(int ranks);
-// Which scratch region a kernel variant stages in (its all_reduce(): 0 block, 1 pack) and
-// whether that region is left all +0 after every call (only sentinel kernels stage there).
+// kernel with a few grids: FlashInfer's untuned defaults and others its tuner tries; then the
+// copy-engine ring's flat variants (with_copy_engine: the tree has pcie_ipc_ce_ring.cuh).
+std::vector<PcieVariant> flashinfer_pcie_variants(int ranks, bool with_copy_engine = true);
+// The copy-engine ring's pieces per chunk for a call of `numel` 16-bit elements (its
+// ce_pick_pieces: a pure function of the shape).
+int flashinfer_pcie_ce_pieces(int ranks, std::int64_t numel, int pieces_hint);
+// Which scratch region a kernel variant stages in (its all_reduce(): 0 block, 1 pack; -1: the
+// copy-engine ring, its own area) and whether that region is left all +0 after every call
+// (only sentinel kernels stage there).
 int flashinfer_pcie_region(int ranks, int kernel_variant);
 bool flashinfer_pcie_region_sentinel_only(int ranks, int region);
 gpu::KernelTraits flashinfer_pcie_traits(int ranks);
@@ -136,10 +145,16 @@ struct PcieStateAfterCalls {
   std::vector<int> variants;         // each call's index into flashinfer_pcie_variants(ranks)
   // Each region's bytes (0 block, 1 pack) where only sentinel kernels stage; empty: not read.
   std::vector<std::uint8_t> region_bytes[2];
-  std::vector<std::uint8_t> copy_engine_bytes;  // the copy-engine area
+  std::vector<std::int64_t> numels;  // each call's elements
+  // The copy-engine area: each flag slot's flag (written by its publisher), this rank's send
+  // and wait counts, the wait counts before the calls, and this rank's binary flags (empty:
+  // none). Empty flags: the tree has no copy-engine ring.
+  int ce_handshake_slot = 0;
+  std::vector<std::int32_t> ce_flags, ce_send, ce_wait, ce_wait_before, ce_binary;
   bool guards_intact = true;
 };
-// This rank's violations of P1-P5, one line each ("PCIe invariant P<n>: ...").
+// This rank's violations of P1-P5 and of the copy-engine ring's C1-C2, one line each ("PCIe
+// invariant P<n>: ...", "copy-engine invariant C<n>: ...").
 std::vector<std::string> pcie_state_violations(const PcieStateAfterCalls& state);
 // FlashInfer's MoE allreduce fusion (flashinfer/comm/trtllm_moe_allreduce_fusion.cuh: the MoE
 // reduction and finalize kernels, one-shot Lamport on the fusion kernel's workspace) from the
