@@ -93,7 +93,8 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                 .check_mutant =
                     [](protocol::Mutant mutant) {
                       check_family_patch(mutant, "FlashInfer's PCIe allreduce",
-                                         flashinfer_pcie_patches(), {});
+                                         flashinfer_pcie_patches(),
+                                         flashinfer_pcie_patches_not_built());
                     },
                 .comparable = true,  // `gpu bench --pattern allreduce --compare flashinfer-pcie`
                 .protocol = "pcie-sentinel"});

@@ -51,6 +51,17 @@ std::vector<std::pair<protocol::Mutant, std::string>> FlashInferPcieKernels::mut
   return listed_not_built(kPciePatchesNotBuilt);
 }
 
+// A copy of the copy-engine ring changes only its variants: the kill table draws its
+// flag-kernel variant that asks for four pieces.
+int FlashInferPcieKernels::mutant_variant(protocol::Mutant m) const {
+  const protocol::MutantInfo* info = protocol::find_mutant_info(m);
+  if (info == nullptr || (info->layers & protocol::kInSimCeRing) == 0) return -1;
+  for (std::size_t v = 0; v < variants_.size(); ++v)
+    if (variants_[v].copy_engine && variants_[v].kernel_variant == 4 && variants_[v].pieces_hint == 4)
+      return static_cast<int>(v);
+  return -1;
+}
+
 void FlashInferPcieKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
   if (fp32_lamport) throw k::InvalidLaunch("FlashInfer's PCIe allreduce has no fp32 staging");
   if (ranks_ != 2 && ranks_ != 4 && ranks_ != 8)
@@ -335,6 +346,10 @@ std::string flashinfer_pcie_unavailable_reason() {
   return find_pcie_instance(protocol::Mutant::none) != nullptr
              ? ""
              : "this FlashInfer tree has no flashinfer/comm/pcie_ipc_all_reduce.cuh";
+}
+
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_pcie_patches_not_built() {
+  return fi::listed_not_built(fi::kPciePatchesNotBuilt);
 }
 
 std::vector<protocol::Mutant> flashinfer_pcie_patches() {

@@ -88,6 +88,7 @@ class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::Pro
   std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
   // The 2-rank kernel's epoch halves sized from the payload show only when a rank starts a
   // smaller call while its peer still drains a larger one: staggered, delayed starts.
+  int mutant_variant(protocol::Mutant m) const override;
   bool mutant_needs_late_blocks(protocol::Mutant m) const override {
     return m == protocol::Mutant::pcie_tp2_half_from_payload;
   }

@@ -94,7 +94,8 @@ enum class Mutant : std::uint8_t {
 // Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
 // copy of FlashInfer's header (adapters/flashinfer/patches); rows that also exist in our
 // kernels or the sim say so with those bits.
-// kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie);
+// kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie, and
+// patches_pcie_ce for its copy-engine ring);
 // kInFlashInferMoe: of its MoE allreduce fusion (patches_moe); kInFlashInferVllm: of its copy
 // of vLLM's custom allreduce (patches_vllm).
 // kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one;
@@ -331,13 +332,13 @@ inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
     {Mutant::ce_copy_before_add, "ce-copy-before-add",
      "a ring step's copy does not wait for the add of the chunk it forwards: the copy engine "
      "sends the output before this rank added its input to it",
-     "pcie_ipc_ce_ring.cuh: cudaStreamWaitEvent(copy_stream, add_done[p])", kInSimCeRing},
+     "pcie_ipc_ce_ring.cuh: cudaStreamWaitEvent(copy_stream, add_done[p])", kInSimCeRing | kInFlashInferPcie},
     {Mutant::ce_publish_before_copy, "ce-publish-before-copy",
      "the readiness flag is published without waiting for the copy's event (or the binary "
      "write is issued before the copy): the peer adds a landing slot that has not landed",
      "pcie_ipc_ce_ring.cuh: \"this kernel runs on a stream that already waited on the memcpy's "
      "event\"",
-     kInSimCeRing},
+     kInSimCeRing | kInFlashInferPcie},
     {Mutant::ce_no_fork, "ce-no-fork",
      "the side streams do not wait for the caller's stream at the start of a call: the first "
      "copy reads the input before the caller's producer wrote it",
@@ -360,7 +361,7 @@ inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
      "one rank derives another piece count: it uses other flag and landing slots",
      "pcie_ipc_ce_ring.cuh: ce_pick_pieces (\"a rank that picks a different depth uses "
      "different flag slots and the group hangs\")",
-     kInSimCeRing},
+     kInSimCeRing | kInFlashInferPcie},
     {Mutant::vllm_graph_base_unset, "vllm-graph-base-unset",
      "a captured input's peers are registered at the input's own address instead of the base "
      "of its allocation, with offset 0: a peer opens the allocation and reads from its start",

@@ -85,6 +85,7 @@ std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
     kernels::Bootstrap& bootstrap);
 gpu::KernelChoice flashinfer_pcie_choice();
 std::vector<protocol::Mutant> flashinfer_pcie_patches();
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_pcie_patches_not_built();
 // Why this build has no flashinfer-pcie kernel; "" when it has one.
 std::string flashinfer_pcie_unavailable_reason();
 
