@@ -311,10 +311,14 @@ TEST(FlashInferPcie, BuiltWithEveryPatchedCopy) {
     patches.push_back(mutant);
   }
   std::sort(patches.begin(), patches.end());
-  std::vector<Mutant> expected = {Mutant::float_sentinel,      Mutant::counter_not_reset,
-                                  Mutant::no_pdl_wait,         Mutant::pcie_no_sanitise,
-                                  Mutant::pcie_tp2_half_from_payload, Mutant::ce_copy_before_add,
-                                  Mutant::ce_publish_before_copy,     Mutant::ce_pieces_differ};
+  std::vector<Mutant> expected = {Mutant::float_sentinel,
+                                  Mutant::counter_not_reset,
+                                  Mutant::no_pdl_wait,
+                                  Mutant::pcie_no_sanitise,
+                                  Mutant::pcie_tp2_half_from_payload,
+                                  Mutant::ce_copy_before_add,
+                                  Mutant::ce_publish_before_copy,
+                                  Mutant::ce_pieces_differ};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(patches, expected);
   // The catalogue marks exactly these as patched copies of the PCIe header.

@@ -80,24 +80,23 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
            [](protocol::Mutant) {
              throw gpu::BadInput("FlashInfer's older Lamport kernel has no patched copies");
            }});
-  registry.add({.name = "flashinfer-pcie",
-                .description = "FlashInfer's PCIe allreduce, pcie_ipc_all_reduce.cuh" + missing,
-                .choose =
-                    [](const std::string&) {
-                      require_adapter();
-                      if (const std::string why = flashinfer_pcie_unavailable_reason();
-                          !why.empty())
-                        throw gpu::BadInput(why);
-                      return flashinfer_pcie_choice();
-                    },
-                .check_mutant =
-                    [](protocol::Mutant mutant) {
-                      check_family_patch(mutant, "FlashInfer's PCIe allreduce",
-                                         flashinfer_pcie_patches(),
-                                         flashinfer_pcie_patches_not_built());
-                    },
-                .comparable = true,  // `gpu bench --pattern allreduce --compare flashinfer-pcie`
-                .protocol = "pcie-sentinel"});
+  registry.add(
+      {.name = "flashinfer-pcie",
+       .description = "FlashInfer's PCIe allreduce, pcie_ipc_all_reduce.cuh" + missing,
+       .choose =
+           [](const std::string&) {
+             require_adapter();
+             if (const std::string why = flashinfer_pcie_unavailable_reason(); !why.empty())
+               throw gpu::BadInput(why);
+             return flashinfer_pcie_choice();
+           },
+       .check_mutant =
+           [](protocol::Mutant mutant) {
+             check_family_patch(mutant, "FlashInfer's PCIe allreduce", flashinfer_pcie_patches(),
+                                flashinfer_pcie_patches_not_built());
+           },
+       .comparable = true,  // `gpu bench --pattern allreduce --compare flashinfer-pcie`
+       .protocol = "pcie-sentinel"});
   registry.add(
       {.name = "flashinfer-moe",
        .description = "FlashInfer's MoE allreduce fusion, trtllm_moe_allreduce_fusion.cuh; "

@@ -57,7 +57,8 @@ int FlashInferPcieKernels::mutant_variant(protocol::Mutant m) const {
   const protocol::MutantInfo* info = protocol::find_mutant_info(m);
   if (info == nullptr || (info->layers & protocol::kInSimCeRing) == 0) return -1;
   for (std::size_t v = 0; v < variants_.size(); ++v)
-    if (variants_[v].copy_engine && variants_[v].kernel_variant == 4 && variants_[v].pieces_hint == 4)
+    if (variants_[v].copy_engine && variants_[v].kernel_variant == 4 &&
+        variants_[v].pieces_hint == 4)
       return static_cast<int>(v);
   return -1;
 }

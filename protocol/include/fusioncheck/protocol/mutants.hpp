@@ -332,7 +332,8 @@ inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
     {Mutant::ce_copy_before_add, "ce-copy-before-add",
      "a ring step's copy does not wait for the add of the chunk it forwards: the copy engine "
      "sends the output before this rank added its input to it",
-     "pcie_ipc_ce_ring.cuh: cudaStreamWaitEvent(copy_stream, add_done[p])", kInSimCeRing | kInFlashInferPcie},
+     "pcie_ipc_ce_ring.cuh: cudaStreamWaitEvent(copy_stream, add_done[p])",
+     kInSimCeRing | kInFlashInferPcie},
     {Mutant::ce_publish_before_copy, "ce-publish-before-copy",
      "the readiness flag is published without waiting for the copy's event (or the binary "
      "write is issued before the copy): the peer adds a landing slot that has not landed",
