@@ -23,20 +23,14 @@ function(fc_fi_moe_instance name mutant dtype header sync_lines)
   set(cu ${CMAKE_CURRENT_BINARY_DIR}/instances/moe_${name}.cu)
   configure_file(${CMAKE_CURRENT_SOURCE_DIR}/src/fi_moe_instance.cu.in ${cu} @ONLY)
   set(target fc_flashinfer_moe_${name})
-  add_library(${target} SHARED ${cu})
+  fc_fi_instance_library(${target} ${cu})
   # The relative includes of a patched copy ("../exception.h") resolve through comm/.
   target_include_directories(${target} PRIVATE ${_fi_include} ${_fi_include}/flashinfer/comm
     ${FUSIONCHECK_SPDLOG_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR}/src)
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr
-    -Xcompiler=-fvisibility=hidden -w>)
-  set_target_properties(${target} PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared
-    CUDA_ARCHITECTURES "${_fi_archs}" CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden)
-  target_link_libraries(${target} PRIVATE CUDA::cudart)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
   if(name STREQUAL "none_bf16")  # one element type: the same code paths
     fc_fi_arch_check(${target} ${cu})
   endif()
-  target_link_libraries(fusioncheck_adapter_flashinfer PUBLIC ${target})
-  set_property(GLOBAL APPEND PROPERTY FUSIONCHECK_FLASHINFER_LIBRARIES ${target})
   fc_fi_enum("${mutant}" enum)
   list(LENGTH sync_lines site_count)
   string(REPLACE ";" ", " sites "${sync_lines}")
@@ -67,11 +61,8 @@ if(EXISTS "${_fi_moe_header}")
     fc_fi_patched_copies("${_fi_moe_header}" patches_moe _names _mutants _copies _fi_moe_not_built)
     foreach(name mutant copy IN ZIP_LISTS _names _mutants _copies)
       if(FUSIONCHECK_FLASHINFER_COPIES)  # the patch as written against the header, then the hooks
-        file(READ "${copy}" text)
-        fc_fi_sync_delay_copy("${text}" text lines)
-        get_filename_component(dir "${copy}" DIRECTORY)
-        fc_fi_write_if_changed(${dir}/sync_delay/trtllm_moe_allreduce_fusion.cuh "${text}")
-        fc_fi_moe_instance(${name}_bf16 ${mutant} bf16 "${dir}/sync_delay/trtllm_moe_allreduce_fusion.cuh" "${lines}")
+        fc_fi_sync_delay_file("${copy}" hooked lines)
+        fc_fi_moe_instance(${name}_bf16 ${mutant} bf16 "${hooked}" "${lines}")
       else()  # applied (a patch that stopped applying still stops the configuration), not built
         fc_fi_enum("${mutant}" enum)
         string(APPEND _fi_moe_not_built "    {protocol::Mutant::${enum}, \"${_fi_copies_off_reason}\"},\n")

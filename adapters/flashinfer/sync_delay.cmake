@@ -52,6 +52,18 @@ function(fc_fi_sync_delay_copy text out_var lines_var)
   endif()
 endfunction()
 
+# fc_fi_sync_delay_file(<copy> <out path var> <lines var>): the sync-delay copy of a header copy
+# (a patched copy, say), written beside it in sync_delay/ under the same name.
+function(fc_fi_sync_delay_file copy path_var lines_var)
+  file(READ "${copy}" text)
+  fc_fi_sync_delay_copy("${text}" text lines)
+  get_filename_component(dir "${copy}" DIRECTORY)
+  get_filename_component(name "${copy}" NAME)
+  fc_fi_write_if_changed(${dir}/sync_delay/${name} "${text}")
+  set(${path_var} "${dir}/sync_delay/${name}" PARENT_SCOPE)
+  set(${lines_var} "${lines}" PARENT_SCOPE)
+endfunction()
+
 if(CMAKE_SCRIPT_MODE_FILE AND HEADER)
   file(READ "${HEADER}" header_text)
   fc_fi_sync_delay_copy("${header_text}" rewritten sites)

@@ -180,6 +180,9 @@ std::string flashinfer_pcie_unavailable_reason() {
   return "this build has no FlashInfer adapter: " + flashinfer_unavailable_reason();
 }
 std::vector<protocol::Mutant> flashinfer_pcie_patches() { return {}; }
+std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_pcie_patches_not_built() {
+  return {};
+}
 std::string flashinfer_moe_unavailable_reason() { return flashinfer_pcie_unavailable_reason(); }
 std::vector<protocol::Mutant> flashinfer_moe_patches() { return {}; }
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built() {
