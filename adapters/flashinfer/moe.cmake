@@ -63,9 +63,8 @@ if(EXISTS "${_fi_moe_header}")
       if(FUSIONCHECK_FLASHINFER_COPIES)  # the patch as written against the header, then the hooks
         fc_fi_sync_delay_file("${copy}" hooked lines)
         fc_fi_moe_instance(${name}_bf16 ${mutant} bf16 "${hooked}" "${lines}")
-      else()  # applied (a patch that stopped applying still stops the configuration), not built
-        fc_fi_enum("${mutant}" enum)
-        string(APPEND _fi_moe_not_built "    {protocol::Mutant::${enum}, \"${_fi_copies_off_reason}\"},\n")
+      else()
+        fc_fi_copy_not_compiled("${mutant}" _fi_moe_not_built)
       endif()
     endforeach()
   endif()

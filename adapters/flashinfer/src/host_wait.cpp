@@ -1,5 +1,8 @@
-// FlashInfer's refusals and launch errors (host_wait.hpp).
+// FlashInfer's refusals and launch errors, and the notes of a sync-delay copy's holds
+// (host_wait.hpp).
 #include "host_wait.hpp"
+
+#include <fmt/core.h>
 
 #include "fusioncheck/kernels/cuda_check.hpp"
 
@@ -23,6 +26,21 @@ std::string check_text(const std::string& message) {
   const auto line = message.find(": ", at == std::string::npos ? 0 : at);
   if (at == std::string::npos || line == std::string::npos) return message;
   return message.substr(0, at + 1) + ": " + message.substr(line + 2);
+}
+
+std::vector<std::string> sync_delay_notes(const gpu::GpuCase& c, const int* sites, int site_count,
+                                          const char* header) {
+  std::vector<std::string> out;
+  for (int r = 0; r < c.ranks && site_count > 0; ++r) {
+    const gpu::SyncDelay d =
+        gpu::sync_delay_for(c.delay_seed, r, c.delay_max_ns, sites, site_count);
+    if (d.line != 0)
+      out.push_back(fmt::format(
+          "in-kernel hold: rank {} holds block {} (modulo the grid) for {} ns at line {} of {}, "
+          "every call",
+          r, d.block, d.ns, d.line, header));
+  }
+  return out;
 }
 
 }  // namespace fusioncheck::adapters::fi

@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <vector>
 
+#include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/host_bounded_wait.hpp"
 
 namespace fusioncheck::adapters::fi {
@@ -24,4 +26,8 @@ std::string check_text(const std::string& message);
 // that this GPU cannot run (clearing that error: the context stays usable), CudaError naming
 // `what` for any other error; returns on cudaSuccess.
 void throw_launch_error(cudaError_t e, const char* message, const char* what);
+// The blocks a sync-delay copy (sites: its hooks' lines in `header`) holds inside the kernel for
+// a case, a line per rank that holds one: what a failing case's report adds.
+std::vector<std::string> sync_delay_notes(const gpu::GpuCase& c, const int* sites, int site_count,
+                                          const char* header);
 }  // namespace fusioncheck::adapters::fi

@@ -244,18 +244,9 @@ std::vector<std::string> flashinfer_moe_case_notes(const gpu::GpuCase& c, protoc
   const fi::MoeInstance* instance = find_moe_instance(patch, bf16);
   if (bf16 && c.delay_seed != 0 && patch == protocol::Mutant::none)
     if (const fi::MoeInstance* hooked = find_moe_instance(patch, true, true)) instance = hooked;
-  std::vector<std::string> out;
-  if (instance == nullptr || instance->sync_site_count == 0) return out;
-  for (int r = 0; r < c.ranks; ++r) {
-    const gpu::SyncDelay d = gpu::sync_delay_for(c.delay_seed, r, c.delay_max_ns,
-                                                 instance->sync_sites, instance->sync_site_count);
-    if (d.line != 0)
-      out.push_back(fmt::format(
-          "in-kernel hold: rank {} holds block {} (modulo the grid) for {} ns at line {} of "
-          "trtllm_moe_allreduce_fusion.cuh, every call",
-          r, d.block, d.ns, d.line));
-  }
-  return out;
+  if (instance == nullptr) return {};
+  return fi::sync_delay_notes(c, instance->sync_sites, instance->sync_site_count,
+                              "trtllm_moe_allreduce_fusion.cuh");
 }
 
 std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built() {

@@ -104,17 +104,8 @@ void FlashInferVllmKernels::begin_case(const gpu::GpuCase& c) {
 
 std::vector<std::string> FlashInferVllmKernels::case_notes(const gpu::GpuCase& c) const {
   const VllmInstance& instance = instance_for(c);
-  std::vector<std::string> out;
-  for (int r = 0; r < c.ranks && instance.sync_site_count > 0; ++r) {
-    const gpu::SyncDelay d = gpu::sync_delay_for(c.delay_seed, r, c.delay_max_ns,
-                                                 instance.sync_sites, instance.sync_site_count);
-    if (d.line != 0)
-      out.push_back(fmt::format(
-          "in-kernel hold: rank {} holds block {} (modulo the grid) for {} ns at line {} of "
-          "vllm_custom_all_reduce.cuh, every call",
-          r, d.block, d.ns, d.line));
-  }
-  return out;
+  return sync_delay_notes(c, instance.sync_sites, instance.sync_site_count,
+                          "vllm_custom_all_reduce.cuh");
 }
 
 void FlashInferVllmKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream_t stream) {
