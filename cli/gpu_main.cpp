@@ -84,17 +84,9 @@ gpu::KernelRegistry builtin_kernels() {
                       ours.host_traits = [](int) { return gpu::our_traits(); };
                       return ours;
                     },
-                // A mutant of the catalogue that our kernels do not build (the sim's alone, or
-                // another project's patched copy) is refused before any GPU is touched; which
-                // of ours this build compiled is checked on the GPU.
-                .check_mutant =
-                    [](protocol::Mutant m) {
-                      const protocol::MutantInfo* info = protocol::find_mutant_info(m);
-                      if (info == nullptr || (info->layers & protocol::kInKernel) == 0)
-                        throw gpu::BadInput(
-                            "our kernels have no instance of this mutant (its layers: "
-                            "fusioncheck mutants --json)");
-                    }});
+                // The catalogue's kernel mutants; which of them this build compiled is
+                // checked on the GPU.
+                .mutants = gpu::our_mutants()});
   adapters::add_flashinfer_kernels(registry);
   return registry;
 }

@@ -103,12 +103,6 @@ template <typename Job> int run_on_ranks(const GpuCliOptions& options, Job job) 
   return kExitInternalError;  // not reached: abort() does not return
 }
 
-protocol::Mutant mutant_from_id(const std::string& id) {
-  const auto m = protocol::parse_mutant(id);
-  if (!m) throw UsageError("--mutant " + id + ": not in the catalogue (see fusioncheck mutants)");
-  return *m;
-}
-
 // The kernel a job drives; one this build cannot run is bad input, with the family's reason.
 gpu::KernelChoice choose_kernel(const GpuCliOptions& o, const std::string& option,
                                 const std::string& value) {
@@ -121,16 +115,13 @@ gpu::KernelChoice choose_kernel(const GpuCliOptions& o, const std::string& optio
   }
 }
 
-// A mutant the chosen family has no instance of is refused before MPI starts (families
-// without a check_mutant, ours among them, are checked by the library on the GPU).
-void check_family_mutant(const GpuCliOptions& o, protocol::Mutant mutant) {
-  if (mutant == protocol::Mutant::none) return;
-  const gpu::KernelFamily* family = o.registry->find(o.kernel);
-  if (family == nullptr || !family->check_mutant) return;
+// A --mutant id of the chosen family, refused before MPI starts when the family does not
+// register it or this build lacks it (which of ours were compiled is checked on the GPU).
+gpu::MutantId family_mutant(const GpuCliOptions& o, const std::string& id) {
   try {
-    family->check_mutant(mutant);
+    return o.registry->mutant_of(o.kernel, id);
   } catch (const gpu::BadInput& e) {
-    throw UsageError("--mutant " + std::string(protocol::mutant_id(mutant)) + ": " + e.what());
+    throw UsageError("--mutant " + id + ": " + e.what());
   }
 }
 
@@ -188,7 +179,7 @@ int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
 int run_kill_table_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   gpu::KillTableOptions options;
   options.check = o.check;
-  for (const auto& id : o.mutants) options.mutants.push_back(mutant_from_id(id));
+  for (const auto& id : o.mutants) options.mutants.emplace_back(id);  // checked before MPI
   const gpu::KillTableResult table = gpu::run_kill_table(comm, options);
   if (comm.rank() == 0) {
     const std::string text =
@@ -369,8 +360,9 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
   auto* check = gpu.add_subcommand(
       "check", "The property suite: RapidCheck cases vs the reference and invariants");
   add_check_options(check, *o);
-  check->add_option("--mutant", o->mutant,
-                    "Run a kernel mutant (negative control; see fusioncheck mutants)");
+  check->add_option(
+      "--mutant", o->mutant,
+      "Run a negative control of the kernel family (fusioncheck mutants --kernel NAME)");
   auto* replay =
       check->add_option("--replay", o->check.replay_file,
                         "Run the case in this file (written by a failing run); --max-* size the "
@@ -417,8 +409,7 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
                              {"--json", o->json_out},
                              {"--junit", o->junit_out}});
     }
-    o->check.mutant = mutant_from_id(o->mutant);
-    check_family_mutant(*o, o->check.mutant);
+    o->check.mutant = family_mutant(*o, o->mutant);
     o->check.known = load_known(*o);
     o->check.strict = o->strict;
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return run_check_command(c, *o); });
@@ -429,8 +420,9 @@ void add_kill_table(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_c
   auto* table =
       gpu.add_subcommand("kill-table", "Every kernel mutant: killed? by which check? how fast?");
   add_check_options(table, *o);
-  table->add_option("--mutants", o->mutants,
-                    "Mutant ids (default: every compiled kernel mutant, plus none)");
+  table->add_option(
+      "--mutants", o->mutants,
+      "Mutant ids of the kernel family (default: every one this build compiled, plus none)");
   table->add_option("--out", o->table_out, "Write the table as Markdown (rank 0)");
   table
       ->add_option("--variant", o->check.variant,
@@ -441,8 +433,7 @@ void add_kill_table(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_c
     refuse_empty_values(*table);
     check_paths(*o);
     o->check.kernel = choose_kernel(*o, "--kernel", o->kernel);
-    for (const auto& id : o->mutants)
-      check_family_mutant(*o, mutant_from_id(id));  // before MPI starts
+    for (const auto& id : o->mutants) family_mutant(*o, id);  // before MPI starts
     o->check.known = load_known(*o);
     o->check.strict = o->strict;
     exit_code = run_on_ranks(*o, [&](mpi::MpiComm& c) { return run_kill_table_command(c, *o); });

@@ -1,6 +1,7 @@
 # fc_fi_apply_patch(<header text> <patch file> <out var> <status var>): FlashInfer's header with
 # one patch of patches/ applied. A patch file sets
-#   FC_PATCH_MUTANT   the catalogue id (protocol/mutants.hpp)
+#   FC_PATCH_MUTANT   the mutant id: a catalogue id (protocol/mutants.hpp), or the family's own,
+#                     then with FC_PATCH_WHAT and FC_PATCH_REAL_WORLD (patch_list.cmake)
 #   FC_PATCH_WHERE    the lines it changes, in the pinned release
 #   FC_PATCH_OLD, FC_PATCH_NEW              the first edit
 #   FC_PATCH_OLD_2, FC_PATCH_NEW_2 (... _4) further edits, where one change spans places

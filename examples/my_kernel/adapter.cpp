@@ -90,7 +90,11 @@ std::string MyKernel::name() const {
 }
 
 gpu::KernelTraits MyKernel::traits() const { return my_kernel::traits(); }
-std::vector<fp::Mutant> MyKernel::mutants() const { return my_kernel::mutants(); }
+std::vector<gpu::MutantId> MyKernel::mutants() const {
+  std::vector<gpu::MutantId> out;
+  for (fp::Mutant m : my_kernel::mutants()) out.emplace_back(m);
+  return out;
+}
 
 // On the rank's GPU, once: its SM count, how many ranks share a GPU (the grid bound), the
 // hang record and its claim word.
@@ -207,9 +211,10 @@ gpu::KernelChoice choice() {
   gpu::KernelChoice c;
   c.name = "my-kernel";
   c.share_sms = false;  // it bounds its grid by the ranks sharing a GPU itself (grid_blocks)
+  // Its mutants are the catalogue's (family() registers them), built as template arguments.
   c.make = [](fk::Bootstrap& bootstrap,
-              fp::Mutant mutant) -> std::unique_ptr<gpu::KernelUnderTest> {
-    return std::make_unique<MyKernel>(bootstrap, mutant);
+              const gpu::MutantId& mutant) -> std::unique_ptr<gpu::KernelUnderTest> {
+    return std::make_unique<MyKernel>(bootstrap, mutant.in_catalogue().value_or(fp::Mutant::none));
   };
   return c;
 }
@@ -219,13 +224,7 @@ gpu::KernelFamily family() {
   f.name = "my-kernel";
   f.description = "the example one-shot Lamport kernel of examples/my_kernel";
   f.choose = [](const std::string&) { return choice(); };
-  f.check_mutant = [](fp::Mutant m) {
-    const auto have = my_kernel::mutants();
-    if (m == fp::Mutant::none || std::find(have.begin(), have.end(), m) != have.end()) return;
-    std::string ids;
-    for (fp::Mutant h : have) ids += (ids.empty() ? "" : ", ") + std::string(fp::mutant_id(h));
-    throw gpu::BadInput("the example kernel is built with these mutants only: " + ids);
-  };
+  for (fp::Mutant m : my_kernel::mutants()) f.mutants.push_back(gpu::catalogue_entry(m));
   f.comparable = true;
   return f;
 }

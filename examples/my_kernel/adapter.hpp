@@ -66,7 +66,7 @@ class MyKernel final : public fusioncheck::gpu::KernelUnderTest {
 
   std::string name() const override;
   fusioncheck::gpu::KernelTraits traits() const override;
-  std::vector<fusioncheck::protocol::Mutant> mutants() const override;
+  std::vector<fusioncheck::gpu::MutantId> mutants() const override;
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const fk::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   fk::ControlState read_state(fk::LamportCopy lamport) override;

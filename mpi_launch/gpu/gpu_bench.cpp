@@ -166,7 +166,7 @@ class BenchRunner {
     // pattern alone there is nothing to fuse.
     if (options_.pattern != k::Pattern::allreduce) columns_.push_back({Path::unfused});
     if (options_.compare) {
-      other_ = options_.compare->make(bootstrap_, protocol::Mutant::none);
+      other_ = options_.compare->make(bootstrap_, MutantId());
       other_traits_ = other_->traits();
       const KernelTraits& traits = other_traits_;
       // The same on every rank, before any workspace.

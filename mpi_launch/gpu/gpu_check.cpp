@@ -184,7 +184,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
                                    IssueMode::graph_replay)
                : *rc::gen::element(IssueMode::checked_each_call, IssueMode::back_to_back);
   c.neg_zero_inputs = traits.neg_zero_inputs;
-  if (o.mutant != protocol::Mutant::none) {
+  if (!o.mutant.none()) {
     c.dtype = k::DType::bf16;  // mutant instances are compiled for bf16 (kernels/README.md)
     c.fp32_lamport = o.mutant == protocol::Mutant::sentinel_width;
   }
@@ -279,12 +279,12 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
 namespace {
 
 void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& v,
-                  const std::string& kernel, protocol::Mutant mutant, const std::string& command) {
+                  const std::string& kernel, const MutantId& mutant, const std::string& command) {
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : v.findings) findings.push_back({{"check", f.check}, {"message", f.message}});
   write_file(path, nlohmann::json{{"case", to_json(c)},
                                   {"kernel", kernel},
-                                  {"mutant", protocol::mutant_id(mutant)},
+                                  {"mutant", mutant.id()},
                                   {"findings", findings},
                                   {"replay", command}}
                            .dump(1) +
@@ -292,15 +292,14 @@ void write_replay(const std::string& path, const GpuCase& c, const CaseVerdict& 
 }
 
 // --mutant: the kernel under test must have an instance of it (BadInput otherwise).
-void require_mutant_instance(const KernelUnderTest& kernel, protocol::Mutant mutant) {
+void require_mutant_instance(const KernelUnderTest& kernel, const MutantId& mutant) {
   const auto have = kernel.mutants();
-  if (mutant != protocol::Mutant::none &&
-      std::find(have.begin(), have.end(), mutant) == have.end()) {
+  if (!mutant.none() && std::find(have.begin(), have.end(), mutant) == have.end()) {
     std::vector<std::string> ids;
-    for (auto m : have) ids.emplace_back(protocol::mutant_id(m));
+    for (auto m : have) ids.emplace_back(m.id());
     throw BadInput(
         fmt::format("--mutant {}: {} has no instance of this mutant (it has: {})",
-                    std::string(protocol::mutant_id(mutant)), kernel.name(),
+                    std::string(mutant.id()), kernel.name(),
                     ids.empty() ? std::string("none") : fmt::format("{}", fmt::join(ids, ", "))));
   }
 }
@@ -425,7 +424,7 @@ void replay_case(mpi::MpiComm& comm, const CheckOptions& o, const CaseRunner& ru
 std::string replay_command(int ranks, const CheckOptions& o, const std::string& file) {
   return fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", ranks,
                      o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name,
-                     std::string(protocol::mutant_id(o.mutant)), file);
+                     std::string(o.mutant.id()), file);
 }
 
 // Rank 0: the smallest failing case RapidCheck shrank to, and its replay file where
@@ -440,7 +439,7 @@ void keep_minimal_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCa
   write_replay(o.replay_out, failure, verdict, o.kernel.name, o.mutant, result.replay_command);
   result.replay_file = o.replay_out;
   // A new finding of an upstream kernel: its stand-alone reproducer beside the replay.
-  if (!o.kernel.export_reproducer || o.mutant != protocol::Mutant::none) return;
+  if (!o.kernel.export_reproducer || !o.mutant.none()) return;
   const auto dot = o.replay_out.rfind(".json");
   const std::string dir =
       (dot == std::string::npos ? o.replay_out : o.replay_out.substr(0, dot)) + "-repro";
@@ -619,7 +618,7 @@ CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
   if (!protocol::is_supported_rank_count(comm.size()))
     throw BadInput(
         fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
-  agree_on_config(comm, run_config(o, comm.size(), std::string(protocol::mutant_id(o.mutant))));
+  agree_on_config(comm, run_config(o, comm.size(), std::string(o.mutant.id())));
   // Before a GPU is assigned: a variant the kernel lacks, a replay of another rank count need
   // no device to be refused.
   if (o.kernel.host_traits)

@@ -63,8 +63,7 @@ std::string summary_line(const CheckResult& r, int ranks) {
   return fmt::format(
       "{} ranks, mutant {}, {} % two-shot calls{}{}: {} cases ({} kernel calls per rank, {} refused) in "
       "{:.1f} s = {:.0f} checked cases/s: {}",
-      ranks, protocol::mutant_id(r.mutant), r.twoshot_percent,
-      r.late_blocks ? ", blocks started late" : "",
+      ranks, r.mutant.id(), r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
       r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "", r.cases, r.calls,
       r.refused, r.seconds, rate,
       r.new_finding ? "FAILED " + first_finding(r)
@@ -91,9 +90,7 @@ std::string time_breakdown(const CheckResult& r) {
 std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks) {
   std::string out =
       fmt::format("\nFAILED: {}{}\n", r.minimal ? "the smallest failing case" : "the run",
-                  r.mutant == protocol::Mutant::none
-                      ? std::string()
-                      : fmt::format(" (mutant {})", protocol::mutant_id(r.mutant)));
+                  r.mutant.none() ? std::string() : fmt::format(" (mutant {})", r.mutant.id()));
   out += fmt::format("  {:<18}{}\n", "ranks", ranks);
   out += fmt::format("  {:<18}{}\n", "GPUs", describe(placement, ranks));
   if (r.minimal) out += describe_block(*r.minimal, "  ");
@@ -125,7 +122,7 @@ nlohmann::json to_json(const CheckResult& r) {
                      {"trigger_cases", t.trigger_cases},
                      {"failed_cases", t.failed_cases},
                      {"replay_file", t.replay_file}});
-  return {{"mutant", protocol::mutant_id(r.mutant)},
+  return {{"mutant", r.mutant.id()},
           {"twoshot_percent", r.twoshot_percent},
           {"late_blocks", r.late_blocks},
           {"failed", r.failed},
@@ -160,15 +157,14 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
   for (const auto& r : runs) {
     // A mutant run passes when the mutant is killed; the correct kernels pass when clean. A
     // survivor this setup cannot kill is skipped, with the reason.
-    const bool expected_failure = kill_table != nullptr && r.mutant != protocol::Mutant::none;
-    const std::string excuse =
-        expected_failure && !r.failed ? expected_survival(r.mutant, *kill_table) : "";
+    const bool expected_failure = kill_table != nullptr && !r.mutant.none();
+    const std::string excuse = expected_failure && !r.failed ? r.survival_excuse : "";
     const bool bad = excuse.empty() && (expected_failure ? !r.failed : r.failed);
     failures += bad ? 1 : 0;
     skipped += excuse.empty() ? 0 : 1;
     body += fmt::format(
         "  <testcase classname=\"{}\" name=\"{}, {} % two-shot calls\" time=\"{:.3f}\">\n",
-        xml_escape(suite), protocol::mutant_id(r.mutant), r.twoshot_percent, r.seconds);
+        xml_escape(suite), r.mutant.id(), r.twoshot_percent, r.seconds);
     if (!excuse.empty()) body += fmt::format("    <skipped message=\"{}\"/>\n", xml_escape(excuse));
     if (bad)
       body += fmt::format(
@@ -185,7 +181,7 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
       skipped += state != "known" && !absent_fails ? 1 : 0;
       ++tests;
       body += fmt::format("  <testcase classname=\"{}\" name=\"{}: known {}\" time=\"0\">\n",
-                          xml_escape(suite), protocol::mutant_id(r.mutant), xml_escape(t.id));
+                          xml_escape(suite), r.mutant.id(), xml_escape(t.id));
       const std::string what =
           fmt::format("{}: {} of {} cases that drew its trigger failed with it", state,
                       t.failed_cases, t.trigger_cases);
@@ -204,26 +200,12 @@ std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& 
       xml_escape(suite), tests, failures, skipped, body);
 }
 
-std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement) {
+std::string expected_survival(const MutantId& mutant, const GpuPlacement& placement) {
   using protocol::Mutant;
   if ((mutant == Mutant::pdl_wait_missing || mutant == Mutant::empty_body) &&
       placement.compute_capability < 120)
     return fmt::format("correct code on sm_{} (the bug is in sm_120 code; the audit flags it)",
                        placement.compute_capability);
-  if (mutant == Mutant::revert_0_6_4_fp4_cluster_coverage && placement.compute_capability < 100)
-    return fmt::format(
-        "NVFP4 runs only on sm_100 and newer (FlashInfer's conversion is compiled out on sm_{}); the "
-        "launch configuration it changes is FP4-only",
-        placement.compute_capability);
-  if (mutant == Mutant::revert_0_6_17_cluster_clamp && placement.compute_capability < 100)
-    return fmt::format(
-        "the same launch on sm_{}: it launches clusters of 8 blocks, so the clamp changes nothing; "
-        "needs a GPU whose largest cluster for the kernel is smaller",
-        placement.compute_capability);
-  if (mutant == Mutant::revert_0_6_15_partial_warp_reduce && placement.compute_capability < 100)
-    return "on sm_90 the full-warp shuffles in a partial last warp leave the sum as the fix computes it (5 seeds x "
-           "200 cases, most of them with partial warps, docs/flashinfer_history.md): undefined behaviour that "
-           "this GPU resolves benignly";
   if (mutant == Mutant::barrier_no_release && placement.ranks_share_gpu)
     return "seldom observable between ranks on one GPU (one coherent L2); the sim kills it";
   if (mutant == Mutant::torn_element && placement.ranks_share_gpu && !placement.mps_running)
@@ -231,23 +213,22 @@ std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& place
   return "";
 }
 
-std::vector<KillTableRun> kill_table_plan(const std::vector<protocol::Mutant>& mutants,
-                                          int default_percent,
-                                          const std::function<bool(protocol::Mutant)>& twoshot_only,
-                                          const std::function<bool(protocol::Mutant)>& late_blocks,
-                                          const std::function<int(protocol::Mutant)>& variant_of) {
+std::vector<KillTableRun> kill_table_plan(const std::vector<MutantId>& mutants, int default_percent,
+                                          const std::function<bool(const MutantId&)>& twoshot_only,
+                                          const std::function<bool(const MutantId&)>& late_blocks,
+                                          const std::function<int(const MutantId&)>& variant_of) {
   std::vector<KillTableRun> plan;
-  const KillTableRun plain{protocol::Mutant::none, default_percent, false, -1};
+  const KillTableRun plain{MutantId(), default_percent, false, -1};
   std::vector<KillTableRun> focuses;  // each focus a mutant runs under, as its control runs it
   for (const auto& m : mutants) {
     plan.push_back({m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent, late_blocks(m),
                     variant_of ? variant_of(m) : -1});
     KillTableRun control = plan.back();
-    control.mutant = protocol::Mutant::none;
+    control.mutant = MutantId();
     if (control != plain && std::find(focuses.begin(), focuses.end(), control) == focuses.end())
       focuses.push_back(control);
   }
-  if (plan.empty() || plan.front().mutant != protocol::Mutant::none) return plan;
+  if (plan.empty() || !plan.front().mutant.none()) return plan;
   plan.insert(plan.begin() + 1, focuses.begin(), focuses.end());
   return plan;
 }
@@ -256,21 +237,20 @@ namespace {
 
 // The "killed" cell of a kill table row.
 std::string kill_verdict(const CheckResult& r, const GpuPlacement& placement) {
-  if (r.mutant == protocol::Mutant::none) {
+  if (r.mutant.none()) {
     if (r.new_finding) return "CONTROL FAILED (the kernel as built fails: see gpu check)";
     if (r.failed) return "CONTROL FAILED: a known finding is absent (--strict; fixed upstream?)";
     return known_reproduced(r) > 0 ? "clean (control) except known findings" : "clean (control)";
   }
   if (r.failed) return "yes";
-  const std::string excuse = expected_survival(r.mutant, placement);
-  return excuse.empty() ? "NO" : "no, as expected here: " + excuse;
+  return r.survival_excuse.empty() ? "NO" : "no, as expected here: " + r.survival_excuse;
 }
 
 }  // namespace
 
-std::string kill_table_markdown(
-    const std::vector<CheckResult>& runs, const std::string& setup, const GpuPlacement& placement,
-    const std::vector<std::pair<protocol::Mutant, std::string>>& not_built) {
+std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std::string& setup,
+                                const GpuPlacement& placement,
+                                const std::vector<std::pair<MutantId, std::string>>& not_built) {
   std::string out = fmt::format(
       "Setup: {}\n\n| mutant | two-shot calls | killed | how (first check that failed) "
       "| time to detect (s) | cases to detect | first finding | known findings met |\n"
@@ -285,18 +265,18 @@ std::string kill_table_markdown(
     std::string known = known_summary(r);
     for (auto& ch : known)
       if (ch == '|') ch = '/';
-    out += fmt::format(
-        "| {} | {} %{}{} | {} | {} | {} | {} | {} | {} |\n", protocol::mutant_id(r.mutant),
-        r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
-        r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "",
-        kill_verdict(r, placement), how,
-        r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
-        r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message,
-        known.empty() ? "-" : known);
+    out +=
+        fmt::format("| {} | {} %{}{} | {} | {} | {} | {} | {} | {} |\n", r.mutant.id(),
+                    r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
+                    r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "",
+                    kill_verdict(r, placement), how,
+                    r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
+                    r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases),
+                    message, known.empty() ? "-" : known);
   }
   for (const auto& [mutant, why] : not_built)
     out += fmt::format("| {} | - | not built for this tree: {} | - | - | - | - | - |\n",
-                       protocol::mutant_id(mutant), why);
+                       mutant.id(), why);
   return out;
 }
 

@@ -217,8 +217,7 @@ SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
     if (t <= 0) throw BadInput(fmt::format("--tokens {}: must be positive", t));
   const GpuPlacement placement = place_rank_on_gpu(comm, options.kernel.share_sms);
   MpiBootstrap bootstrap(comm);
-  const std::unique_ptr<KernelUnderTest> made =
-      options.kernel.make(bootstrap, protocol::Mutant::none);
+  const std::unique_ptr<KernelUnderTest> made = options.kernel.make(bootstrap, MutantId());
   KernelUnderTest& kernel = *made;
   const KernelTraits traits = kernel.traits();
   if (std::none_of(options.hidden.begin(), options.hidden.end(),

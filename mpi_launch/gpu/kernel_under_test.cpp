@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/lamport_checks.hpp"
 #include "fusioncheck/kernels/baseline.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
@@ -19,19 +20,36 @@ ProtocolChecks& KernelUnderTest::protocol_checks(int rank) {
   return *lamport_checks_;
 }
 
-std::vector<protocol::Mutant> OurKernels::mutants() const {
-  std::vector<protocol::Mutant> all;
-  for (auto m : kernels::oneshot_mutants_compiled()) all.push_back(m);
+protocol::Mutant our_mutant(const MutantId& mutant) {
+  if (mutant.none()) return protocol::Mutant::none;
+  const auto m = mutant.in_catalogue();
+  const protocol::MutantInfo* info = m ? protocol::find_mutant_info(*m) : nullptr;
+  if (info == nullptr || (info->layers & protocol::kInKernel) == 0)
+    throw BadInput("--mutant " + mutant.id() + ": our kernels have no instance of this mutant");
+  return *m;
+}
+
+std::vector<FamilyMutant> our_mutants() {
+  std::vector<FamilyMutant> out;
+  for (const protocol::MutantInfo& info : protocol::kMutantCatalogue)
+    if ((info.layers & protocol::kInKernel) != 0) out.push_back(catalogue_entry(info.mutant));
+  return out;
+}
+
+std::vector<MutantId> OurKernels::mutants() const {
+  std::vector<MutantId> all;
+  for (auto m : kernels::oneshot_mutants_compiled()) all.emplace_back(m);
   for (auto m : kernels::twoshot_mutants_compiled())
-    if (std::find(all.begin(), all.end(), m) == all.end()) all.push_back(m);
+    if (std::find(all.begin(), all.end(), MutantId(m)) == all.end()) all.emplace_back(m);
   return all;
 }
 
-bool OurKernels::mutant_in_twoshot_only(protocol::Mutant m) const {
-  const auto os = kernels::oneshot_mutants_compiled();
-  const auto ts = kernels::twoshot_mutants_compiled();
-  return std::find(ts.begin(), ts.end(), m) != ts.end() &&
-         std::find(os.begin(), os.end(), m) == os.end();
+bool OurKernels::mutant_in_twoshot_only(const MutantId& m) const {
+  const auto in = [&m](const auto& compiled) {
+    return std::any_of(compiled.begin(), compiled.end(),
+                       [&m](protocol::Mutant c) { return MutantId(c) == m; });
+  };
+  return in(kernels::twoshot_mutants_compiled()) && !in(kernels::oneshot_mutants_compiled());
 }
 
 std::string OurKernels::name() const {

@@ -28,15 +28,14 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
   require_cuda_device();  // before the kernel below is made (some adapters load device code)
   // A kernel made only to ask it which mutants it has and where they live.
   MpiBootstrap bootstrap(comm);
-  const std::unique_ptr<KernelUnderTest> kernel =
-      options.check.kernel.make(bootstrap, protocol::Mutant::none);
-  std::vector<protocol::Mutant> mutants = options.mutants;
+  const std::unique_ptr<KernelUnderTest> kernel = options.check.kernel.make(bootstrap, MutantId());
+  std::vector<MutantId> mutants = options.mutants;
   if (mutants.empty()) {
-    mutants.push_back(protocol::Mutant::none);
+    mutants.emplace_back();
     for (auto m : kernel->mutants()) mutants.push_back(m);
   }
   std::vector<std::string> ids;
-  for (auto m : mutants) ids.emplace_back(protocol::mutant_id(m));
+  for (auto m : mutants) ids.emplace_back(m.id());
   agree_on_config(comm,
                   run_config(options.check, comm.size(), fmt::format("{}", fmt::join(ids, ","))));
   KillTableResult result;
@@ -48,13 +47,13 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
   check.shrink = false;  // time to detect = the first failure
   const auto plan = kill_table_plan(
       mutants, options.check.twoshot_percent,
-      [&](protocol::Mutant m) { return kernel->mutant_in_twoshot_only(m); },
-      [&](protocol::Mutant m) { return kernel->mutant_needs_late_blocks(m); },
-      [&](protocol::Mutant m) { return kernel->mutant_variant(m); });
+      [&](const MutantId& m) { return kernel->mutant_in_twoshot_only(m); },
+      [&](const MutantId& m) { return kernel->mutant_needs_late_blocks(m); },
+      [&](const MutantId& m) { return kernel->mutant_variant(m); });
   for (const auto& run : plan) {
     check.mutant = run.mutant;
     // An absent known finding says something of the kernel as built, not of a mutant.
-    check.strict = options.check.strict && run.mutant == protocol::Mutant::none;
+    check.strict = options.check.strict && run.mutant.none();
     check.twoshot_percent = run.twoshot_percent;
     check.focus_twoshot = run.twoshot_percent == kTwoShotMutantPercent;
     check.focus_late_blocks = run.late_blocks;
@@ -65,19 +64,21 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
     check.limits.max_calls = check.focus_twoshot || check.focus_late_blocks
                                  ? kMaxCallsPerCase
                                  : options.check.limits.max_calls;
-    check.replay_out =
-        fmt::format("fusioncheck-gpu-{}-{}{}{}.json", protocol::mutant_id(run.mutant),
-                    run.twoshot_percent, run.late_blocks ? "-late-blocks" : "",
-                    run.variant >= 0 ? fmt::format("-variant{}", run.variant) : "");
+    check.replay_out = fmt::format("fusioncheck-gpu-{}-{}{}{}.json", run.mutant.id(),
+                                   run.twoshot_percent, run.late_blocks ? "-late-blocks" : "",
+                                   run.variant >= 0 ? fmt::format("-variant{}", run.variant) : "");
     result.runs.push_back(run_check(comm, check, result.placement));
+    if (!run.mutant.none()) {
+      std::string excuse = expected_survival(run.mutant, result.placement);
+      if (excuse.empty()) excuse = kernel->mutant_may_survive(run.mutant, result.placement);
+      result.runs.back().survival_excuse = excuse;
+    }
     if (comm.rank() == 0)
       fmt::print("{}\n", summary_line(result.runs.back(), comm.size())), std::fflush(stdout);
   }
   if (options.mutants.empty()) result.not_built = kernel->mutants_not_built();
   for (const auto& r : result.runs)
-    result.unexpected += r.mutant == protocol::Mutant::none
-                             ? r.failed
-                             : !r.failed && expected_survival(r.mutant, result.placement).empty();
+    result.unexpected += r.mutant.none() ? r.failed : !r.failed && r.survival_excuse.empty();
   return result;
 }
 

@@ -14,12 +14,23 @@
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/reference/generators.hpp"
+#include "family_mutants.hpp"
 
 namespace {
 
 namespace fa = fusioncheck::adapters;
 using fusioncheck::protocol::Mutant;
+using fusioncheck::adapters::testing::copy_ids;
+using fusioncheck::adapters::testing::registered_ids;
+using Ids = std::vector<std::string>;
+
+// Every reason a copy was not built is the configuration's, never a patch that stopped applying.
+void expect_only_copies_off(const Ids& why_not_built) {
+  for (const std::string& why : why_not_built)
+    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_COPIES=OFF"), std::string::npos) << why;
+}
 
 TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
   ASSERT_TRUE(fa::flashinfer_available()) << fa::flashinfer_unavailable_reason();
@@ -27,39 +38,56 @@ TEST(FlashInferAdapter, BuiltWithTheHeadersAndEveryPatch) {
       << fa::flashinfer_source();
   const auto built = fa::flashinfer_patches();
   // pdl-wait-missing is compiled in every build (the audit's control).
-  EXPECT_NE(std::find(built.begin(), built.end(), Mutant::pdl_wait_missing), built.end());
+  EXPECT_NE(
+      std::find(built.begin(), built.end(), fusioncheck::gpu::MutantId(Mutant::pdl_wait_missing)),
+      built.end());
   // The pinned release takes every patch: a copy is built, or applied and named as left out
   // by -DFUSIONCHECK_FLASHINFER_COPIES=OFF, never skipped.
-  auto patches = built;
-  for (const auto& [mutant, why] : fa::flashinfer_patches_not_built()) {
-    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_COPIES=OFF"), std::string::npos) << why;
-    patches.push_back(mutant);
-  }
-  std::sort(patches.begin(), patches.end());
-  std::vector<Mutant> expected = {Mutant::pdl_wait_missing,
-                                  Mutant::float_sentinel,
-                                  Mutant::no_canonicalize,
-                                  Mutant::clear_size_current,
-                                  Mutant::flag_before_arrival,
-                                  Mutant::no_pdl_wait,
-                                  Mutant::revert_0_6_4_fp4_cluster_coverage,
-                                  Mutant::revert_0_6_15_partial_warp_reduce,
-                                  Mutant::revert_0_6_17_cluster_clamp,
-                                  Mutant::revert_0_7_1_inputs_before_wait,
-                                  Mutant::revert_0_7_2_twoshot_barrier_order,
-                                  Mutant::mxfp8_scale_nearest,
-                                  Mutant::group_fp8_padding_kept};
+  Ids why_not_built;
+  const Ids patches = copy_ids(built, fa::flashinfer_patches_not_built(), &why_not_built);
+  expect_only_copies_off(why_not_built);
+  Ids expected = {"pdl-wait-missing",
+                  "float-sentinel",
+                  "no-canonicalize",
+                  "clear-size-current",
+                  "flag-before-arrival",
+                  "no-pdl-wait",
+                  "revert-0.6.4-fp4-cluster-coverage",
+                  "revert-0.6.15-partial-warp-reduce",
+                  "revert-0.6.17-cluster-clamp",
+                  "revert-0.7.1-inputs-before-wait",
+                  "revert-0.7.2-twoshot-barrier-order",
+                  "mxfp8-scale-nearest",
+                  "group-fp8-padding-kept"};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(patches, expected);
   EXPECT_EQ(fa::flashinfer_choice().name, "flashinfer");
   // The pinned wheel's JIT flags were read: the fast-math instance is built beside.
   EXPECT_NE(fa::flashinfer_fast_math_flags().find("-use_fast_math"), std::string::npos)
       << fa::flashinfer_fast_math_refused();
-  // Every patch is a catalogue row with the FlashInfer bit.
-  for (Mutant m : patches) {
-    const auto* info = fusioncheck::protocol::find_mutant_info(m);
-    ASSERT_NE(info, nullptr);
-    EXPECT_NE(info->layers & fusioncheck::protocol::kInFlashInfer, 0) << info->id;
+  // The family registers exactly these: what `fusioncheck mutants` and --mutant know.
+  EXPECT_EQ(registered_ids("flashinfer"), expected);
+}
+
+// Upstream's fixes reverted: NVFP4 (sm_100+), a cluster clamp that changes nothing where
+// clusters of 8 launch and a partial-warp shuffle the H200 resolves benignly may survive on
+// sm_90; the other copies must be killed there, and nothing is excused on sm_100 or sm_120.
+TEST(FlashInferAdapter, CopiesThatMaySurviveDependOnTheGpu) {
+  using fusioncheck::gpu::MutantId;
+  fusioncheck::gpu::GpuPlacement h200;
+  h200.compute_capability = 90;
+  for (const char* m : {"revert-0.6.4-fp4-cluster-coverage", "revert-0.6.17-cluster-clamp",
+                        "revert-0.6.15-partial-warp-reduce"})
+    EXPECT_NE(fa::flashinfer_mutant_may_survive(MutantId(m), h200), "") << m;
+  for (const char* m : {"revert-0.7.1-inputs-before-wait", "revert-0.7.2-twoshot-barrier-order",
+                        "no-pdl-wait", "float-sentinel", "mxfp8-scale-nearest"})
+    EXPECT_EQ(fa::flashinfer_mutant_may_survive(MutantId(m), h200), "") << m;
+  for (int cc : {100, 120}) {
+    fusioncheck::gpu::GpuPlacement blackwell;
+    blackwell.compute_capability = cc;
+    for (const char* m : {"revert-0.6.4-fp4-cluster-coverage", "revert-0.6.17-cluster-clamp",
+                          "revert-0.6.15-partial-warp-reduce"})
+      EXPECT_EQ(fa::flashinfer_mutant_may_survive(MutantId(m), blackwell), "") << m << cc;
   }
 }
 
@@ -279,22 +307,16 @@ TEST(FlashInferMoe, EveryPatchedCopyIsBuiltOrNamedAsNotBuilt) {
   EXPECT_EQ(fa::flashinfer_moe_choice().name, "flashinfer-moe");
   // The kill table runs the MoE copies at every rank count FlashInfer's entry points dispatch.
   EXPECT_EQ(fa::flashinfer_moe_choice().mutant_ranks, (std::vector<int>{2, 4, 8}));
-  auto have = fa::flashinfer_moe_patches();
-  for (const auto& [mutant, why] : fa::flashinfer_moe_patches_not_built()) {
-    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_COPIES=OFF"), std::string::npos) << why;
-    have.push_back(mutant);
-  }
-  std::sort(have.begin(), have.end());
-  std::vector<Mutant> expected = {Mutant::float_sentinel,     Mutant::flag_before_arrival,
-                                  Mutant::clear_size_current, Mutant::no_pdl_wait,
-                                  Mutant::moe_remote_read,    Mutant::moe_cluster_sync_dropped};
+  Ids why_not_built;
+  const Ids have = copy_ids(fa::flashinfer_moe_patches(), fa::flashinfer_moe_patches_not_built(),
+                            &why_not_built);
+  expect_only_copies_off(why_not_built);
+  Ids expected = {"float-sentinel", "flag-before-arrival", "clear-size-current",
+                  "no-pdl-wait",    "moe-remote-read",     "moe-cluster-sync-dropped"};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(have, expected);
-  // The catalogue marks exactly these as patched copies of the MoE header.
-  for (const auto& info : fusioncheck::protocol::kMutantCatalogue)
-    EXPECT_EQ((info.layers & fusioncheck::protocol::kInFlashInferMoe) != 0,
-              std::find(expected.begin(), expected.end(), info.mutant) != expected.end())
-        << info.id;
+  // The family registers exactly these.
+  EXPECT_EQ(registered_ids("flashinfer-moe"), expected);
 }
 
 }  // namespace
@@ -305,27 +327,22 @@ namespace {
 
 TEST(FlashInferPcie, BuiltWithEveryPatchedCopy) {
   ASSERT_EQ(fa::flashinfer_pcie_unavailable_reason(), "");
-  auto patches = fa::flashinfer_pcie_patches();
-  for (const auto& [mutant, why] : fa::flashinfer_pcie_patches_not_built()) {
-    EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_COPIES=OFF"), std::string::npos) << why;
-    patches.push_back(mutant);
-  }
-  std::sort(patches.begin(), patches.end());
-  std::vector<Mutant> expected = {Mutant::float_sentinel,
-                                  Mutant::counter_not_reset,
-                                  Mutant::no_pdl_wait,
-                                  Mutant::pcie_no_sanitise,
-                                  Mutant::pcie_tp2_half_from_payload,
-                                  Mutant::ce_copy_before_add,
-                                  Mutant::ce_publish_before_copy,
-                                  Mutant::ce_pieces_differ};
+  Ids why_not_built;
+  const Ids patches = copy_ids(fa::flashinfer_pcie_patches(),
+                               fa::flashinfer_pcie_patches_not_built(), &why_not_built);
+  expect_only_copies_off(why_not_built);
+  Ids expected = {"float-sentinel",
+                  "counter-not-reset",
+                  "no-pdl-wait",
+                  "pcie-no-sanitise",
+                  "pcie-tp2-half-from-payload",
+                  "ce-copy-before-add",
+                  "ce-publish-before-copy",
+                  "ce-pieces-differ"};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(patches, expected);
-  // The catalogue marks exactly these as patched copies of the PCIe header.
-  for (const auto& info : fusioncheck::protocol::kMutantCatalogue)
-    EXPECT_EQ((info.layers & fusioncheck::protocol::kInFlashInferPcie) != 0,
-              std::find(expected.begin(), expected.end(), info.mutant) != expected.end())
-        << info.id;
+  // The family registers exactly these (the SM kernels' copies and the ring's).
+  EXPECT_EQ(registered_ids("flashinfer-pcie"), expected);
 }
 
 // Every SM kernel of all_reduce() for the rank count, each with every grid it takes: 2 kernels

@@ -10,6 +10,8 @@
 #include "fusioncheck/adapters/flashinfer_vllm.hpp"
 #include "fusioncheck/gpu/case_runner.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
+#include "family_mutants.hpp"
 
 namespace {
 
@@ -186,23 +188,28 @@ TEST(FlashInferVllmChecks, OnlyWhatTheLastCallLeftIsCompared) {
   EXPECT_TRUE(fa::vllm_state_violations(s).empty());
 }
 
-TEST(FlashInferVllmCopies, EveryPatchIsACatalogueMutantOfTheFamily) {
+TEST(FlashInferVllmCopies, EveryPatchIsANegativeControlTheFamilyRegisters) {
   ASSERT_EQ(fa::flashinfer_vllm_unavailable_reason(), "");
-  auto have = fa::flashinfer_vllm_patches();
-  for (const auto& [mutant, why] : fa::flashinfer_vllm_patches_not_built()) {
+  std::vector<std::string> why_not_built;
+  const auto have = fusioncheck::adapters::testing::copy_ids(
+      fa::flashinfer_vllm_patches(), fa::flashinfer_vllm_patches_not_built(), &why_not_built);
+  for (const std::string& why : why_not_built)
     EXPECT_NE(why.find("FUSIONCHECK_FLASHINFER_COPIES=OFF"), std::string::npos) << why;
-    have.push_back(mutant);
-  }
-  std::sort(have.begin(), have.end());
-  std::vector<Mutant> expected = {Mutant::vllm_one_counter_set, Mutant::vllm_no_end_barrier,
-                                  Mutant::vllm_no_fence, Mutant::vllm_graph_base_unset,
-                                  Mutant::vllm_mid_barrier_unfenced};
+  std::vector<std::string> expected = {"vllm-one-counter-set", "vllm-no-end-barrier",
+                                       "vllm-no-fence", "vllm-graph-base-unset",
+                                       "vllm-mid-barrier-unfenced"};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(have, expected);
-  for (const auto& info : fusioncheck::protocol::kMutantCatalogue)
-    EXPECT_EQ((info.layers & fusioncheck::protocol::kInFlashInferVllm) != 0,
-              std::find(expected.begin(), expected.end(), info.mutant) != expected.end())
-        << info.id;
+  EXPECT_EQ(fusioncheck::adapters::testing::registered_ids("flashinfer-vllm"), expected);
+  // The dropped release/acquire alone may survive, and only where ranks share a GPU.
+  fusioncheck::gpu::GpuPlacement shared, apart;
+  shared.ranks_share_gpu = true;
+  for (const auto& id : expected) {
+    const fusioncheck::gpu::MutantId m(id);
+    EXPECT_EQ(fa::flashinfer_vllm_mutant_may_survive(m, shared).empty(), id != "vllm-no-fence")
+        << id;
+    EXPECT_EQ(fa::flashinfer_vllm_mutant_may_survive(m, apart), "") << id;
+  }
   EXPECT_EQ(fa::flashinfer_vllm_choice().mutant_ranks, (std::vector<int>{2, 4, 6, 8}));
 }
 

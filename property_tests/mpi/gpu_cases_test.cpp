@@ -27,10 +27,8 @@ using fusioncheck::gpu::testing::Edit;
 using fusioncheck::gpu::testing::expect_each_edit_refused;
 using fusioncheck::gpu::testing::full_case;
 
-// A catalogue id as the enum the library takes (ids are strings only at the CLI).
-fusioncheck::protocol::Mutant M(const char* id) {
-  return fusioncheck::protocol::parse_mutant(id).value();
-}
+// A negative control's id as the library carries it.
+fg::MutantId M(const char* id) { return fg::MutantId(id); }
 
 TEST(GpuCase, JsonRoundTripKeepsEveryField) {
   const fg::GpuCase c = full_case();
@@ -413,16 +411,10 @@ TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
   EXPECT_EQ(fg::expected_survival(M("torn-element"), h200_mps), "");  // MPS ranks run together
   for (const char* m : {"float-sentinel", "two-buffers", "early-trigger", "counter-not-reset"})
     EXPECT_EQ(fg::expected_survival(M(m), h200_mps), "") << m;
-
-  // Upstream's fixes reverted: NVFP4 (sm_100+), a cluster clamp that changes nothing where
-  // clusters of 8 launch and a partial-warp shuffle the H200 resolves benignly are excused on
-  // sm_90; the others must be killed there, and nothing is excused on sm_120.
-  EXPECT_NE(fg::expected_survival(M("revert-0.6.4-fp4-cluster-coverage"), h200_mps), "");
-  EXPECT_NE(fg::expected_survival(M("revert-0.6.17-cluster-clamp"), h200_mps), "");
-  EXPECT_NE(fg::expected_survival(M("revert-0.6.15-partial-warp-reduce"), h200_mps), "");
-  for (const char* m : {"revert-0.7.1-inputs-before-wait", "revert-0.7.2-twoshot-barrier-order",
-                        "no-pdl-wait", "inputs-before-wait"})
+  for (const char* m : {"no-pdl-wait", "inputs-before-wait"})
     EXPECT_EQ(fg::expected_survival(M(m), h200_mps), "") << m;
+  // A family's own copies are its own to excuse (KernelUnderTest::mutant_may_survive).
+  EXPECT_EQ(fg::expected_survival(M("revert-0.6.4-fp4-cluster-coverage"), h200_mps), "");
 
   fg::GpuPlacement time_sliced = h200_mps;
   time_sliced.mps_running = false;
@@ -430,9 +422,7 @@ TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
 
   fg::GpuPlacement sm120_pair;  // one rank per GPU on sm_120: nothing is excused
   sm120_pair.compute_capability = 120;
-  for (const char* m : {"pdl-wait-missing", "empty-body", "barrier-no-release", "torn-element",
-                        "revert-0.6.4-fp4-cluster-coverage", "revert-0.6.15-partial-warp-reduce",
-                        "revert-0.6.17-cluster-clamp"})
+  for (const char* m : {"pdl-wait-missing", "empty-body", "barrier-no-release", "torn-element"})
     EXPECT_EQ(fg::expected_survival(M(m), sm120_pair), "") << m;
 }
 
@@ -471,18 +461,15 @@ TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
   const auto none = M("none"), fs = M("float-sentinel"), tgo = M("twoshot-gather-overlap"),
              bnr = M("barrier-no-release");
   UnusedBootstrap bootstrap;
-  const fg::OurKernels ours(bootstrap, none);
+  const fg::OurKernels ours(bootstrap, fusioncheck::protocol::Mutant::none);
   // Where our kernels' mutants live: these two in the two-shot kernel alone.
   EXPECT_TRUE(ours.mutant_in_twoshot_only(tgo));
   EXPECT_TRUE(ours.mutant_in_twoshot_only(bnr));
   EXPECT_FALSE(ours.mutant_in_twoshot_only(fs));
   // Our kernels delay blocks themselves: no mutant of theirs needs the adapter's late starts.
-  for (auto m : ours.mutants())
-    EXPECT_FALSE(ours.mutant_needs_late_blocks(m)) << fusioncheck::protocol::mutant_id(m);
-  const auto twoshot_only = [&](fusioncheck::protocol::Mutant m) {
-    return ours.mutant_in_twoshot_only(m);
-  };
-  const auto never = [](fusioncheck::protocol::Mutant) { return false; };
+  for (auto m : ours.mutants()) EXPECT_FALSE(ours.mutant_needs_late_blocks(m)) << m.id();
+  const auto twoshot_only = [&](const fg::MutantId& m) { return ours.mutant_in_twoshot_only(m); };
+  const auto never = [](const fg::MutantId&) { return false; };
   EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25, twoshot_only, never),
             (Plan{{none, 25}, {none, mix}, {fs, 25}, {tgo, mix}}));
   EXPECT_EQ(fg::kill_table_plan({none, fs}, 25, twoshot_only, never), (Plan{{none, 25}, {fs, 25}}));
@@ -492,20 +479,20 @@ TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
             (Plan{{none, mix}, {bnr, mix}}));
   // A mutant that needs late blocks runs on such cases, and so does a control of its own.
   const auto fba = M("flag-before-arrival");
-  const auto late = [&](fusioncheck::protocol::Mutant m) { return m == fba; };
+  const auto late = [&](const fg::MutantId& m) { return m == fba; };
   EXPECT_EQ(
       fg::kill_table_plan({none, fs, fba, tgo}, 25, twoshot_only, late),
       (Plan{{none, 25}, {none, 25, true}, {none, mix}, {fs, 25}, {fba, 25, true}, {tgo, mix}}));
   EXPECT_EQ(fg::kill_table_plan({fba}, 25, twoshot_only, late), (Plan{{fba, 25, true}}));
   // A mutant of one launch variant draws it alone, beside a control at that focus.
   const auto mrr = M("moe-remote-read");
-  const auto variant_of = [&](fusioncheck::protocol::Mutant m) { return m == mrr ? 0 : -1; };
+  const auto variant_of = [&](const fg::MutantId& m) { return m == mrr ? 0 : -1; };
   EXPECT_EQ(fg::kill_table_plan({none, fs, mrr}, 25, never, never, variant_of),
             (Plan{{none, 25}, {none, 25, false, 0}, {fs, 25}, {mrr, 25, false, 0}}));
   EXPECT_EQ(fg::kill_table_plan({mrr}, 25, never, never, variant_of), (Plan{{mrr, 25, false, 0}}));
   // Foci combine: a mutant of one variant on late blocks has a control of both, and a focus
   // two mutants share has one control.
-  const auto late_too = [&](fusioncheck::protocol::Mutant m) { return m == fba || m == mrr; };
+  const auto late_too = [&](const fg::MutantId& m) { return m == fba || m == mrr; };
   EXPECT_EQ(
       fg::kill_table_plan({none, mrr, fba, fs, tgo, bnr}, 25, twoshot_only, late_too, variant_of),
       (Plan{{none, 25},
@@ -531,10 +518,11 @@ TEST(KillTable, JunitFailsOnlyWhatTheExitCodeFails) {
   h200_mps.compute_capability = 90;
   h200_mps.ranks_share_gpu = true;
   h200_mps.mps_running = true;
-  auto run = [](const char* mutant, bool failed) {
+  auto run = [&h200_mps](const char* mutant, bool failed) {
     fg::CheckResult r;
     r.mutant = M(mutant);
     r.failed = failed;
+    if (!failed) r.survival_excuse = fg::expected_survival(r.mutant, h200_mps);  // as kill-table
     r.twoshot_percent = 25;
     if (failed) r.findings.push_back({"invariant", "after call 0: invariant 5"});
     return r;

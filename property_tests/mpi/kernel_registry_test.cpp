@@ -96,5 +96,73 @@ TEST(KernelRegistry, HelpListsEveryFamilyWithItsDescription) {
       "ours (fusioncheck's kernels), flashinfer (FlashInfer's allreduce fusion), flashinfer@... (another release)");
 }
 
+// A family registers its negative controls: catalogue ids take the catalogue's words, its own
+// ids bring theirs; anything else is refused when the family is added.
+TEST(KernelRegistry, FamilyMutantsAreCheckedAndCatalogueIdsTakeTheCatalogueWords) {
+  KernelRegistry registry;
+  KernelFamily f = family("my-kernel");
+  f.mutants = {{"float-sentinel", "", ""}, {"my-copy-1.2", "drops a fence", "a fix, reverted"}};
+  registry.add(f);
+  const auto& registered = registry.find("my-kernel")->mutants;
+  ASSERT_EQ(registered.size(), 2u);
+  EXPECT_EQ(registered[0].what, catalogue_entry(protocol::Mutant::float_sentinel).what);
+  EXPECT_FALSE(registered[0].what.empty());
+  EXPECT_EQ(registered[1].what, "drops a fence");
+
+  const auto refused = [](std::vector<FamilyMutant> mutants, const std::string& name = "other") {
+    KernelRegistry r;
+    r.add([] {
+      KernelFamily first = family("first");
+      first.mutants = {{"shared-copy", "one meaning", "a report"}};
+      return first;
+    }());
+    KernelFamily f = family(name);
+    f.mutants = std::move(mutants);
+    EXPECT_THROW(r.add(f), std::invalid_argument);
+  };
+  refused({{"none", "x", "y"}});    // the kernel as it is
+  refused({{"Bad_Id", "x", "y"}});  // not an id
+  refused({{"-x", "x", "y"}});
+  refused({{"own-copy", "", "a report"}});  // own, without words
+  refused({{"own-copy", "what", ""}});
+  refused({{"float-sentinel", "", ""}, {"float-sentinel", "", ""}});  // twice
+  refused({{"shared-copy", "another meaning", "a report"}});          // another family's
+  // The same own id with the same meaning in two families is one negative control.
+  KernelRegistry r;
+  KernelFamily a = family("a"), b = family("b");
+  a.mutants = b.mutants = {{"shared-copy", "one meaning", "a report"}};
+  r.add(a);
+  EXPECT_NO_THROW(r.add(b));
+}
+
+// --mutant is resolved against the chosen family: "none" always, its own ids, then whether
+// this build has the copy (check_mutant); anything else is bad input naming its ids.
+TEST(KernelRegistry, MutantOfAcceptsOnlyTheFamilysNegativeControls) {
+  KernelRegistry registry;
+  KernelFamily f = family("my-kernel");
+  f.mutants = {{"float-sentinel", "", ""}, {"my-copy", "drops a fence", "a fix, reverted"}};
+  f.check_mutant = [](const MutantId& m) {
+    if (m.id() == "my-copy") throw BadInput("not built here");
+  };
+  registry.add(f);
+  registry.add(family("bare"));
+  EXPECT_TRUE(registry.mutant_of("my-kernel", "none").none());
+  EXPECT_EQ(registry.mutant_of("my-kernel", "float-sentinel"),
+            MutantId(protocol::Mutant::float_sentinel));
+  try {
+    (void)registry.mutant_of("my-kernel", "two-buffers");
+    ADD_FAILURE() << "a catalogue id the family does not register was accepted";
+  } catch (const BadInput& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("not a negative control of my-kernel (its: float-sentinel, "
+                                   "my-copy"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)registry.mutant_of("my-kernel", "my-copy"), BadInput);  // check_mutant's
+  EXPECT_THROW((void)registry.mutant_of("bare", "float-sentinel"), BadInput);
+  EXPECT_TRUE(registry.mutant_of("bare", "none").none());
+}
+
 }  // namespace
 }  // namespace fusioncheck::gpu

@@ -3,6 +3,8 @@
 # a multiple of 32 (hidden / 8 / cluster size threads, e.g. 45 at hidden 2880), reading lanes
 # that do not exist.
 set(FC_PATCH_MUTANT revert-0.6.15-partial-warp-reduce)
+set(FC_PATCH_WHAT [==[RMSNorm block reduction shuffles with a full-warp mask in a partial last warp]==])
+set(FC_PATCH_REAL_WORLD [==[FlashInfer PR 3880 (0.6.15), reverted]==])
 set(FC_PATCH_WHERE "utils::blockReduceSumV2 (0.7.4: lines 431-459)")
 set(FC_PATCH_OLD [==[  int warp_count = ceil_div(blockDim.x, kWarpSize);
   int tail_lanes = blockDim.x & (kWarpSize - 1);

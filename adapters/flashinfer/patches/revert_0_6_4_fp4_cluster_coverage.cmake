@@ -3,6 +3,8 @@
 # 3) and has no coverage check, so halving it for the SM count (3 -> 1) leaves part of every
 # row unprocessed. Only the NVFP4 patterns take this path.
 set(FC_PATCH_MUTANT revert-0.6.4-fp4-cluster-coverage)
+set(FC_PATCH_WHAT [==[NVFP4 launch accepts a cluster size that is not a power of two and has no coverage check: halved for the SM count, part of every row is left unprocessed]==])
+set(FC_PATCH_REAL_WORLD [==[FlashInfer PR 2557 (0.6.4), reverted]==])
 set(FC_PATCH_WHERE "allreduce_fusion_kernel_launcher, the FP4 block size and the coverage check (0.7.4: lines 1914, 1929-1940)")
 set(FC_PATCH_OLD [==[      if (candidate_cluster_size > 8 || !is_power_of_two(candidate_cluster_size)) {
         return false;

@@ -3,6 +3,8 @@
 # the one-shot and the two-shot kernel. Launched with PDL right behind the kernel that writes
 # the residual, it reads the residual (and gamma) before they are written.
 set(FC_PATCH_MUTANT revert-0.7.1-inputs-before-wait)
+set(FC_PATCH_WHAT [==[FusedOp (loads residual_in and rms_gamma) constructed before the grid-dependency wait]==])
+set(FC_PATCH_REAL_WORLD [==[FlashInfer 0.7.1 fix, reverted]==])
 set(FC_PATCH_WHERE "allreduce_fusion_kernel_oneshot_lamport and _twoshot_sync, FusedOp (0.7.4: lines 1655-1664, 1725-1730)")
 set(FC_PATCH_OLD [==[  clear_vec.fill(neg_zero_v<T>);
 

@@ -5,6 +5,8 @@
 # holding the flag of two barriers ago, and a later, larger grid passes its barrier early.
 # Every release before 0.7.2 fails on it (docs/flashinfer_history.md).
 set(FC_PATCH_MUTANT revert-0.7.2-twoshot-barrier-order)
+set(FC_PATCH_WHAT [==[two-shot barrier writes the block's own slot first, every slot with release: a larger later grid passes on a slot two barriers old]==])
+set(FC_PATCH_REAL_WORLD [==[FlashInfer 0.7.2 fix, reverted]==])
 set(FC_PATCH_WHERE "SyncComm::sync (0.7.4: lines 1152-1156)")
 set(FC_PATCH_OLD [==[      for (int flag_idx = blockIdx.x + gridDim.x; flag_idx < details::kBarrierFlagCount;
            flag_idx += gridDim.x) {

@@ -3,6 +3,8 @@
 # for the peers, and its other threads gather peers' parts before those are written. A race
 # inside the kernel that a block held at the barrier's exit shows.
 set(FC_PATCH_MUTANT vllm-mid-barrier-unfenced)
+set(FC_PATCH_WHAT [==[the two-stage kernel's middle barrier without need_fence: no release/acquire and no closing __syncthreads, so a block's threads gather peers' parts while only its barrier lanes wait for the peers (a race inside the kernel)]==])
+set(FC_PATCH_REAL_WORLD [==[vLLM custom_all_reduce.cuh: multi_gpu_barrier<ngpus, false, true> in cross_device_reduce_2stage]==])
 set(FC_PATCH_HEADER vllm_custom_all_reduce.cuh)
 set(FC_PATCH_WHERE "cross_device_reduce_2stage (0.7.4: line 271)")
 set(FC_PATCH_OLD [==[  multi_gpu_barrier<ngpus, false, true>(sg, self_sg, rank);]==])

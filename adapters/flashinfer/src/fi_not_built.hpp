@@ -9,21 +9,21 @@
 #include <utility>
 #include <vector>
 
-#include "fusioncheck/protocol/mutants.hpp"
+#include "fusioncheck/gpu/mutant_id.hpp"
 
 namespace fusioncheck::adapters::fi {
 
 struct NotBuilt {
-  protocol::Mutant mutant;
+  const char* mutant;  // the mutant id
   const char* why;
 };
 
 // The entries of a generated table, as KernelUnderTest::mutants_not_built lists them.
 template <std::size_t N>
-std::vector<std::pair<protocol::Mutant, std::string>> listed_not_built(const NotBuilt (&table)[N]) {
-  std::vector<std::pair<protocol::Mutant, std::string>> out;
+std::vector<std::pair<gpu::MutantId, std::string>> listed_not_built(const NotBuilt (&table)[N]) {
+  std::vector<std::pair<gpu::MutantId, std::string>> out;
   for (const NotBuilt& n : table)
-    if (n.why != nullptr) out.emplace_back(n.mutant, n.why);
+    if (n.why != nullptr) out.emplace_back(gpu::MutantId(n.mutant), n.why);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "fusioncheck/adapters/flashinfer.hpp"
 
 #include "fusioncheck/gpu/errors.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 
 #include <algorithm>
 
@@ -15,6 +16,24 @@
 #endif
 
 namespace fusioncheck::adapters {
+
+std::string flashinfer_mutant_may_survive(const gpu::MutantId& m,
+                                          const gpu::GpuPlacement& placement) {
+  if (placement.compute_capability >= 100) return "";
+  if (m == gpu::MutantId("revert-0.6.4-fp4-cluster-coverage"))
+    return "NVFP4 runs only on sm_100 and newer (FlashInfer's conversion is compiled out on sm_" +
+           std::to_string(placement.compute_capability) +
+           "); the launch configuration it changes is FP4-only";
+  if (m == gpu::MutantId("revert-0.6.17-cluster-clamp"))
+    return "the same launch on sm_" + std::to_string(placement.compute_capability) +
+           ": it launches clusters of 8 blocks, so the clamp changes nothing; needs a GPU whose "
+           "largest cluster for the kernel is smaller";
+  if (m == gpu::MutantId("revert-0.6.15-partial-warp-reduce"))
+    return "on sm_90 the full-warp shuffles in a partial last warp leave the sum as the fix "
+           "computes it (5 seeds x 200 cases, most of them with partial warps, "
+           "docs/flashinfer_history.md): undefined behaviour that this GPU resolves benignly";
+  return "";
+}
 
 #if defined(FUSIONCHECK_HAVE_FLASHINFER)
 
@@ -30,23 +49,23 @@ std::string flashinfer_header_sha256(const std::string& header) {
 std::string flashinfer_fast_math_flags() { return fi::kJitFlags; }
 std::string flashinfer_fast_math_refused() { return fi::kFastMathRefused; }
 
-std::vector<protocol::Mutant> flashinfer_patches() {
-  std::vector<protocol::Mutant> out;
+std::vector<gpu::MutantId> flashinfer_patches() {
+  std::vector<gpu::MutantId> out;
   for (const fi::Instance& i : fi::kInstances)
-    if (i.mutant != protocol::Mutant::none &&
-        std::find(out.begin(), out.end(), i.mutant) == out.end())
-      out.push_back(i.mutant);
+    if (!gpu::MutantId(i.mutant).none() &&
+        std::find(out.begin(), out.end(), gpu::MutantId(i.mutant)) == out.end())
+      out.emplace_back(i.mutant);
   return out;
 }
 
-std::vector<protocol::Mutant> flashinfer_fast_math_patches() {
-  std::vector<protocol::Mutant> out;
+std::vector<gpu::MutantId> flashinfer_fast_math_patches() {
+  std::vector<gpu::MutantId> out;
   for (const fi::Instance& i : fi::kInstances)
-    if (i.mutant != protocol::Mutant::none && i.fast_math) out.push_back(i.mutant);
+    if (!gpu::MutantId(i.mutant).none() && i.fast_math) out.emplace_back(i.mutant);
   return out;
 }
 
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() {
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_patches_not_built() {
   return fi::listed_not_built(fi::kPatchesNotBuilt);
 }
 
@@ -69,26 +88,24 @@ namespace {
 
 // The instances of one tree ("" the main tree, else a release) and one patch.
 std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstrap,
-                                                    protocol::Mutant patch,
+                                                    const gpu::MutantId& patch,
                                                     const std::string& release) {
   const fi::Instance* bf16 = nullptr;
   const fi::Instance* f16 = nullptr;
   const fi::Instance* fast_bf16 = nullptr;  // FlashInfer's JIT build of the same tree
   const fi::Instance* fast_f16 = nullptr;
   for (const fi::Instance& i : fi::kInstances) {
-    if (i.mutant != patch || release != i.release) continue;
+    if (gpu::MutantId(i.mutant) != patch || release != i.release) continue;
     if (i.fast_math) (i.bf16 ? fast_bf16 : fast_f16) = &i;
     else (i.bf16 ? bf16 : f16) = &i;
   }
   if (bf16 == nullptr && !release.empty())
     throw kernels::InvalidLaunch("FlashInfer " + release + ": this build has no instance of it (" +
-                                 (patch == protocol::Mutant::none
-                                      ? std::string("releases are not patched")
-                                      : "patched copies are of the main tree only") +
+                                 (patch.none() ? std::string("releases are not patched")
+                                               : "patched copies are of the main tree only") +
                                  ")");
   if (bf16 == nullptr)
-    throw kernels::InvalidLaunch("FlashInfer: no patched copy for mutant " +
-                                 std::string(protocol::mutant_id(patch)) +
+    throw kernels::InvalidLaunch("FlashInfer: no patched copy for mutant " + patch.id() +
                                  " in this build (adapters/flashinfer/patches)");
   return std::make_unique<fi::FlashInferKernels>(bootstrap, *bf16, f16, patch, fast_bf16, fast_f16);
 }
@@ -96,7 +113,7 @@ std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstra
 }  // namespace
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap,
-                                                      protocol::Mutant patch) {
+                                                      const gpu::MutantId& patch) {
   return make_instance(bootstrap, patch, "");
 }
 
@@ -116,7 +133,7 @@ gpu::KernelChoice flashinfer_release_choice(const std::string& release) {
   gpu::KernelChoice choice;
   choice.name = "flashinfer@" + release;
   choice.release = release;
-  choice.make = [release](kernels::Bootstrap& bootstrap, protocol::Mutant patch) {
+  choice.make = [release](kernels::Bootstrap& bootstrap, const gpu::MutantId& patch) {
     return make_instance(bootstrap, patch, release);
   };
   choice.share_sms = true;  // as the main tree's
@@ -124,11 +141,10 @@ gpu::KernelChoice flashinfer_release_choice(const std::string& release) {
 }
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap,
-                                                             protocol::Mutant mutant) {
-  if (mutant != protocol::Mutant::none)
+                                                             const gpu::MutantId& mutant) {
+  if (!mutant.none())
     throw kernels::InvalidLaunch(
-        "FlashInfer's older Lamport kernel has no patched copies (mutant " +
-        std::string(protocol::mutant_id(mutant)) + ")");
+        "FlashInfer's older Lamport kernel has no patched copies (mutant " + mutant.id() + ")");
 #if defined(FUSIONCHECK_HAVE_FLASHINFER_LEGACY)
   return std::make_unique<fi::FlashInferLegacyKernels>(bootstrap);
 #else
@@ -143,7 +159,7 @@ namespace {
 // What the main tree's fusion and MoE instances run (their traits, without a GPU).
 gpu::KernelTraits main_fusion_traits() {
   for (const fi::Instance& i : fi::kInstances)
-    if (i.mutant == protocol::Mutant::none && i.release[0] == '\0' && i.bf16 && !i.fast_math)
+    if (gpu::MutantId(i.mutant).none() && i.release[0] == '\0' && i.bf16 && !i.fast_math)
       return fi::fusion_traits(i, !flashinfer_fast_math_flags().empty());
   return {};
 }
@@ -158,9 +174,9 @@ std::string flashinfer_unavailable_reason() { return FUSIONCHECK_FLASHINFER_UNAV
 std::string flashinfer_source() { return ""; }
 std::string flashinfer_fast_math_flags() { return ""; }
 std::string flashinfer_fast_math_refused() { return flashinfer_unavailable_reason(); }
-std::vector<protocol::Mutant> flashinfer_patches() { return {}; }
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built() { return {}; }
-std::vector<protocol::Mutant> flashinfer_fast_math_patches() { return {}; }
+std::vector<gpu::MutantId> flashinfer_patches() { return {}; }
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_patches_not_built() { return {}; }
+std::vector<gpu::MutantId> flashinfer_fast_math_patches() { return {}; }
 std::vector<std::string> flashinfer_releases() { return {}; }
 std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused() { return {}; }
 gpu::KernelChoice flashinfer_release_choice(const std::string&) {
@@ -168,37 +184,35 @@ gpu::KernelChoice flashinfer_release_choice(const std::string&) {
                                flashinfer_unavailable_reason());
 }
 
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap&, protocol::Mutant) {
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap&, const gpu::MutantId&) {
   throw kernels::InvalidLaunch("this build has no FlashInfer adapter: " +
                                flashinfer_unavailable_reason());
 }
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap,
-                                                             protocol::Mutant mutant) {
+                                                             const gpu::MutantId& mutant) {
   return make_flashinfer(bootstrap, mutant);
 }
 std::string flashinfer_pcie_unavailable_reason() {
   return "this build has no FlashInfer adapter: " + flashinfer_unavailable_reason();
 }
-std::vector<protocol::Mutant> flashinfer_pcie_patches() { return {}; }
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_pcie_patches_not_built() {
+std::vector<gpu::MutantId> flashinfer_pcie_patches() { return {}; }
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_pcie_patches_not_built() {
   return {};
 }
 std::string flashinfer_moe_unavailable_reason() { return flashinfer_pcie_unavailable_reason(); }
-std::vector<protocol::Mutant> flashinfer_moe_patches() { return {}; }
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built() {
-  return {};
-}
+std::vector<gpu::MutantId> flashinfer_moe_patches() { return {}; }
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_moe_patches_not_built() { return {}; }
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
-                                                          protocol::Mutant mutant) {
+                                                          const gpu::MutantId& mutant) {
   return make_flashinfer(bootstrap, mutant);
 }
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
-                                                           protocol::Mutant mutant) {
+                                                           const gpu::MutantId& mutant) {
   return make_flashinfer(bootstrap, mutant);
 }
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
     kernels::Bootstrap& bootstrap) {
-  return make_flashinfer(bootstrap, protocol::Mutant::none);
+  return make_flashinfer(bootstrap, gpu::MutantId());
 }
 ReproExport export_flashinfer_repro(const ReproRequest&) {
   throw gpu::BadInput("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());

@@ -182,7 +182,7 @@ gpu::KernelTraits fusion_traits(const Instance& bf16, bool fast_math_variant) {
 }
 
 FlashInferKernels::FlashInferKernels(k::Bootstrap& bootstrap, const Instance& instance_bf16,
-                                     const Instance* instance_f16, protocol::Mutant patch,
+                                     const Instance* instance_f16, const gpu::MutantId& patch,
                                      const Instance* fast_bf16, const Instance* fast_f16)
     : bootstrap_(bootstrap), bf16_(instance_bf16), f16_(instance_f16), patch_(patch) {
   if (fast_bf16 != nullptr && (fast_f16 != nullptr) == (instance_f16 != nullptr)) {
@@ -210,22 +210,20 @@ std::string FlashInferKernels::name() const {
   const std::string source =
       bf16_.release[0] != '\0' ? "flashinfer-python " + std::string(bf16_.release) : kSource;
   return "FlashInfer allreduce fusion (" + source + ")" +
-         (patch_ == protocol::Mutant::none
-              ? std::string()
-              : ", patched: " + std::string(protocol::mutant_id(patch_)));
+         (patch_.none() ? std::string() : ", patched: " + patch_.id());
 }
 
-std::vector<protocol::Mutant> FlashInferKernels::mutants() const {
-  std::vector<protocol::Mutant> out;
+std::vector<gpu::MutantId> FlashInferKernels::mutants() const {
+  std::vector<gpu::MutantId> out;
   if (bf16_.release[0] != '\0') return out;  // other releases are not patched
   for (const Instance& i : kInstances)
-    if (i.mutant != protocol::Mutant::none &&
-        std::find(out.begin(), out.end(), i.mutant) == out.end())
-      out.push_back(i.mutant);
+    if (!gpu::MutantId(i.mutant).none() &&
+        std::find(out.begin(), out.end(), gpu::MutantId(i.mutant)) == out.end())
+      out.emplace_back(i.mutant);
   return out;
 }
 
-std::vector<std::pair<protocol::Mutant, std::string>> FlashInferKernels::mutants_not_built() const {
+std::vector<std::pair<gpu::MutantId, std::string>> FlashInferKernels::mutants_not_built() const {
   if (bf16_.release[0] != '\0') return {};  // other releases are not patched
   return listed_not_built(kPatchesNotBuilt);
 }

@@ -11,6 +11,7 @@
 #include "fi_instances.hpp"
 #include "host_wait.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 #include "fusioncheck/kernels/ipc.hpp"
 
@@ -74,7 +75,7 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   // fast-math instances of the same tree or patched copy, drawn as launch variant 1; kept only
   // where they cover the same element types as the IEEE pair.
   FlashInferKernels(kernels::Bootstrap& bootstrap, const Instance& instance_bf16,
-                    const Instance* instance_f16, protocol::Mutant patch,
+                    const Instance* instance_f16, const gpu::MutantId& patch,
                     const Instance* fast_bf16 = nullptr, const Instance* fast_f16 = nullptr);
   ~FlashInferKernels() override;
 
@@ -82,17 +83,21 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   gpu::KernelTraits traits() const override { return fusion_traits(bf16_, fast_bf16_ != nullptr); }
   // Variant 0: the header built with nvcc's defaults (IEEE); 1: with FlashInfer's JIT flags.
   static std::vector<gpu::KernelVariant> fast_math_variants();
-  std::vector<protocol::Mutant> mutants() const override;
-  std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
+  std::vector<gpu::MutantId> mutants() const override;
+  std::vector<std::pair<gpu::MutantId, std::string>> mutants_not_built() const override;
   // The flag advanced early shows only to a block that starts after block 0 has finished:
   // FlashInfer's kernels take no delays of their own, so the adapter's staggered starts
   // (pause_before) must be frequent and long for it.
-  bool mutant_needs_late_blocks(protocol::Mutant m) const override {
+  bool mutant_needs_late_blocks(const gpu::MutantId& m) const override {
     return m == protocol::Mutant::flag_before_arrival;
   }
+  std::string mutant_may_survive(const gpu::MutantId& m,
+                                 const gpu::GpuPlacement& placement) const override {
+    return flashinfer_mutant_may_survive(m, placement);
+  }
   // The two-shot barrier's store order shows only on two-shot calls.
-  bool mutant_in_twoshot_only(protocol::Mutant m) const override {
-    return m == protocol::Mutant::revert_0_7_2_twoshot_barrier_order;
+  bool mutant_in_twoshot_only(const gpu::MutantId& m) const override {
+    return m == gpu::MutantId("revert-0.7.2-twoshot-barrier-order");
   }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
@@ -114,7 +119,7 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   const Instance* f16_;
   const Instance* fast_bf16_ = nullptr;
   const Instance* fast_f16_ = nullptr;
-  protocol::Mutant patch_;
+  gpu::MutantId patch_;
   std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
   FiWorkspace* current_ = nullptr;
   std::map<float, float*> scales_;  // FP8 / NVFP4 scales in device memory

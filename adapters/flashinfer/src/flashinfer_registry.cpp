@@ -7,6 +7,7 @@
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/adapters/flashinfer_vllm.hpp"
 #include "fusioncheck/gpu/errors.hpp"
+#include "fi_patch_list.hpp"
 
 namespace fusioncheck::adapters {
 namespace {
@@ -18,16 +19,24 @@ void require_adapter() {
     throw gpu::BadInput("this build has no FlashInfer adapter: " + flashinfer_unavailable_reason());
 }
 
+// A family's negative controls: one per patch file of its folders (patch_list.cmake).
+std::vector<gpu::FamilyMutant> family_mutants(const std::string& family) {
+  std::vector<gpu::FamilyMutant> out;
+  for (const fi::PatchEntry& e : fi::kPatchEntries)
+    if (e.family != nullptr && family == e.family) out.push_back({e.mutant, e.what, e.real_world});
+  return out;
+}
+
 // A family's patched copies: this build's, and those it did not compile, with why.
-void check_family_patch(protocol::Mutant mutant, const std::string& family,
-                        const std::vector<protocol::Mutant>& patches,
-                        const std::vector<std::pair<protocol::Mutant, std::string>>& not_built) {
+void check_family_patch(const gpu::MutantId& mutant, const std::string& family,
+                        const std::vector<gpu::MutantId>& patches,
+                        const std::vector<std::pair<gpu::MutantId, std::string>>& not_built) {
   if (std::find(patches.begin(), patches.end(), mutant) != patches.end()) return;
   std::string have, absent;
-  for (auto m : patches) have += (have.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+  for (auto m : patches) have += (have.empty() ? "" : ", ") + m.id();
   for (const auto& [m, why] : not_built) {
     if (m == mutant) throw gpu::BadInput(family + "'s patched copy for this mutant: " + why);
-    absent += (absent.empty() ? "" : ", ") + std::string(protocol::mutant_id(m));
+    absent += (absent.empty() ? "" : ", ") + m.id();
   }
   throw gpu::BadInput(family + " has no patched copy for this mutant (patched copies: " +
                       (have.empty() ? std::string("none") : have) +
@@ -35,7 +44,7 @@ void check_family_patch(protocol::Mutant mutant, const std::string& family,
 }
 
 // The patched copies are made of the main tree alone.
-void check_patch(protocol::Mutant mutant) {
+void check_patch(const gpu::MutantId& mutant) {
   check_family_patch(mutant, "FlashInfer", flashinfer_patches(), flashinfer_patches_not_built());
 }
 
@@ -70,16 +79,13 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
       {.name = "flashinfer",
        .description = "FlashInfer's allreduce fusion, adapters/flashinfer" + fast + missing,
        .choose = [](const std::string&) { return require_adapter(), flashinfer_choice(); },
+       .mutants = family_mutants("flashinfer"),
        .check_mutant = check_patch,
        .comparable = true});
   registry.add(
       {.name = "flashinfer-legacy",
        .description = "FlashInfer's older Lamport kernel, trtllm_allreduce.cuh" + missing,
-       .choose = [](const std::string&) { return require_adapter(), flashinfer_legacy_choice(); },
-       .check_mutant =
-           [](protocol::Mutant) {
-             throw gpu::BadInput("FlashInfer's older Lamport kernel has no patched copies");
-           }});
+       .choose = [](const std::string&) { return require_adapter(), flashinfer_legacy_choice(); }});
   registry.add(
       {.name = "flashinfer-pcie",
        .description = "FlashInfer's PCIe allreduce, pcie_ipc_all_reduce.cuh" + missing,
@@ -90,8 +96,9 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                throw gpu::BadInput(why);
              return flashinfer_pcie_choice();
            },
+       .mutants = family_mutants("flashinfer-pcie"),
        .check_mutant =
-           [](protocol::Mutant mutant) {
+           [](const gpu::MutantId& mutant) {
              check_family_patch(mutant, "FlashInfer's PCIe allreduce", flashinfer_pcie_patches(),
                                 flashinfer_pcie_patches_not_built());
            },
@@ -109,8 +116,9 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                throw gpu::BadInput(why);
              return flashinfer_moe_choice();
            },
+       .mutants = family_mutants("flashinfer-moe"),
        .check_mutant =
-           [](protocol::Mutant mutant) {
+           [](const gpu::MutantId& mutant) {
              check_family_patch(mutant, "FlashInfer's MoE allreduce fusion",
                                 flashinfer_moe_patches(), flashinfer_moe_patches_not_built());
            }});
@@ -126,8 +134,9 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                throw gpu::BadInput(why);
              return flashinfer_vllm_choice();
            },
+       .mutants = family_mutants("flashinfer-vllm"),
        .check_mutant =
-           [](protocol::Mutant mutant) {
+           [](const gpu::MutantId& mutant) {
              check_family_patch(mutant, "FlashInfer's copy of vLLM's custom allreduce",
                                 flashinfer_vllm_patches(), flashinfer_vllm_patches_not_built());
            },
@@ -137,12 +146,7 @@ void add_flashinfer_kernels(gpu::KernelRegistry& registry) {
                 .description = "another flashinfer-python release built beside the main tree, "
                                "-DFUSIONCHECK_FLASHINFER_RELEASES; " +
                                (flashinfer_available() ? releases_built() : "not in this build"),
-                .choose = choose_release,
-                .check_mutant = [](protocol::Mutant) {
-                  throw gpu::BadInput(
-                      "a release built beside the main tree has no patched copies (they are made "
-                      "of the main tree: --kernel flashinfer)");
-                }});
+                .choose = choose_release});
 }
 
 }  // namespace fusioncheck::adapters

@@ -18,7 +18,7 @@ namespace k = kernels;
 }  // namespace
 
 FlashInferMoeKernels::FlashInferMoeKernels(k::Bootstrap& bootstrap, Instances instances,
-                                           protocol::Mutant patch)
+                                           const gpu::MutantId& patch)
     : bootstrap_(bootstrap), instances_(instances), patch_(patch) {}
 
 FlashInferMoeKernels::~FlashInferMoeKernels() {
@@ -27,9 +27,7 @@ FlashInferMoeKernels::~FlashInferMoeKernels() {
 
 std::string FlashInferMoeKernels::name() const {
   return "FlashInfer MoE allreduce fusion (" + std::string(kSource) + ")" +
-         (patch_ == protocol::Mutant::none
-              ? std::string()
-              : ", patched: " + std::string(protocol::mutant_id(patch_)));
+         (patch_.none() ? std::string() : ", patched: " + patch_.id());
 }
 
 gpu::KernelTraits FlashInferMoeKernels::traits() const { return flashinfer_moe_traits(); }
@@ -60,17 +58,16 @@ gpu::KernelTraits flashinfer_moe_traits() {
   return t;
 }
 
-std::vector<protocol::Mutant> FlashInferMoeKernels::mutants() const {
-  std::vector<protocol::Mutant> out;
+std::vector<gpu::MutantId> FlashInferMoeKernels::mutants() const {
+  std::vector<gpu::MutantId> out;
   for (const MoeInstance& i : kMoeInstances)
-    if (i.launch != nullptr && i.mutant != protocol::Mutant::none &&
-        std::find(out.begin(), out.end(), i.mutant) == out.end())
-      out.push_back(i.mutant);
+    if (i.launch != nullptr && !gpu::MutantId(i.mutant).none() &&
+        std::find(out.begin(), out.end(), gpu::MutantId(i.mutant)) == out.end())
+      out.emplace_back(i.mutant);
   return out;
 }
 
-std::vector<std::pair<protocol::Mutant, std::string>> FlashInferMoeKernels::mutants_not_built()
-    const {
+std::vector<std::pair<gpu::MutantId, std::string>> FlashInferMoeKernels::mutants_not_built() const {
   return adapters::flashinfer_moe_patches_not_built();
 }
 
@@ -216,10 +213,11 @@ namespace fusioncheck::adapters {
 namespace {
 
 // The original's plain and sync-delay instances share mutant none; a patched copy has one.
-const fi::MoeInstance* find_moe_instance(protocol::Mutant mutant, bool bf16, bool sync = false) {
+const fi::MoeInstance* find_moe_instance(const gpu::MutantId& mutant, bool bf16,
+                                         bool sync = false) {
   for (const fi::MoeInstance& i : fi::kMoeInstances)
-    if (i.launch != nullptr && i.mutant == mutant && i.bf16 == bf16 &&
-        (mutant != protocol::Mutant::none || (i.sync_site_count > 0) == sync))
+    if (i.launch != nullptr && gpu::MutantId(i.mutant) == mutant && i.bf16 == bf16 &&
+        (!mutant.none() || (i.sync_site_count > 0) == sync))
       return &i;
   return nullptr;
 }
@@ -227,45 +225,45 @@ const fi::MoeInstance* find_moe_instance(protocol::Mutant mutant, bool bf16, boo
 }  // namespace
 
 std::string flashinfer_moe_unavailable_reason() {
-  return find_moe_instance(protocol::Mutant::none, true) != nullptr
+  return find_moe_instance(gpu::MutantId(), true) != nullptr
              ? ""
              : "this FlashInfer tree has no flashinfer/comm/trtllm_moe_allreduce_fusion.cuh";
 }
 
-std::vector<protocol::Mutant> flashinfer_moe_patches() {
-  std::vector<protocol::Mutant> out;
+std::vector<gpu::MutantId> flashinfer_moe_patches() {
+  std::vector<gpu::MutantId> out;
   for (const fi::MoeInstance& i : fi::kMoeInstances)
-    if (i.launch != nullptr && i.mutant != protocol::Mutant::none) out.push_back(i.mutant);
+    if (i.launch != nullptr && !gpu::MutantId(i.mutant).none()) out.emplace_back(i.mutant);
   return out;
 }
 
-std::vector<std::string> flashinfer_moe_case_notes(const gpu::GpuCase& c, protocol::Mutant patch) {
+std::vector<std::string> flashinfer_moe_case_notes(const gpu::GpuCase& c,
+                                                   const gpu::MutantId& patch) {
   const bool bf16 = c.dtype == kernels::DType::bf16;
   const fi::MoeInstance* instance = find_moe_instance(patch, bf16);
-  if (bf16 && c.delay_seed != 0 && patch == protocol::Mutant::none)
+  if (bf16 && c.delay_seed != 0 && patch.none())
     if (const fi::MoeInstance* hooked = find_moe_instance(patch, true, true)) instance = hooked;
   if (instance == nullptr) return {};
   return fi::sync_delay_notes(c, instance->sync_sites, instance->sync_site_count,
                               "trtllm_moe_allreduce_fusion.cuh");
 }
 
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built() {
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_moe_patches_not_built() {
   return fi::listed_not_built(fi::kMoePatchesNotBuilt);
 }
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
-                                                          protocol::Mutant patch) {
+                                                          const gpu::MutantId& patch) {
   if (const std::string why = flashinfer_moe_unavailable_reason(); !why.empty())
     throw kernels::InvalidLaunch(why);
   const fi::MoeInstance* bf16 = find_moe_instance(patch, true);
   if (bf16 == nullptr)
     throw kernels::InvalidLaunch(
-        "FlashInfer's MoE allreduce fusion has no patched copy for mutant " +
-        std::string(protocol::mutant_id(patch)));
+        "FlashInfer's MoE allreduce fusion has no patched copy for mutant " + patch.id());
   fi::FlashInferMoeKernels::Instances instances;
   instances.bf16 = bf16;
   instances.f16 = find_moe_instance(patch, false);
-  if (patch == protocol::Mutant::none) {
+  if (patch.none()) {
     instances.sync_bf16 = find_moe_instance(patch, true, true);
   }
   return std::make_unique<fi::FlashInferMoeKernels>(bootstrap, instances, patch);

@@ -30,24 +30,25 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
     const MoeInstance* f16 = nullptr;
     const MoeInstance* sync_bf16 = nullptr;
   };
-  FlashInferMoeKernels(kernels::Bootstrap& bootstrap, Instances instances, protocol::Mutant patch);
+  FlashInferMoeKernels(kernels::Bootstrap& bootstrap, Instances instances,
+                       const gpu::MutantId& patch);
   ~FlashInferMoeKernels() override;
   FlashInferMoeKernels(const FlashInferMoeKernels&) = delete;
   FlashInferMoeKernels& operator=(const FlashInferMoeKernels&) = delete;
 
   std::string name() const override;
   gpu::KernelTraits traits() const override;
-  std::vector<protocol::Mutant> mutants() const override;
-  std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
+  std::vector<gpu::MutantId> mutants() const override;
+  std::vector<std::pair<gpu::MutantId, std::string>> mutants_not_built() const override;
   // As for the fusion kernel: the early flag shows only to a block that starts late.
   // moe-remote-read hangs when a rank ends its call while a peer is still reading: late
   // blocks of the peer widen that window (the finalize kernel's finding shows in about one
   // late-blocks case of five, one in thirty to eighty otherwise).
-  bool mutant_needs_late_blocks(protocol::Mutant m) const override {
+  bool mutant_needs_late_blocks(const gpu::MutantId& m) const override {
     return m == protocol::Mutant::flag_before_arrival || m == protocol::Mutant::moe_remote_read;
   }
   // moe-remote-read changes the reduction kernel (variant 0) alone; the other copies both.
-  int mutant_variant(protocol::Mutant m) const override {
+  int mutant_variant(const gpu::MutantId& m) const override {
     return m == protocol::Mutant::moe_remote_read ? 0 : -1;
   }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
@@ -71,7 +72,7 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
 
   kernels::Bootstrap& bootstrap_;
   Instances instances_;
-  protocol::Mutant patch_;
+  gpu::MutantId patch_;
   std::map<const MoeInstance*, gpu::SyncDelay> sync_delays_;  // what each instance's plan holds
   cudaStream_t plan_stream_ = nullptr;
   std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size

@@ -34,27 +34,28 @@ FlashInferPcieKernels::FlashInferPcieKernels(k::Bootstrap& bootstrap, const Pcie
 
 std::string FlashInferPcieKernels::name() const {
   return "FlashInfer PCIe allreduce (pcie_ipc_all_reduce.cuh, " + std::string(kSource) + ")" +
-         (instance_.mutant == protocol::Mutant::none
-              ? std::string()
-              : ", patched: " + std::string(protocol::mutant_id(instance_.mutant)));
+         (gpu::MutantId(instance_.mutant).none() ? std::string()
+                                                 : ", patched: " + std::string(instance_.mutant));
 }
 
-std::vector<protocol::Mutant> FlashInferPcieKernels::mutants() const {
-  std::vector<protocol::Mutant> out;
-  for (protocol::Mutant m : flashinfer_pcie_patches())
+std::vector<gpu::MutantId> FlashInferPcieKernels::mutants() const {
+  std::vector<gpu::MutantId> out;
+  for (const gpu::MutantId& m : flashinfer_pcie_patches())
     if (m != protocol::Mutant::pcie_tp2_half_from_payload || ranks_ == 2) out.push_back(m);
   return out;
 }
 
-std::vector<std::pair<protocol::Mutant, std::string>> FlashInferPcieKernels::mutants_not_built()
+std::vector<std::pair<gpu::MutantId, std::string>> FlashInferPcieKernels::mutants_not_built()
     const {
   return listed_not_built(kPciePatchesNotBuilt);
 }
 
 // A copy of the copy-engine ring changes only its variants: the kill table draws its
 // flag-kernel variant that asks for four pieces.
-int FlashInferPcieKernels::mutant_variant(protocol::Mutant m) const {
-  const protocol::MutantInfo* info = protocol::find_mutant_info(m);
+int FlashInferPcieKernels::mutant_variant(const gpu::MutantId& m) const {
+  const auto in_catalogue = m.in_catalogue();
+  const protocol::MutantInfo* info =
+      in_catalogue ? protocol::find_mutant_info(*in_catalogue) : nullptr;
   if (info == nullptr || (info->layers & protocol::kInSimCeRing) == 0) return -1;
   for (std::size_t v = 0; v < variants_.size(); ++v)
     if (variants_[v].copy_engine && variants_[v].kernel_variant == 4 &&
@@ -334,9 +335,11 @@ std::string FlashInferPcieKernels::describe(const gpu::ProtocolWords& w) const {
 namespace {
 
 // The copies as the kill table and the checks run them; the poll-profiled one only on request.
-const fi::PcieInstance* find_pcie_instance(protocol::Mutant mutant, bool poll_profiled = false) {
+const fi::PcieInstance* find_pcie_instance(const gpu::MutantId& mutant,
+                                           bool poll_profiled = false) {
   for (const fi::PcieInstance& i : fi::kPcieInstances)
-    if (i.launch != nullptr && i.mutant == mutant && (i.profile != nullptr) == poll_profiled)
+    if (i.launch != nullptr && gpu::MutantId(i.mutant) == mutant &&
+        (i.profile != nullptr) == poll_profiled)
       return &i;
   return nullptr;
 }
@@ -344,37 +347,37 @@ const fi::PcieInstance* find_pcie_instance(protocol::Mutant mutant, bool poll_pr
 }  // namespace
 
 std::string flashinfer_pcie_unavailable_reason() {
-  return find_pcie_instance(protocol::Mutant::none) != nullptr
+  return find_pcie_instance(gpu::MutantId()) != nullptr
              ? ""
              : "this FlashInfer tree has no flashinfer/comm/pcie_ipc_all_reduce.cuh";
 }
 
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_pcie_patches_not_built() {
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_pcie_patches_not_built() {
   return fi::listed_not_built(fi::kPciePatchesNotBuilt);
 }
 
-std::vector<protocol::Mutant> flashinfer_pcie_patches() {
-  std::vector<protocol::Mutant> out;
+std::vector<gpu::MutantId> flashinfer_pcie_patches() {
+  std::vector<gpu::MutantId> out;
   for (const fi::PcieInstance& i : fi::kPcieInstances)
-    if (i.launch != nullptr && i.mutant != protocol::Mutant::none && i.profile == nullptr)
-      out.push_back(i.mutant);
+    if (i.launch != nullptr && !gpu::MutantId(i.mutant).none() && i.profile == nullptr)
+      out.emplace_back(i.mutant);
   return out;
 }
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
-                                                           protocol::Mutant patch) {
+                                                           const gpu::MutantId& patch) {
   if (const std::string why = flashinfer_pcie_unavailable_reason(); !why.empty())
     throw kernels::InvalidLaunch(why);
   const fi::PcieInstance* instance = find_pcie_instance(patch);
   if (instance == nullptr)
     throw kernels::InvalidLaunch("FlashInfer's PCIe allreduce has no patched copy for mutant " +
-                                 std::string(protocol::mutant_id(patch)));
+                                 patch.id());
   return std::make_unique<fi::FlashInferPcieKernels>(bootstrap, *instance);
 }
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
     kernels::Bootstrap& bootstrap) {
-  const fi::PcieInstance* instance = find_pcie_instance(protocol::Mutant::none, true);
+  const fi::PcieInstance* instance = find_pcie_instance(gpu::MutantId(), true);
   if (instance == nullptr)
     throw kernels::InvalidLaunch(
         "this build has no poll-profiled copy of FlashInfer's PCIe allreduce (its header has no "

@@ -83,13 +83,13 @@ class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::Pro
   gpu::KernelTraits traits() const override { return flashinfer_pcie_traits(ranks_); }
   // The patched copies that change a kernel this rank count runs (the 2-rank kernel's patch
   // changes nothing on 4 or 8 ranks).
-  std::vector<protocol::Mutant> mutants() const override;
+  std::vector<gpu::MutantId> mutants() const override;
   // The patches that do not apply to the tree this build uses, each with why.
-  std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override;
+  std::vector<std::pair<gpu::MutantId, std::string>> mutants_not_built() const override;
   // The 2-rank kernel's epoch halves sized from the payload show only when a rank starts a
   // smaller call while its peer still drains a larger one: staggered, delayed starts.
-  int mutant_variant(protocol::Mutant m) const override;
-  bool mutant_needs_late_blocks(protocol::Mutant m) const override {
+  int mutant_variant(const gpu::MutantId& m) const override;
+  bool mutant_needs_late_blocks(const gpu::MutantId& m) const override {
     return m == protocol::Mutant::pcie_tp2_half_from_payload;
   }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;

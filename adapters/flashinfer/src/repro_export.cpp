@@ -298,8 +298,7 @@ SyncDelays sync_delays(const gpu::GpuCase& c, const Family& family) {
       c.delay_seed == 0)
     return {};
   for (const fi::MoeInstance& i : fi::kMoeInstances) {
-    if (i.launch == nullptr || i.mutant != protocol::Mutant::none || i.sync_site_count == 0)
-      continue;
+    if (i.launch == nullptr || !gpu::MutantId(i.mutant).none() || i.sync_site_count == 0) continue;
     SyncDelays out;
     out.sites.assign(i.sync_sites, i.sync_sites + i.sync_site_count);
     bool any = false;

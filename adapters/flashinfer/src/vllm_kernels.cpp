@@ -22,10 +22,10 @@ constexpr std::uint64_t kMinBytes = 128u << 10;  // the smallest workspace, per 
 
 // The copy as the checks run it, or its sync-delay copy (the header as shipped has no hooks; a
 // patched copy has them already).
-const VllmInstance* find_vllm_instance(protocol::Mutant mutant, bool hooked) {
+const VllmInstance* find_vllm_instance(const gpu::MutantId& mutant, bool hooked) {
   for (const VllmInstance& i : kVllmInstances)
-    if (i.api != nullptr && i.mutant == mutant &&
-        (mutant != protocol::Mutant::none || (i.sync_site_count > 0) == hooked))
+    if (i.api != nullptr && gpu::MutantId(i.mutant) == mutant &&
+        (!mutant.none() || (i.sync_site_count > 0) == hooked))
       return &i;
   return nullptr;
 }
@@ -38,23 +38,20 @@ std::uint64_t hash_counts(const std::vector<std::uint32_t>& w, std::size_t n) {
 
 }  // namespace
 
-FlashInferVllmKernels::FlashInferVllmKernels(k::Bootstrap& bootstrap, protocol::Mutant patch)
+FlashInferVllmKernels::FlashInferVllmKernels(k::Bootstrap& bootstrap, const gpu::MutantId& patch)
     : bootstrap_(bootstrap), patch_(patch), ranks_(bootstrap.size()) {
   plain_ = find_vllm_instance(patch, false);
   hooked_ = find_vllm_instance(patch, true);
   if (plain_ == nullptr)
     throw k::InvalidLaunch("FlashInfer's copy of vLLM's custom allreduce has no copy for mutant " +
-                           std::string(protocol::mutant_id(patch)));
+                           patch.id());
   for (const VllmInstance* i : {plain_, hooked_})
     if (i != nullptr) i->api(&apis_[i]);
 }
 
 std::string FlashInferVllmKernels::name() const {
   return "FlashInfer's copy of vLLM's custom allreduce (vllm_custom_all_reduce.cuh, " +
-         flashinfer_source() + ")" +
-         (patch_ == protocol::Mutant::none
-              ? std::string()
-              : ", patched: " + std::string(protocol::mutant_id(patch_)));
+         flashinfer_source() + ")" + (patch_.none() ? std::string() : ", patched: " + patch_.id());
 }
 
 void FlashInferVllmKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
@@ -310,24 +307,24 @@ std::string FlashInferVllmKernels::describe(const gpu::ProtocolWords& w) const {
 }  // namespace fi
 
 std::string flashinfer_vllm_unavailable_reason() {
-  return fi::find_vllm_instance(protocol::Mutant::none, false) != nullptr
+  return fi::find_vllm_instance(gpu::MutantId(), false) != nullptr
              ? ""
              : "this FlashInfer tree has no flashinfer/comm/vllm_custom_all_reduce.cuh";
 }
 
-std::vector<protocol::Mutant> flashinfer_vllm_patches() {
-  std::vector<protocol::Mutant> out;
+std::vector<gpu::MutantId> flashinfer_vllm_patches() {
+  std::vector<gpu::MutantId> out;
   for (const fi::VllmInstance& i : fi::kVllmInstances)
-    if (i.api != nullptr && i.mutant != protocol::Mutant::none) out.push_back(i.mutant);
+    if (i.api != nullptr && !gpu::MutantId(i.mutant).none()) out.emplace_back(i.mutant);
   return out;
 }
 
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_vllm_patches_not_built() {
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_vllm_patches_not_built() {
   return fi::listed_not_built(fi::kVllmPatchesNotBuilt);
 }
 
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_vllm(kernels::Bootstrap& bootstrap,
-                                                           protocol::Mutant patch) {
+                                                           const gpu::MutantId& patch) {
   if (const std::string why = flashinfer_vllm_unavailable_reason(); !why.empty())
     throw kernels::InvalidLaunch(why);
   return std::make_unique<fi::FlashInferVllmKernels>(bootstrap, patch);

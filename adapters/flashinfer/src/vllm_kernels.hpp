@@ -60,14 +60,18 @@ class VllmWorkspace {
 
 class FlashInferVllmKernels final : public gpu::KernelUnderTest, public gpu::ProtocolChecks {
  public:
-  FlashInferVllmKernels(kernels::Bootstrap& bootstrap, protocol::Mutant patch);
+  FlashInferVllmKernels(kernels::Bootstrap& bootstrap, const gpu::MutantId& patch);
 
   // KernelUnderTest
   std::string name() const override;
   gpu::KernelTraits traits() const override { return flashinfer_vllm_traits(ranks_); }
-  std::vector<protocol::Mutant> mutants() const override { return flashinfer_vllm_patches(); }
-  std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const override {
+  std::vector<gpu::MutantId> mutants() const override { return flashinfer_vllm_patches(); }
+  std::vector<std::pair<gpu::MutantId, std::string>> mutants_not_built() const override {
     return flashinfer_vllm_patches_not_built();
+  }
+  std::string mutant_may_survive(const gpu::MutantId& m,
+                                 const gpu::GpuPlacement& placement) const override {
+    return flashinfer_vllm_mutant_may_survive(m, placement);
   }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void begin_case(const gpu::GpuCase& c) override;
@@ -117,7 +121,7 @@ class FlashInferVllmKernels final : public gpu::KernelUnderTest, public gpu::Pro
   void release_stuck_call();
 
   kernels::Bootstrap& bootstrap_;
-  protocol::Mutant patch_;
+  gpu::MutantId patch_;
   int ranks_ = 0;
   const VllmInstance* plain_ = nullptr;   // the header as shipped (or the patched copy)
   const VllmInstance* hooked_ = nullptr;  // its sync-delay copy: cases with delays

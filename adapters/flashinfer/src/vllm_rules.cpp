@@ -8,6 +8,7 @@
 
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/adapters/flashinfer_vllm.hpp"
+#include "fusioncheck/gpu/rank_placement.hpp"
 
 namespace fusioncheck::adapters {
 
@@ -46,6 +47,14 @@ int flashinfer_vllm_grid(std::uint64_t numel, int block_limit) {
 
 // allreduce() as FlashInfer's binding calls it (the size thresholds pick the kernel), and each
 // kernel chosen explicitly, with the default grid and with a small one whose blocks loop.
+std::string flashinfer_vllm_mutant_may_survive(const gpu::MutantId& m,
+                                               const gpu::GpuPlacement& placement) {
+  if (m == protocol::Mutant::vllm_no_fence && placement.ranks_share_gpu)
+    return "seldom observable between ranks on one GPU (one coherent L2): only the order of a "
+           "block's stores against its flag changes; the sim's vLLM model kills it";
+  return "";
+}
+
 std::vector<VllmVariant> flashinfer_vllm_variants(int ranks) {
   std::vector<VllmVariant> out;
   VllmVariant by_size;
@@ -221,11 +230,12 @@ namespace fusioncheck::adapters {
 std::string flashinfer_vllm_unavailable_reason() {
   return "this build has no FlashInfer adapter: " + flashinfer_unavailable_reason();
 }
-std::vector<protocol::Mutant> flashinfer_vllm_patches() { return {}; }
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_vllm_patches_not_built() {
+std::vector<gpu::MutantId> flashinfer_vllm_patches() { return {}; }
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_vllm_patches_not_built() {
   return {};
 }
-std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_vllm(kernels::Bootstrap&, protocol::Mutant) {
+std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_vllm(kernels::Bootstrap&,
+                                                           const gpu::MutantId&) {
   throw kernels::InvalidLaunch(flashinfer_vllm_unavailable_reason());
 }
 #endif

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fusioncheck/gpu/mutant_id.hpp"
 #include "fusioncheck/kernels/types.hpp"
 
 namespace fusioncheck::gpu {
@@ -189,7 +190,7 @@ constexpr int kLateBlocksMinTokens = 32;
 struct DrawSettings {
   int ranks = 2;
   CaseLimits limits;
-  protocol::Mutant mutant = protocol::Mutant::none;
+  MutantId mutant;
   bool nvfp4_supported = false;  // sm_100 or newer
   bool delays = true;
   bool pdl_producer = true;  // CheckOptions::pdl_producer

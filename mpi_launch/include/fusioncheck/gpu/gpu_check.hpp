@@ -24,7 +24,7 @@ struct CheckOptions {
   int cases = 10000;
   CaseLimits limits;
   KernelChoice kernel;  // ours by default; an adapter's kernel (adapters/)
-  protocol::Mutant mutant = protocol::Mutant::none;
+  MutantId mutant;
   bool shrink = true;
   bool delays = true;  // draw seeded injected delays in some cases (stress)
   // Draw PDL producers (kernels that write a call's inputs right before it, late): off, a
@@ -57,10 +57,12 @@ struct CheckOptions {
 };
 
 struct CheckResult {
-  protocol::Mutant mutant = protocol::Mutant::none;
+  MutantId mutant;
   int twoshot_percent = 0;   // the run's CheckOptions::twoshot_percent
   bool late_blocks = false;  // the run's CheckOptions::focus_late_blocks
   int variant = -1;          // the run's CheckOptions::variant
+  // Kill table: why this setup may not kill the mutant ("": it must be killed).
+  std::string survival_excuse;
   bool failed = false;
   int cases = 0;  // run to completion (refused ones not counted)
   int refused = 0;

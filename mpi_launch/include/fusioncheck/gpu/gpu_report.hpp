@@ -20,13 +20,13 @@ std::string failure_report(const CheckResult& r, const GpuPlacement& placement, 
 nlohmann::json to_json(const CheckResult& r);
 // JUnit XML, one <testcase> per run. A check run fails on findings; in a kill table
 // (kill_table: its placement) a mutant run fails when the mutant survives, unless this setup
-// cannot kill it (expected_survival), which is <skipped> with the reason.
+// cannot kill it (CheckResult::survival_excuse), which is <skipped> with the reason.
 std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,
                       const GpuPlacement* kill_table);
 // One run of the kill table: the mutant, its share of two-shot calls, and whether its cases
 // start blocks late (CheckOptions::focus_late_blocks).
 struct KillTableRun {
-  protocol::Mutant mutant = protocol::Mutant::none;
+  MutantId mutant;
   int twoshot_percent = 0;
   bool late_blocks = false;
   int variant = -1;  // the one launch variant drawn (KernelUnderTest::mutant_variant); -1: all
@@ -39,34 +39,33 @@ struct KillTableRun {
 // combination once, in the order the mutants first use it), as its control: a focus that
 // made correct code fail would be a false positive.
 std::vector<KillTableRun> kill_table_plan(
-    const std::vector<protocol::Mutant>& mutants, int default_percent,
-    const std::function<bool(protocol::Mutant)>& twoshot_only,
-    const std::function<bool(protocol::Mutant)>& late_blocks,
-    const std::function<int(protocol::Mutant)>& variant_of = {});
+    const std::vector<MutantId>& mutants, int default_percent,
+    const std::function<bool(const MutantId&)>& twoshot_only,
+    const std::function<bool(const MutantId&)>& late_blocks,
+    const std::function<int(const MutantId&)>& variant_of = {});
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
 // Why `mutant` may survive in this setup ("" if it must be killed): the arch-guard mutants
 // are wrong only in sm_120 code; a missing release/acquire is seldom observable between
 // ranks on one GPU; a torn element is not seen by time-sliced ranks, which never run together.
-std::string expected_survival(protocol::Mutant mutant, const GpuPlacement& placement);
+std::string expected_survival(const MutantId& mutant, const GpuPlacement& placement);
 // `not_built`: the kernel's negative controls this build lacks (KernelUnderTest::
 // mutants_not_built), listed after the runs as not built for this tree.
 std::string kill_table_markdown(
     const std::vector<CheckResult>& runs, const std::string& setup, const GpuPlacement& placement,
-    const std::vector<std::pair<protocol::Mutant, std::string>>& not_built = {});
+    const std::vector<std::pair<MutantId, std::string>>& not_built = {});
 
 // The kill table (`fusioncheck gpu kill-table`): the correct kernels and every mutant,
 // each a check run without shrinking (time to detect = the first failure).
 struct KillTableOptions {
-  CheckOptions check;                     // replay_out is set per mutant
-  std::vector<protocol::Mutant> mutants;  // empty: none, then every mutant the kernel has
+  CheckOptions check;             // replay_out is set per mutant
+  std::vector<MutantId> mutants;  // empty: none, then every mutant the kernel has
 };
 struct KillTableResult {
   std::vector<CheckResult> runs;
   GpuPlacement placement;
   std::string setup;   // one line: ranks, GPUs, MPS
   int unexpected = 0;  // false positives plus survivors this setup can kill
-  std::vector<std::pair<protocol::Mutant, std::string>>
-      not_built;  // negative controls this build lacks
+  std::vector<std::pair<MutantId, std::string>> not_built;  // negative controls this build lacks
 };
 // Collective. 2 ranks only (the mutant instances are 2-rank); bad input throws BadInput.
 KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& options);

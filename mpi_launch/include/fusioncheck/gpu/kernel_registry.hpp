@@ -8,6 +8,7 @@
 
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/gpu/mutant_id.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -21,10 +22,15 @@ struct KernelFamily {
   // Makes the choice for the full --kernel value; throws BadInput (errors.hpp) with the reason
   // when this build cannot run it (adapter not built, release not built, ...).
   std::function<KernelChoice(const std::string& value)> choose;
-  // The patched copies / mutants a --mutant may name for this family without a GPU (empty: the
-  // family checks its mutants on the GPU, as ours does); used to refuse a bad --mutant before MPI
-  // starts. Never called for Mutant::none (no mutant: every family runs that).
-  std::function<void(protocol::Mutant)> check_mutant;  // may be empty; throws BadInput
+  // Its negative controls, built here or not: catalogue mutants it builds (what and real_world
+  // may be left empty: add() fills them from the catalogue) and patched copies of its own (ids
+  // the catalogue does not have, each with what and real_world). --mutant and the kill table's
+  // --mutants take these ids; `fusioncheck mutants` lists them per family.
+  std::vector<FamilyMutant> mutants;
+  // Whether this build can run one of them, known without a GPU (a copy not compiled here, say):
+  // refuses a --mutant before MPI starts. Never called for "none". May be empty (then the
+  // kernel is asked on the GPU); throws BadInput with why.
+  std::function<void(const MutantId&)> check_mutant;
   bool comparable = false;  // may be timed beside ours with `gpu bench --compare`
   // The synchronisation protocol its kernels keep, whose invariants the suite checks
   // (docs/design.md, docs/protocols.md), as `gpu kernels` lists it: "lamport", or another one
@@ -39,6 +45,10 @@ class KernelRegistry {
   KernelChoice choose(const std::string& value) const;  // throws BadInput naming the known families
   std::vector<std::string> names() const;               // in registration order
   std::string help() const;  // "ours (…), flashinfer (…), …" for --kernel's help
+  const std::vector<KernelFamily>& families() const { return families_; }
+  // A --mutant id of the family that `kernel_value` chooses: "none", or one of its mutants and
+  // built here (check_mutant). Throws BadInput naming the family's ids.
+  MutantId mutant_of(const std::string& kernel_value, const std::string& id) const;
 
  private:
   std::vector<KernelFamily> families_;

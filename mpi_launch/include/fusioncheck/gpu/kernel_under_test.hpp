@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fusioncheck/gpu/mutant_id.hpp"
 #include "fusioncheck/gpu/protocol_checks.hpp"
 #include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/launch.hpp"
@@ -20,6 +21,8 @@
 #include "fusioncheck/reference/fused.hpp"
 
 namespace fusioncheck::gpu {
+
+struct GpuPlacement;  // rank_placement.hpp
 
 // One launch variant of a kernel (a kernel function with its grid): how it sums, which the
 // reference follows, and what its protocol does to zeros.
@@ -116,29 +119,33 @@ class KernelUnderTest {
   // The negative controls this build has for the kernel: every mutant (or patched copy)
   // it can run, and whether one lives in the two-shot path alone (the kill table then runs
   // it on mostly two-shot calls).
-  virtual std::vector<protocol::Mutant> mutants() const { return {}; }
+  virtual std::vector<MutantId> mutants() const { return {}; }
   // Negative controls this build could not make for the kernel (a patch that does not apply
   // to the tree it was built from), each with why: the kill table lists them as not built.
-  virtual std::vector<std::pair<protocol::Mutant, std::string>> mutants_not_built() const {
-    return {};
-  }
-  virtual bool mutant_in_twoshot_only(protocol::Mutant m) const {
+  virtual std::vector<std::pair<MutantId, std::string>> mutants_not_built() const { return {}; }
+  virtual bool mutant_in_twoshot_only(const MutantId& m) const {
     (void)m;
     return false;
   }
   // Whether a mutant shows only when some blocks of a call start after others have finished
   // (a kernel without injected delays of its own, started block by block by its adapter):
   // the kill table then runs it on cases that provoke that (DrawSettings::focus_late_blocks).
-  virtual bool mutant_needs_late_blocks(protocol::Mutant m) const {
+  virtual bool mutant_needs_late_blocks(const MutantId& m) const {
     (void)m;
     return false;
   }
   // The one launch variant a mutant changes (KernelTraits::variants), or -1 when it changes
   // them all: the kill table then draws only that variant for it (the others' calls would be
   // cases that cannot kill it), beside a control at the same focus.
-  virtual int mutant_variant(protocol::Mutant m) const {
+  virtual int mutant_variant(const MutantId& m) const {
     (void)m;
     return -1;
+  }
+  // Why one of its mutants may survive the kill table in this placement ("": it must die), for
+  // what the catalogue's rules (expected_survival) do not know: the family's own copies.
+  virtual std::string mutant_may_survive(const MutantId& m, const GpuPlacement& placement) const {
+    (void)m, (void)placement;
+    return "";
   }
   // Collective: every rank calls it with the same arguments before a case's calls.
   virtual void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) = 0;
@@ -215,6 +222,12 @@ inline KernelTraits our_traits() {
   return t;
 }
 
+// A mutant id as our kernels' catalogue mutant; throws BadInput (errors.hpp) for an id our
+// kernels do not build.
+protocol::Mutant our_mutant(const MutantId& mutant);
+// Our kernels' negative controls for the registry: the catalogue's kernel mutants.
+std::vector<FamilyMutant> our_mutants();
+
 class OurKernels final : public KernelUnderTest {
  public:
   OurKernels(kernels::Bootstrap& bootstrap, protocol::Mutant mutant)
@@ -230,8 +243,8 @@ class OurKernels final : public KernelUnderTest {
   bool mutant_in_twoshot() const { return mutant_in_twoshot_; }
   KernelTraits traits() const override { return our_traits(); }
   std::string name() const override;
-  std::vector<protocol::Mutant> mutants() const override;
-  bool mutant_in_twoshot_only(protocol::Mutant m) const override;
+  std::vector<MutantId> mutants() const override;
+  bool mutant_in_twoshot_only(const MutantId& m) const override;
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   void launch_unfused(const kernels::FusedParams& params, void* allreduced,
@@ -268,10 +281,10 @@ struct KernelChoice {
   bool share_sms = false;
   // The rank counts its mutant instances (or patched copies) are compiled for: the kill table's.
   std::vector<int> mutant_ranks = {2};
-  std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&, protocol::Mutant)> make =
+  std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&, const MutantId&)> make =
       [](kernels::Bootstrap& bootstrap,
-         protocol::Mutant mutant) -> std::unique_ptr<KernelUnderTest> {
-    return std::make_unique<OurKernels>(bootstrap, mutant);
+         const MutantId& mutant) -> std::unique_ptr<KernelUnderTest> {
+    return std::make_unique<OurKernels>(bootstrap, our_mutant(mutant));
   };
   // The build whose polls time themselves (take_poll_profile), for `gpu bench --wait-profile
   // --kernel`; empty when the family has none (ours has its own profile instance).

@@ -31,15 +31,8 @@ enum class Mutant : std::uint8_t {
   twoshot_gather_overlap,
   no_pdl_wait,
   inputs_before_wait,
-  // Upstream's fixes to FlashInfer's fusion header, reverted on the pinned release
-  // (adapters/flashinfer/patches/revert_*.cmake): named after the release that fixed them.
-  revert_0_6_4_fp4_cluster_coverage,
-  revert_0_6_15_partial_warp_reduce,
-  revert_0_6_17_cluster_clamp,
-  revert_0_7_1_inputs_before_wait,
-  revert_0_7_2_twoshot_barrier_order,
-  // FlashInfer's PCIe allreduce (adapters/flashinfer/patches_pcie): classes of its own +0
-  // sentinel protocol.
+  // The +0 sentinel protocol of FlashInfer's PCIe allreduce (the sim's model of it, and
+  // patched copies of its header).
   pcie_no_sanitise,
   pcie_tp2_half_from_payload,
   // The PCIe protocol's classes that only the sim's model of it builds (the debug switches
@@ -50,12 +43,8 @@ enum class Mutant : std::uint8_t {
   pcie_arrive_before_read,
   pcie_state_in_scratch,
   pcie_sentinel_on_barrier_region,
-  // Controls of the block-scaled FP8 checks: patched copies of FlashInfer's quantisers.
-  mxfp8_scale_nearest,
-  group_fp8_padding_kept,
-  // FlashInfer's MoE allreduce fusion (adapters/flashinfer/patches_moe).
+  // FlashInfer's MoE allreduce fusion: a rank reading a peer's own buffer (sim and copies).
   moe_remote_read,
-  moe_cluster_sync_dropped,
   // vLLM's custom allreduce barrier protocol (the sim's model of it): named after its fixes.
   vllm_one_counter_set,
   vllm_no_end_barrier,
@@ -86,34 +75,23 @@ enum class Mutant : std::uint8_t {
   ce_no_handshake,
   ce_no_join_no_handshake,
   ce_pieces_differ,
-  // FlashInfer's copy of vLLM's custom allreduce (adapters/flashinfer/patches_vllm) alone.
-  vllm_graph_base_unset,
-  vllm_mid_barrier_unfenced,
 };
 
-// Where a mutant can be expressed. Bits, so a row can say "both". kInFlashInfer: a patched
-// copy of FlashInfer's header (adapters/flashinfer/patches); rows that also exist in our
-// kernels or the sim say so with those bits.
-// kInFlashInferPcie: a patched copy of FlashInfer's PCIe allreduce (patches_pcie, and
-// patches_pcie_ce for its copy-engine ring);
-// kInFlashInferMoe: of its MoE allreduce fusion (patches_moe); kInFlashInferVllm: of its copy
-// of vLLM's custom allreduce (patches_vllm).
-// kInSim: the sim's model of the Lamport protocol; kInSimPcie: its model of the PCIe one;
-// kInSimVllm: its model of vLLM's custom allreduce barriers; kInSimMnnvl: its model of
-// FlashInfer's MNNVL Lamport allreduce; kInSimSglang: its model of SGLang's push plane;
-// kInSimCeRing: its model of the copy-engine ring of FlashInfer's PCIe allreduce.
+// Where the catalogue's mutant is built: our kernels (kInKernel) and the sim's models
+// (kInSim: the Lamport protocol; kInSimPcie: FlashInfer's PCIe sentinel protocol; kInSimVllm:
+// vLLM's custom allreduce barriers; kInSimMnnvl: FlashInfer's MNNVL Lamport allreduce;
+// kInSimSglang: SGLang's push plane; kInSimCeRing: the copy-engine ring of FlashInfer's PCIe
+// allreduce). Bits, so a row can name several. Another project's kernels build their negative
+// controls as patched copies, registered by their family (gpu::KernelFamily::mutants), which
+// may name a catalogue id.
 enum MutantLayer : std::uint16_t {
   kInSim = 1u,
   kInKernel = 2u,
-  kInFlashInfer = 4u,
-  kInFlashInferPcie = 8u,
   kInSimPcie = 16u,
-  kInFlashInferMoe = 32u,
   kInSimVllm = 64u,
   kInSimMnnvl = 128u,
   kInSimSglang = 256u,
-  kInSimCeRing = 512u,
-  kInFlashInferVllm = 1024u
+  kInSimCeRing = 512u
 };
 
 struct MutantInfo {
@@ -124,27 +102,25 @@ struct MutantInfo {
   std::uint16_t layers;         // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 53> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
-     "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel | kInFlashInfer},
+     "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel},
     {Mutant::early_trigger, "early-trigger",
      "dependents triggered before outputs are written, consumer reads them", "vLLM PR 45448",
      kInSim | kInKernel},
     {Mutant::float_sentinel, "float-sentinel", "sentinel tested with float ==", "FlashInfer 1136",
-     kInSim | kInKernel | kInFlashInfer | kInFlashInferPcie | kInSimPcie | kInFlashInferMoe},
+     kInSim | kInKernel | kInSimPcie},
     {Mutant::no_canonicalize, "no-canonicalize", "producer does not map input -0 to +0",
-     "TRT-LLM PR 4226 class", kInSim | kInKernel | kInFlashInfer},
+     "TRT-LLM PR 4226 class", kInSim | kInKernel},
     {Mutant::wrong_clear_buffer, "wrong-clear-buffer", "clears (f+1)%3 instead of (f+2)%3",
      "rotation bugs", kInSim | kInKernel},
     {Mutant::clear_size_current, "clear-size-current",
-     "clears with the current call's size, not the previous", "TRT-LLM 6237",
-     kInSim | kInKernel | kInFlashInfer | kInFlashInferMoe},
+     "clears with the current call's size, not the previous", "TRT-LLM 6237", kInSim | kInKernel},
     {Mutant::counter_not_reset, "counter-not-reset", "arrival counter never reset", "-",
-     kInSim | kInKernel | kInFlashInferPcie | kInSimPcie},
+     kInSim | kInKernel | kInSimPcie},
     {Mutant::flag_before_arrival, "flag-before-arrival",
-     "flag advanced without waiting for all blocks", "-",
-     kInSim | kInKernel | kInFlashInfer | kInFlashInferMoe},
+     "flag advanced without waiting for all blocks", "-", kInSim | kInKernel},
     {Mutant::two_buffers, "two-buffers", "double instead of triple buffering", "-",
      kInSim | kInKernel},
     {Mutant::sentinel_width, "sentinel-width", "16-bit sentinel fill read as fp32",
@@ -170,37 +146,17 @@ inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
      "fusioncheck: H200 smoke with injected delays", kInSim | kInKernel},
     {Mutant::no_pdl_wait, "no-pdl-wait",
      "launched with PDL, grid-dependency wait compiled out on every architecture",
-     "FlashInfer PR 3903 class, on every GPU",
-     kInKernel | kInFlashInfer | kInFlashInferPcie | kInFlashInferMoe},
+     "FlashInfer PR 3903 class, on every GPU", kInKernel},
     {Mutant::inputs_before_wait, "inputs-before-wait",
      "residual and gamma loaded before the grid-dependency wait, launched with PDL behind their producer",
      "FlashInfer 0.7.1 fix (FusedOp before the wait)", kInKernel},
-    {Mutant::revert_0_6_4_fp4_cluster_coverage, "revert-0.6.4-fp4-cluster-coverage",
-     "NVFP4 launch accepts a cluster size that is not a power of two and has no coverage check: "
-     "halved for the SM count, part of every row is left unprocessed",
-     "FlashInfer PR 2557 (0.6.4), reverted", kInFlashInfer},
-    {Mutant::revert_0_6_15_partial_warp_reduce, "revert-0.6.15-partial-warp-reduce",
-     "RMSNorm block reduction shuffles with a full-warp mask in a partial last warp",
-     "FlashInfer PR 3880 (0.6.15), reverted", kInFlashInfer},
-    {Mutant::revert_0_6_17_cluster_clamp, "revert-0.6.17-cluster-clamp",
-     "one-shot cluster of 8 blocks not clamped to the largest cluster the device launches",
-     "FlashInfer PR 3903 (0.6.17), reverted", kInFlashInfer},
-    {Mutant::revert_0_7_1_inputs_before_wait, "revert-0.7.1-inputs-before-wait",
-     "FusedOp (loads residual_in and rms_gamma) constructed before the grid-dependency wait",
-     "FlashInfer 0.7.1 fix, reverted", kInFlashInfer},
-    {Mutant::revert_0_7_2_twoshot_barrier_order, "revert-0.7.2-twoshot-barrier-order",
-     "two-shot barrier writes the block's own slot first, every slot with release: a larger later "
-     "grid passes on a slot two barriers old",
-     "FlashInfer 0.7.2 fix, reverted", kInFlashInfer},
     {Mutant::pcie_no_sanitise, "pcie-no-sanitise",
      "+0 sentinel protocol: a real zero is pushed as +0 (not turned into -0), read as not yet written",
-     "FlashInfer pcie_ipc_all_reduce.cuh: sentinel kernels sanitise real zeros",
-     kInFlashInferPcie | kInSimPcie},
+     "FlashInfer pcie_ipc_all_reduce.cuh: sentinel kernels sanitise real zeros", kInSimPcie},
     {Mutant::pcie_tp2_half_from_payload, "pcie-tp2-half-from-payload",
      "2-rank PCIe kernel sizes its epoch halves from the call's payload: a smaller call lands in "
      "the half a lagging peer still drains",
-     "FlashInfer pcie_ipc_all_reduce.cuh: rank_stride_packs from max_numel",
-     kInFlashInferPcie | kInSimPcie},
+     "FlashInfer pcie_ipc_all_reduce.cuh: rank_stride_packs from max_numel", kInSimPcie},
     {Mutant::pcie_no_double_buffer, "pcie-no-double-buffer",
      "PCIe sentinel kernels pin every call to half 0 of their scratch region",
      "FlashInfer pcie_ipc_all_reduce.cuh: FLASHINFER_PCIE_IPC_DEBUG_NO_BLOCK_EPOCH", kInSimPcie},
@@ -222,39 +178,26 @@ inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
     {Mutant::pcie_sentinel_on_barrier_region, "pcie-sentinel-on-barrier-region",
      "a sentinel kernel stages in the block region, where barrier kernels leave raw payload",
      "FlashInfer pcie_ipc_all_reduce.cuh: ScratchRegion comment", kInSimPcie},
-    {Mutant::mxfp8_scale_nearest, "mxfp8-scale-nearest",
-     "MXFP8 block scale rounded to the nearest power of two, not up: the largest elements saturate",
-     "scale rules without the round-up (FlashInfer's quantisers round up)", kInFlashInfer},
-    {Mutant::group_fp8_padding_kept, "group-fp8-padding-kept",
-     "per-token-group FP8: the bytes after a token's last group in its packed word are not zeroed",
-     "DeepGEMM's packed UE8M0 layout (FlashInfer's K-padding)", kInFlashInfer},
     {Mutant::moe_remote_read, "moe-remote-read",
      "a rank polls each peer's slot in that peer's own Lamport buffer, which the peer clears in "
      "its next call: a rank that finishes first clears what a slower one has not read (a hang), "
      "and a buffer not cleared yet shows an older call's data as arrived",
      "FlashInfer 0.7.4 trtllm_moe_allreduce_fusion.cuh: the finalize kernel reads data_bufs[r]",
-     kInSim | kInFlashInferMoe},
-    {Mutant::moe_cluster_sync_dropped, "moe-cluster-sync-dropped",
-     "RMSNorm across a cluster: the barrier after thread 0 read every block's partial sum is "
-     "dropped, so a block overwrites its partial sum with the norm factor (or leaves) while a "
-     "sibling still reads it: a race inside one kernel",
-     "the cluster barrier pair of FlashInfer's rms_norm (trtllm_moe_allreduce_fusion.cuh)",
-     kInFlashInferMoe},
+     kInSim},
     {Mutant::vllm_one_counter_set, "vllm-one-counter-set",
      "the barrier's peer counters in one set, not two alternating ones: a peer already at the "
      "next barrier overwrites the value a slower rank still waits for",
-     "vLLM custom_all_reduce.cuh before vllm#8558 (the TP8 hangs of vllm#8404, #8410)",
-     kInSimVllm | kInFlashInferVllm},
+     "vLLM custom_all_reduce.cuh before vllm#8558 (the TP8 hangs of vllm#8404, #8410)", kInSimVllm},
     {Mutant::vllm_no_end_barrier, "vllm-no-end-barrier",
      "the one-stage kernel returns without its end barrier: a rank's next input lands in its "
      "registered buffer while a peer still reads the current one",
      "vLLM custom_all_reduce.cuh: cross_device_reduce_1stage's closing multi_gpu_barrier",
-     kInSimVllm | kInFlashInferVllm},
+     kInSimVllm},
     {Mutant::vllm_no_fence, "vllm-no-fence",
      "the two-stage kernel's middle barrier without release/acquire: its flag may land before "
      "the reduce-scatter's stores, and a peer gathers a stale chunk",
      "vLLM custom_all_reduce.cuh: multi_gpu_barrier's need_fence (the barrier rework of vllm#2760)",
-     kInSimVllm | kInFlashInferVllm},
+     kInSimVllm},
     {Mutant::mnnvl_two_buffers, "mnnvl-two-buffers",
      "two Lamport buffers rotated instead of three: a rank clears the buffer of its last call, "
      "which a peer a call ahead already writes its next call into",
@@ -332,14 +275,13 @@ inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
     {Mutant::ce_copy_before_add, "ce-copy-before-add",
      "a ring step's copy does not wait for the add of the chunk it forwards: the copy engine "
      "sends the output before this rank added its input to it",
-     "pcie_ipc_ce_ring.cuh: cudaStreamWaitEvent(copy_stream, add_done[p])",
-     kInSimCeRing | kInFlashInferPcie},
+     "pcie_ipc_ce_ring.cuh: cudaStreamWaitEvent(copy_stream, add_done[p])", kInSimCeRing},
     {Mutant::ce_publish_before_copy, "ce-publish-before-copy",
      "the readiness flag is published without waiting for the copy's event (or the binary "
      "write is issued before the copy): the peer adds a landing slot that has not landed",
      "pcie_ipc_ce_ring.cuh: \"this kernel runs on a stream that already waited on the memcpy's "
      "event\"",
-     kInSimCeRing | kInFlashInferPcie},
+     kInSimCeRing},
     {Mutant::ce_no_fork, "ce-no-fork",
      "the side streams do not wait for the caller's stream at the start of a call: the first "
      "copy reads the input before the caller's producer wrote it",
@@ -362,20 +304,7 @@ inline constexpr std::array<MutantInfo, 63> kMutantCatalogue{{
      "one rank derives another piece count: it uses other flag and landing slots",
      "pcie_ipc_ce_ring.cuh: ce_pick_pieces (\"a rank that picks a different depth uses "
      "different flag slots and the group hangs\")",
-     kInSimCeRing | kInFlashInferPcie},
-    {Mutant::vllm_graph_base_unset, "vllm-graph-base-unset",
-     "a captured input's peers are registered at the input's own address instead of the base "
-     "of its allocation, with offset 0: a peer opens the allocation and reads from its start",
-     "FlashInfer vllm_custom_all_reduce.cuh get_graph_buffer_ipc_meta before FlashInfer#1894 "
-     "(the base pointer of a graph buffer was not looked up)",
-     kInFlashInferVllm},
-    {Mutant::vllm_mid_barrier_unfenced, "vllm-mid-barrier-unfenced",
-     "the two-stage kernel's middle barrier without need_fence: no release/acquire and no closing "
-     "__syncthreads, so a block's threads gather peers' parts while only its barrier lanes wait "
-     "for the peers (a race inside the kernel)",
-     "vLLM custom_all_reduce.cuh: multi_gpu_barrier<ngpus, false, true> in "
-     "cross_device_reduce_2stage",
-     kInFlashInferVllm},
+     kInSimCeRing},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {

@@ -29,12 +29,12 @@ std::string flashinfer_fast_math_refused();
 
 // The patched copies this build has (mutant ids of the catalogue), and those of them also
 // built with FlashInfer's JIT flags (launch variant 1 of the copy).
-std::vector<protocol::Mutant> flashinfer_patches();
-std::vector<protocol::Mutant> flashinfer_fast_math_patches();
+std::vector<gpu::MutantId> flashinfer_patches();
+std::vector<gpu::MutantId> flashinfer_fast_math_patches();
 // The patches that do not apply to the tree this build uses (never the pinned release, where
 // the configuration stops instead) or that -DFUSIONCHECK_FLASHINFER_COPIES=OFF left
 // uncompiled, each with why.
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_patches_not_built();
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_patches_not_built();
 
 // Other flashinfer-python releases built beside the main tree (-DFUSIONCHECK_FLASHINFER_RELEASES,
 // ci/flashinfer_history.sh), driven as --kernel flashinfer@<release>; and the releases asked
@@ -45,9 +45,14 @@ std::vector<std::pair<std::string, std::string>> flashinfer_releases_refused();
 // releases it has, for one this build lacks.
 gpu::KernelChoice flashinfer_release_choice(const std::string& release);
 
+// Why a patched copy of the fusion header may survive the kill table in this placement ("": it
+// must die): the copies of fixes whose bug the GPU cannot show.
+std::string flashinfer_mutant_may_survive(const gpu::MutantId& m,
+                                          const gpu::GpuPlacement& placement);
+
 // Throws kernels::InvalidLaunch when the adapter is unavailable or the patch is not built.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer(kernels::Bootstrap& bootstrap,
-                                                      protocol::Mutant patch);
+                                                      const gpu::MutantId& patch);
 
 // The choice for gpu::CheckOptions / SmokeOptions ("flashinfer").
 gpu::KernelChoice flashinfer_choice();
@@ -57,7 +62,7 @@ gpu::KernelChoice flashinfer_choice();
 // the same headers, as a second kernel under test ("flashinfer-legacy"; docs/flashinfer.md).
 // Throws kernels::InvalidLaunch when the adapter is unavailable or for a mutant (it has none).
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_legacy(kernels::Bootstrap& bootstrap,
-                                                             protocol::Mutant mutant);
+                                                             const gpu::MutantId& mutant);
 gpu::KernelChoice flashinfer_legacy_choice();
 
 // Its host-side rules, without a GPU (legacy_rules.cpp):
@@ -78,14 +83,14 @@ std::string flashinfer_legacy_refusal(const kernels::FusedParams& params, bool t
 // patched copies of that header (adapters/flashinfer/patches_pcie). Throws
 // kernels::InvalidLaunch when this build lacks it or the patched copy.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
-                                                           protocol::Mutant patch);
+                                                           const gpu::MutantId& patch);
 // The original header with its poll loops timed (gpu bench --wait-profile); throws
 // kernels::InvalidLaunch when this build lacks that copy.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie_poll_profiled(
     kernels::Bootstrap& bootstrap);
 gpu::KernelChoice flashinfer_pcie_choice();
-std::vector<protocol::Mutant> flashinfer_pcie_patches();
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_pcie_patches_not_built();
+std::vector<gpu::MutantId> flashinfer_pcie_patches();
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_pcie_patches_not_built();
 // Why this build has no flashinfer-pcie kernel; "" when it has one.
 std::string flashinfer_pcie_unavailable_reason();
 
@@ -163,15 +168,16 @@ std::vector<std::string> pcie_state_violations(const PcieStateAfterCalls& state)
 // of that header (adapters/flashinfer/patches_moe). Throws kernels::InvalidLaunch where this
 // build has none.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
-                                                          protocol::Mutant patch);
+                                                          const gpu::MutantId& patch);
 gpu::KernelChoice flashinfer_moe_choice();
-std::vector<protocol::Mutant> flashinfer_moe_patches();
+std::vector<gpu::MutantId> flashinfer_moe_patches();
 // The blocks the MoE kernels hold inside the kernel for a case (one line per held rank: rank,
 // block, header line, time), where its calls run on a copy with hooks (the original's
 // sync-delay copy for bf16 cases with delays, or a patched copy); none otherwise.
-std::vector<std::string> flashinfer_moe_case_notes(const gpu::GpuCase& c, protocol::Mutant patch);
+std::vector<std::string> flashinfer_moe_case_notes(const gpu::GpuCase& c,
+                                                   const gpu::MutantId& patch);
 // Patched copies of the MoE header this build applied but did not compile, each with why.
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_moe_patches_not_built();
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_moe_patches_not_built();
 // Why this build has no flashinfer-moe kernel; "" when it has one.
 std::string flashinfer_moe_unavailable_reason();
 

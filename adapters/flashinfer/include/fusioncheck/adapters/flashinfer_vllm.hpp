@@ -16,10 +16,13 @@ namespace fusioncheck::adapters {
 
 // Throws kernels::InvalidLaunch when this build lacks the family or the patched copy.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_vllm(kernels::Bootstrap& bootstrap,
-                                                           protocol::Mutant patch);
+                                                           const gpu::MutantId& patch);
 gpu::KernelChoice flashinfer_vllm_choice();
-std::vector<protocol::Mutant> flashinfer_vllm_patches();
-std::vector<std::pair<protocol::Mutant, std::string>> flashinfer_vllm_patches_not_built();
+std::vector<gpu::MutantId> flashinfer_vllm_patches();
+std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_vllm_patches_not_built();
+// Why a patched copy may survive the kill table in this placement ("": it must die).
+std::string flashinfer_vllm_mutant_may_survive(const gpu::MutantId& m,
+                                               const gpu::GpuPlacement& placement);
 // Why this build has no flashinfer-vllm kernel; "" when it has one.
 std::string flashinfer_vllm_unavailable_reason();
 
