@@ -18,7 +18,7 @@ namespace fg = fusioncheck::gpu;
 namespace fk = fusioncheck::kernels;
 namespace fp = fusioncheck::protocol;
 
-// A call of a case as the case runner launches it (mpi_launch/gpu/case_runner.cpp).
+// A call of a case as the case runner launches it (mpi_launch/gpu/runner/case_runner.cpp).
 fk::FusedParams params_of(const fg::GpuCase& c, const fg::CallSpec& call, int rank) {
   fk::FusedParams p;
   p.ranks = c.ranks;

@@ -9,7 +9,7 @@ void add_audit_command(CLI::App& app, int& exit_code);      // kernels/audit/cli
 void add_reference_command(CLI::App& app, int& exit_code);  // reference/reference_command.cpp
 void add_sim_command(CLI::App& app, int& exit_code);        // sim/src/sim_command.cpp
 #if defined(FUSIONCHECK_HAVE_GPU_COMMAND)
-void add_gpu_command(CLI::App& app, int& exit_code);  // mpi_launch/gpu/gpu_command.cpp
+void add_gpu_command(CLI::App& app, int& exit_code);  // cli/gpu_command.cpp
 #endif
 
 inline void add_all_commands(CLI::App& app, int& exit_code) {
