@@ -28,7 +28,7 @@ for id in "$@"; do
   fix="$FC_ROOT/adapters/flashinfer/known/fixes/$id.cmake"
   header=$(sed -n 's/^set(FC_PATCH_HEADER \(.*\))$/\1/p' "$fix")
   target="$out/flashinfer/comm/$header"
-  if ! cmake -DHEADER="$target" -DPATCH="$fix" -DOUT="$target.fixed" -P adapters/flashinfer/apply_patch.cmake >/dev/null 2>"$out/.fix.log"; then
+  if ! cmake -DHEADER="$target" -DPATCH="$fix" -DOUT="$target.fixed" -P adapters/flashinfer/cmake/apply_patch.cmake >/dev/null 2>"$out/.fix.log"; then
     echo "fixed_flashinfer_tree.sh: $id does not apply: $(grep -m1 -v '^$' "$out/.fix.log")" >&2
     exit 1
   fi

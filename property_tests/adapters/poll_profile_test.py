@@ -1,4 +1,4 @@
-"""The rewrite that times FlashInfer's PCIe polls (adapters/flashinfer/poll_profile.cmake):
+"""The rewrite that times FlashInfer's PCIe polls (adapters/flashinfer/cmake/poll_profile.cmake):
 every poll loop of the two known forms opens a timer on its own line, nothing else changes.
 
 usage: poll_profile_test.py CMAKE SCRIPT PINNED_HEADER

@@ -1,4 +1,4 @@
-"""The rewrite that holds a block at a synchronisation exit (adapters/flashinfer/sync_delay.cmake):
+"""The rewrite that holds a block at a synchronisation exit (adapters/flashinfer/cmake/sync_delay.cmake):
 one hook after each block or cluster barrier and before each poll loop, on the same line, and the
 sites it reports are the lines the hooks are on; nothing else changes.
 

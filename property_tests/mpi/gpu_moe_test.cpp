@@ -20,7 +20,7 @@ namespace fg = fusioncheck::gpu;
 namespace fk = fusioncheck::kernels;
 namespace ref = fusioncheck::reference;
 
-// What the MoE adapter declares (adapters/flashinfer/src/moe_kernels.cpp), as far as drawing goes.
+// What the MoE adapter declares (adapters/flashinfer/moe/moe_kernels.cpp), as far as drawing goes.
 fg::KernelTraits moe_traits() {
   fg::KernelTraits t;
   t.moe = true;

@@ -3,7 +3,7 @@
 // the one-shot Lamport and the two-shot kernel behind allreduce_fusion_op) as a
 // KernelUnderTest, built against FlashInfer's headers (ci/fetch_flashinfer.sh, or
 // -DFUSIONCHECK_FLASHINFER_INCLUDE=DIR for another tree). Its negative controls are patched
-// copies of the header (adapters/flashinfer/patches), one per catalogue mutant id.
+// copies of the header (adapters/flashinfer/fusion/patches), one per catalogue mutant id.
 // docs/flashinfer.md has the facts of FlashInfer's layout and behaviour that the adapter
 // and the reference follow.
 #include <cstdint>
@@ -80,7 +80,7 @@ std::string flashinfer_legacy_refusal(const kernels::FusedParams& params, bool t
 // FlashInfer's PCIe allreduce (flashinfer/comm/pcie_ipc_all_reduce.cuh: the SM kernels of
 // pcie_ipc::all_reduce for 2, 4 and 8 ranks, allreduce only, with their +0 sentinel protocol)
 // from the same headers ("flashinfer-pcie"; docs/flashinfer.md). Its negative controls are
-// patched copies of that header (adapters/flashinfer/patches_pcie). Throws
+// patched copies of that header (adapters/flashinfer/pcie/patches). Throws
 // kernels::InvalidLaunch when this build lacks it or the patched copy.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_pcie(kernels::Bootstrap& bootstrap,
                                                            const gpu::MutantId& patch);
@@ -165,7 +165,7 @@ std::vector<std::string> pcie_state_violations(const PcieStateAfterCalls& state)
 // FlashInfer's MoE allreduce fusion (flashinfer/comm/trtllm_moe_allreduce_fusion.cuh: the MoE
 // reduction and finalize kernels, one-shot Lamport on the fusion kernel's workspace) from the
 // same headers ("flashinfer-moe"; docs/flashinfer.md). Its negative controls are patched copies
-// of that header (adapters/flashinfer/patches_moe). Throws kernels::InvalidLaunch where this
+// of that header (adapters/flashinfer/moe/patches). Throws kernels::InvalidLaunch where this
 // build has none.
 std::unique_ptr<gpu::KernelUnderTest> make_flashinfer_moe(kernels::Bootstrap& bootstrap,
                                                           const gpu::MutantId& patch);

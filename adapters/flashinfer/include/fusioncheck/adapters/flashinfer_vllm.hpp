@@ -3,7 +3,7 @@
 // one-stage and two-stage kernels behind CustomAllreduce, with its counter barriers) as a
 // KernelUnderTest ("flashinfer-vllm"), from the same headers as the other FlashInfer families.
 // Its protocol and invariants V1-V4: docs/protocols.md, "vLLM barrier protocol". Its negative
-// controls are patched copies of that header (adapters/flashinfer/patches_vllm).
+// controls are patched copies of that header (adapters/flashinfer/vllm/patches).
 #include <cstdint>
 #include <memory>
 #include <string>

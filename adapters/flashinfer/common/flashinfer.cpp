@@ -106,7 +106,7 @@ std::unique_ptr<gpu::KernelUnderTest> make_instance(kernels::Bootstrap& bootstra
                                  ")");
   if (bf16 == nullptr)
     throw kernels::InvalidLaunch("FlashInfer: no patched copy for mutant " + patch.id() +
-                                 " in this build (adapters/flashinfer/patches)");
+                                 " in this build (adapters/flashinfer/fusion/patches)");
   return std::make_unique<fi::FlashInferKernels>(bootstrap, *bf16, f16, patch, fast_bf16, fast_f16);
 }
 

@@ -24,13 +24,13 @@ function(fc_fi_patch_rows folder family out_var)
 endfunction()
 
 set(_fi_patch_rows "")
-foreach(pair "patches=flashinfer" "patches_pcie=flashinfer-pcie" "patches_pcie_ce=flashinfer-pcie"
-             "patches_moe=flashinfer-moe" "patches_vllm=flashinfer-vllm")
+foreach(pair "fusion/patches=flashinfer" "pcie/patches=flashinfer-pcie" "pcie/patches_ce=flashinfer-pcie"
+             "moe/patches=flashinfer-moe" "vllm/patches=flashinfer-vllm")
   string(REPLACE "=" ";" pair "${pair}")
   list(GET pair 0 folder)
   list(GET pair 1 family)
   fc_fi_patch_rows(${folder} ${family} rows)
   string(APPEND _fi_patch_rows "${rows}")
 endforeach()
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/templates/fi_patch_list.hpp.in
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/fi_patch_list.hpp.in
   ${CMAKE_CURRENT_BINARY_DIR}/generated/fi_patch_list.hpp @ONLY)

@@ -1,5 +1,5 @@
 # fc_fi_apply_patch(<header text> <patch file> <out var> <status var>): FlashInfer's header with
-# one patch of patches/ applied. A patch file sets
+# one patch of <family>/patches/ applied. A patch file sets
 #   FC_PATCH_MUTANT   the mutant id: a catalogue id (protocol/mutants.hpp), or the family's own,
 #                     then with FC_PATCH_WHAT and FC_PATCH_REAL_WORLD (patch_list.cmake)
 #   FC_PATCH_WHERE    the lines it changes, in the pinned release

@@ -1,5 +1,5 @@
 # fc_fi_poll_profiled_copy(<header text> <out var> <sites var>): FlashInfer's PCIe header with
-# every poll loop opening a FUSIONCHECK_POLL_TIMER (src/fi_poll_profile.cuh), on the same line
+# every poll loop opening a FUSIONCHECK_POLL_TIMER (common/fi_poll_profile.cuh), on the same line
 # as before, so that a site's line is the original header's. Two loop forms poll in the header:
 # `while (true) {` (the sentinel and barrier polls on slot contents) and
 # `while (!generation_reached(...)) {` (the block barriers). <sites var>: how many were rewritten;

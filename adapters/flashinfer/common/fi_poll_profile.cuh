@@ -1,7 +1,7 @@
 #pragma once
 // Included before a copy of FlashInfer's PCIe header whose poll loops the build rewrote
 // (`while (true) {` and `while (!generation_reached(...)) {` become for loops that open a
-// FUSIONCHECK_POLL_TIMER; adapters/flashinfer/poll_profile.cmake). The timer lives as long as
+// FUSIONCHECK_POLL_TIMER; adapters/flashinfer/cmake/poll_profile.cmake). The timer lives as long as
 // one poll: when it ends, thread 0 of each block adds the poll's cycles to its source line's
 // entry. One thread per block writes its own row, so no atomics; the row holds the first
 // kPollProfileSites lines a block polls at (the header has fewer poll loops than that per kernel).

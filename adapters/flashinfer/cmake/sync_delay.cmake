@@ -1,5 +1,5 @@
 # fc_fi_sync_delay_copy(<header text> <out var> <lines var> [<rank lines var>]): a FlashInfer
-# header with a delay hook (src/fi_sync_delay.cuh) at each synchronisation exit inside its
+# header with a delay hook (fi_sync_delay.cuh) at each synchronisation exit inside its
 # kernels, on the same line as the exit so that a site is named by the original header's line
 # (after a barrier that is the body of a one-line `if`, the hook runs whatever the condition):
 #   after  __syncthreads();  cluster.sync();  barrier.sync();   (a block or cluster barrier)

@@ -2,7 +2,7 @@
 # headers), included by CMakeLists.txt: one library per (copy of the header, element type),
 # each the only translation unit that includes its copy (the header has no include guard and
 # non-inline functions; hidden visibility keeps the copies apart). The original in bf16 and
-# fp16; the copies patched by patches_moe/ (negative controls, applied like patches/) in bf16.
+# fp16; the copies patched by moe/patches/ (negative controls, applied like fusion/patches/) in bf16.
 # FlashInfer's entry points dispatch every rank count (2, 4, 8, 16) themselves. A tree without
 # the header has no flashinfer-moe kernel.
 set(_fi_moe_header "${_fi_include}/flashinfer/comm/trtllm_moe_allreduce_fusion.cuh")
@@ -21,12 +21,12 @@ function(fc_fi_moe_instance name mutant dtype header sync_lines)
     set(FI_MOE_TYPE __half)
   endif()
   set(cu ${CMAKE_CURRENT_BINARY_DIR}/instances/moe_${name}.cu)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/src/fi_moe_instance.cu.in ${cu} @ONLY)
+  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/moe/fi_moe_instance.cu.in ${cu} @ONLY)
   set(target fc_flashinfer_moe_${name})
   fc_fi_instance_library(${target} ${cu})
   # The relative includes of a patched copy ("../exception.h") resolve through comm/.
   target_include_directories(${target} PRIVATE ${_fi_include} ${_fi_include}/flashinfer/comm
-    ${FUSIONCHECK_SPDLOG_INCLUDE} ${CMAKE_CURRENT_SOURCE_DIR}/src)
+    ${FUSIONCHECK_SPDLOG_INCLUDE} ${_fi_src_dirs})
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
   if(name STREQUAL "none_bf16")  # one element type: the same code paths
     fc_fi_arch_check(${target} ${cu})
@@ -57,7 +57,7 @@ if(EXISTS "${_fi_moe_header}")
     fc_fi_moe_instance(sync_bf16 none bf16 "${_fi_moe_sync_copy}" "${_fi_moe_sync_lines}")
   endif()
   if(FUSIONCHECK_FLASHINFER_PATCHES)
-    fc_fi_patched_copies("${_fi_moe_header}" patches_moe _names _mutants _copies _fi_moe_not_built)
+    fc_fi_patched_copies("${_fi_moe_header}" moe/patches _names _mutants _copies _fi_moe_not_built)
     foreach(name mutant copy IN ZIP_LISTS _names _mutants _copies)
       if(FUSIONCHECK_FLASHINFER_COPIES)  # the patch as written against the header, then the hooks
         fc_fi_sync_delay_file("${copy}" hooked lines)
@@ -70,5 +70,6 @@ if(EXISTS "${_fi_moe_header}")
 else()
   message(STATUS "fusioncheck: FlashInfer tree has no trtllm_moe_allreduce_fusion.cuh: no flashinfer-moe kernel")
 endif()
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/templates/fi_moe_instances.hpp.in
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/moe/fi_moe_instances.hpp.in
   ${CMAKE_CURRENT_BINARY_DIR}/generated/fi_moe_instances.hpp @ONLY)
+target_sources(fusioncheck_adapter_flashinfer PRIVATE moe/moe_kernels.cpp)

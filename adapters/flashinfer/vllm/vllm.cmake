@@ -2,8 +2,8 @@
 # same headers), included by CMakeLists.txt: one library per copy of the header, each the only
 # translation unit that includes it (hidden visibility keeps the copies apart in one process);
 # each instantiates both kernels for bf16 and fp16 at 2, 4, 6 and 8 ranks. The original and its
-# sync-delay copy are built in every configuration; the copies patched by patches_vllm/
-# (negative controls, applied like patches/, then given the hooks) where the kill table runs
+# sync-delay copy are built in every configuration; the copies patched by vllm/patches/
+# (negative controls, applied like fusion/patches/, then given the hooks) where the kill table runs
 # (FUSIONCHECK_FLASHINFER_COPIES). A tree without the
 # header has no flashinfer-vllm kernel.
 set(_fi_vllm_header "${_fi_include}/flashinfer/comm/vllm_custom_all_reduce.cuh")
@@ -15,10 +15,10 @@ function(fc_fi_vllm_instance name mutant header sync_lines)
   set(FI_VLLM_NOTE "${mutant}")
   set(FI_VLLM_ENTRY "fc_fi_vllm_api_${name}")
   set(cu ${CMAKE_CURRENT_BINARY_DIR}/instances/vllm_${name}.cu)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/src/fi_vllm_instance.cu.in ${cu} @ONLY)
+  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/vllm/fi_vllm_instance.cu.in ${cu} @ONLY)
   set(target fc_flashinfer_vllm_${name})
   fc_fi_instance_library(${target} ${cu})
-  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_include_directories(${target} PRIVATE ${_fi_src_dirs})
   if(mutant STREQUAL "none")
     fc_fi_arch_check(${target} ${cu})
   endif()
@@ -47,7 +47,7 @@ if(EXISTS "${_fi_vllm_header}")
     fc_fi_vllm_instance(sync none "${_fi_vllm_sync_copy}" "${_fi_vllm_sync_lines}")
   endif()
   if(FUSIONCHECK_FLASHINFER_PATCHES)
-    fc_fi_patched_copies("${_fi_vllm_header}" patches_vllm _names _mutants _copies _fi_vllm_not_built)
+    fc_fi_patched_copies("${_fi_vllm_header}" vllm/patches _names _mutants _copies _fi_vllm_not_built)
     foreach(name mutant copy IN ZIP_LISTS _names _mutants _copies)
       if(FUSIONCHECK_FLASHINFER_COPIES)  # the patch as written against the header, then the hooks
         fc_fi_sync_delay_file("${copy}" hooked lines)
@@ -60,6 +60,6 @@ if(EXISTS "${_fi_vllm_header}")
 else()
   message(STATUS "fusioncheck: FlashInfer tree has no vllm_custom_all_reduce.cuh: no flashinfer-vllm kernel")
 endif()
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/templates/fi_vllm_instances.hpp.in
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/vllm/fi_vllm_instances.hpp.in
   ${CMAKE_CURRENT_BINARY_DIR}/generated/fi_vllm_instances.hpp @ONLY)
-target_sources(fusioncheck_adapter_flashinfer PRIVATE src/vllm_kernels.cpp src/vllm_workspace.cpp)
+target_sources(fusioncheck_adapter_flashinfer PRIVATE vllm/vllm_kernels.cpp vllm/vllm_workspace.cpp)

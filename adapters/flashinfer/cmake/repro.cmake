@@ -1,4 +1,4 @@
-# `gpu repro` (src/repro_export.cpp): the reproducer's sources built into the binary, and the
+# `gpu repro` (common/repro_export.cpp): the reproducer's sources built into the binary, and the
 # facts of the include tree it names (where it is, the SHA-256 of the headers it exports).
 set(_fi_repro_dir ${CMAKE_CURRENT_SOURCE_DIR}/repro)
 set(_fi_repro_files repro_main.cu repro_run.cuh repro_types.h CMakeLists.txt.in
@@ -13,7 +13,7 @@ foreach(file IN LISTS _fi_repro_files)
   set(FC_REPRO_${name} "${text}")
 endforeach()
 # The in-kernel delay's hook and rewrite, shipped with a reproducer whose case has one.
-foreach(file src/fi_sync_delay.cuh sync_delay.cmake)
+foreach(file common/fi_sync_delay.cuh cmake/sync_delay.cmake)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${file})
   file(READ ${CMAKE_CURRENT_SOURCE_DIR}/${file} text)
   get_filename_component(name ${file} NAME)
@@ -31,8 +31,8 @@ foreach(header trtllm_allreduce_fusion.cuh trtllm_moe_allreduce_fusion.cuh trtll
     string(APPEND FC_FI_HEADER_SUMS "    {\"flashinfer/comm/${header}\", \"${sum}\"},\n")
   endif()
 endforeach()
-configure_file(${CMAKE_CURRENT_SOURCE_DIR}/src/fi_tree.hpp.in
+configure_file(${CMAKE_CURRENT_SOURCE_DIR}/common/fi_tree.hpp.in
   ${CMAKE_CURRENT_BINARY_DIR}/generated/fi_tree.hpp @ONLY)
-target_sources(fusioncheck_adapter_flashinfer PRIVATE src/repro_export.cpp)
+target_sources(fusioncheck_adapter_flashinfer PRIVATE common/repro_export.cpp)
 # repro_types.h: the exporter writes what the program reads by the same definitions.
-set_source_files_properties(src/repro_export.cpp PROPERTIES INCLUDE_DIRECTORIES ${_fi_repro_dir})
+set_source_files_properties(common/repro_export.cpp PROPERTIES INCLUDE_DIRECTORIES ${_fi_repro_dir})
