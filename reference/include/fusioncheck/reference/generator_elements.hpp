@@ -3,9 +3,9 @@
 // GPU (FC_HD): what a call's inputs are drawn from (ExactSpec, SpecialsSpec, the stream ids),
 // the 64-bit draws, float -> fp16 / bf16 bits, and the value of an exact or a random element.
 // generators.cpp builds its vectorising block loops from these pieces; the GPU suite calls
-// exact_element / random_element per element on the device (mpi_launch/gpu/cases/device_inputs.cu) to
-// make a rank's own input and the residual where the kernel reads them. No Eigen and no <cmath>
-// here: nvcc compiles this header for the device. property_tests/reference/generators_test.cpp
+// exact_element / random_element per element on the device
+// (mpi_launch/gpu/cases/device_inputs.cu) to make a rank's own input and the residual where the
+// kernel reads them. No Eigen and no <cmath> here: nvcc compiles this header for the device. property_tests/reference/generators_test.cpp
 // holds both to the plain definitions.
 #include <bit>
 #include <cstdint>
