@@ -5,8 +5,8 @@
 // generators.cpp builds its vectorising block loops from these pieces; the GPU suite calls
 // exact_element / random_element per element on the device
 // (mpi_launch/gpu/cases/device_inputs.cu) to make a rank's own input and the residual where the
-// kernel reads them. No Eigen and no <cmath> here: nvcc compiles this header for the device. property_tests/reference/generators_test.cpp
-// holds both to the plain definitions.
+// kernel reads them. No Eigen and no <cmath> here: nvcc compiles this header for the device.
+// property_tests/reference/generators_test.cpp holds both to the plain definitions.
 #include <bit>
 #include <cstdint>
 
