@@ -46,6 +46,8 @@ struct SimArgs {
   std::uint64_t seed = 1;
   int depth = 3, deviations = 2;
   std::optional<int> ranks, blocks, vectors, elems, graph_replays, streams;
+  std::string vllm_barrier;  // empty: the model's default (counter sets)
+  bool independent_lanes = false;
   bool late_trigger = false, tiny = false, no_minimise = false, table = false;
 };
 
@@ -66,6 +68,8 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
   if (a.graph_replays) c.graph_replays = *a.graph_replays;
   if (a.late_trigger) c.late_trigger = true;
   if (a.streams) c.streams = *a.streams;
+  if (!a.vllm_barrier.empty()) c.vllm_barrier = *parse_vllm_barrier(a.vllm_barrier);
+  if (a.independent_lanes) c.independent_lanes = true;
   if (!a.calls.empty() && !parse_calls(a.calls, c.calls))
     throw UsageError("bad --calls '" + a.calls +
                      "' (expected e.g. os4,os2,ts4 or pp4,rs2 or vs4,vt2 or mo2,mt1 or sp4,sf1)");
@@ -81,9 +85,10 @@ SimConfig config_from(const SimArgs& a, Mutant mutant) {
 
 // Everything but these options configures a search of one profile; say which do not apply.
 constexpr std::initializer_list<const char*> kSearchOptions = {
-    "--profile",  "--mutant",        "--scheduler",    "--seed",   "--depth",      "--deviations",
-    "--protocol", "--out",           "--ranks",        "--blocks", "--vectors",    "--elems",
-    "--calls",    "--graph-replays", "--late-trigger", "--tiny",   "--no-minimise"};
+    "--profile",    "--mutant",      "--scheduler", "--seed",          "--depth",
+    "--deviations", "--protocol",    "--out",       "--ranks",         "--blocks",
+    "--vectors",    "--elems",       "--calls",     "--graph-replays", "--late-trigger",
+    "--tiny",       "--no-minimise", "--streams",   "--vllm-barrier",  "--independent-lanes"};
 
 // The mode (--replay, --table or a search) and the options that apply to it; every path is
 // checked here, before any work.
@@ -444,6 +449,13 @@ void add_sim_command(CLI::App& app, int& exit_code) {
                   "Search: calls alternate over this many streams per rank (2: two streams issue "
                   "on one communicator, sglang#31117; the SGLang model only; default 1)")
       ->check(integer_in(1, 2));
+  sub->add_option("--vllm-barrier", args->vllm_barrier,
+                  "Search, vLLM model: counter-sets (FlashInfer's copy of the header, the default) "
+                  "or start-end (vLLM's own header today: a flag per block, start and end arrays)")
+      ->check(CLI::IsMember({"counter-sets", "start-end"}));
+  sub->add_flag("--independent-lanes", args->independent_lanes,
+                "Search, start-end vLLM barrier: the barrier lanes of a block read its flag each "
+                "on its own (as the PTX model allows), not in one converged load");
   sub->add_flag(
       "--tiny", args->tiny,
       fmt::format("Search: start from the tiny configuration ({}x{}x{}x{}, {} calls)", tiny.ranks,

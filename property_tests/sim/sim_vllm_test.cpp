@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "fusioncheck/sim/counterexample.hpp"
 #include "fusioncheck/sim/kill_table.hpp"
 #include "fusioncheck/sim/vllm_model.hpp"
 #include "sim_test_support.hpp"
@@ -156,6 +157,114 @@ TEST(SimVllmConfig, CallsParseFormatAndStayInOneModel) {
                std::invalid_argument);
   EXPECT_EQ(mutant_protocol(Mutant::vllm_no_fence), kVllm);
   EXPECT_EQ(std::string(protocol_name(kVllm)), "vllm");
+}
+
+// --- vLLM's own header today: a flag per block, start and end arrays (SimConfig::vllm_barrier).
+
+SimConfig start_end(SimConfig c, bool independent_lanes = false) {
+  c.vllm_barrier = VllmBarrier::start_end;
+  c.independent_lanes = independent_lanes;
+  return c;
+}
+
+TEST_P(VllmEveryProfile, StartEndBarrierIsCleanWhenTheLanesReadTheFlagTogether) {
+  std::vector<SimConfig> shapes = {start_end(default_config(kVllm)),
+                                   start_end(calls({{K::vllm_2stage, 4}, {K::vllm_1stage, 3}}, 3)),
+                                   start_end(calls({{K::vllm_1stage, 1}, {K::vllm_2stage, 2}}))};
+  SimConfig graph = start_end(calls({{K::vllm_1stage, 4}, {K::vllm_2stage, 3}}));
+  graph.graph_replays = 3;
+  shapes.push_back(graph);
+  for (auto scheduler : {SchedulerKind::random, SchedulerKind::pct})
+    for (const SimConfig& c : shapes) {
+      const auto result = search_with(c, p(), Mutant::none, scheduler, 150);
+      ASSERT_FALSE(result.counterexample)
+          << format_calls(c.calls) << ": " << result.counterexample->violation->text;
+      EXPECT_GT(result.memory_events, 150u * 10u);
+    }
+}
+
+// Each mutant of the barrier protocol dies on the start-end barrier too, the way its class does.
+TEST(SimVllmStartEnd, EachMutantIsKilledAndReplays) {
+  const std::vector<std::pair<Mutant, ViolationKind>> expected = {
+      {Mutant::vllm_one_counter_set, ViolationKind::deadlock},
+      {Mutant::vllm_no_end_barrier, ViolationKind::wrong_value},
+      {Mutant::vllm_no_fence, ViolationKind::wrong_value}};
+  const SimConfig c = start_end(default_config(kVllm));
+  for (const auto& [mutant, kind] : expected) {
+    const auto result = search_with(c, profile("sm90-nvlink"), mutant, SchedulerKind::random, 3000);
+    ASSERT_TRUE(result.counterexample) << protocol::mutant_id(mutant);
+    EXPECT_EQ(result.counterexample->violation->kind, kind) << protocol::mutant_id(mutant);
+    const Counterexample cx =
+        make_counterexample(c, profile("sm90-nvlink"), mutant, SchedulerKind::random, result);
+    const Counterexample back = counterexample_from_json(to_json(cx));
+    EXPECT_EQ(back.config.vllm_barrier, VllmBarrier::start_end);
+    EXPECT_TRUE(replay(back).reproduced) << protocol::mutant_id(mutant);
+  }
+}
+
+// With the lanes reading the block's flag each on its own, the one-stage kernel's final
+// barrier (no __syncthreads between the lanes' read and thread 0's update) lets thread 0
+// publish the next flag before another lane read it. The two-stage kernel, whose middle
+// barrier has the __syncthreads, stays clean.
+TEST(SimVllmStartEnd, IndependentLanesHangTheOneStageFinalBarrierOnly) {
+  const SimConfig one_stage = start_end(calls({{K::vllm_1stage, 1}}), true);
+  const auto hung =
+      search_with(one_stage, profile("sm90-nvlink"), Mutant::none, SchedulerKind::random, 5000);
+  ASSERT_TRUE(hung.counterexample);
+  // A lane that read the published flag awaits a count no peer stores (a hang), or, where the
+  // peer's lane did the same, the call completes with the block's lanes a barrier apart.
+  const Violation& v = *hung.counterexample->violation;
+  EXPECT_TRUE(
+      (v.kind == ViolationKind::deadlock && v.text.find("end counter") != std::string::npos) ||
+      (v.kind == ViolationKind::invariant && v.text.find("invariant V1") != std::string::npos))
+      << v.text;
+  const Counterexample cx = minimise(make_counterexample(
+      one_stage, profile("sm90-nvlink"), Mutant::none, SchedulerKind::random, hung));
+  EXPECT_EQ(cx.config.ranks, 2);
+  EXPECT_TRUE(counterexample_from_json(to_json(cx)).config.independent_lanes);
+  EXPECT_TRUE(replay(cx).reproduced);
+  const SimConfig two_stage =
+      start_end(calls({{K::vllm_2stage, 4}, {K::vllm_2stage, 3}, {K::vllm_2stage, 4}}), true);
+  const auto clean =
+      search_with(two_stage, profile("sm90-nvlink"), Mutant::none, SchedulerKind::random, 1000);
+  EXPECT_FALSE(clean.counterexample) << clean.counterexample->violation->text;
+}
+
+TEST(SimVllmStartEnd, EachInvariantCatchesItsNegativeControl) {
+  const SimConfig config = start_end(calls({{K::vllm_1stage, 4}, {K::vllm_2stage, 3}}));
+  testing::expect_each_invariant_catches<VllmModel>(
+      config, profile("sm90-nvlink"),
+      {
+          {"invariant V1", [](VllmModel& m) { m.poke_count(1, 0, 1, 7u); }},
+          {"invariant V1", [](VllmModel& m) { m.poke_flag(0, 1, 3u); }},  // thread 0's update
+          {"invariant V2", [](VllmModel& m) { m.poke(0, m.counter_offset(1, 1, 1), 9u); }},
+          {"invariant V3", [](VllmModel& m) { m.poke(1, m.tmp_offset(0), 5u); }},
+      });
+}
+
+TEST(SimVllmStartEnd, ConfigurationRules) {
+  SimConfig lamport = default_config();
+  lamport.vllm_barrier = VllmBarrier::start_end;
+  EXPECT_NE(validate(lamport, profile("sm90-nvlink")).find("vLLM model only"), std::string::npos);
+  SimConfig lanes = default_config(kVllm);
+  lanes.independent_lanes = true;  // without the start-end barrier, which has the block flag
+  EXPECT_NE(validate(lanes, profile("sm90-nvlink")).find("start-end"), std::string::npos);
+  EXPECT_EQ(validate(start_end(default_config(kVllm), true), profile("sm90-nvlink")), "");
+  EXPECT_EQ(parse_vllm_barrier("start-end"), VllmBarrier::start_end);
+  EXPECT_EQ(parse_vllm_barrier(vllm_barrier_name(VllmBarrier::counter_sets)),
+            VllmBarrier::counter_sets);
+  EXPECT_FALSE(parse_vllm_barrier("parity"));
+  // A file with an unknown barrier is refused, one without the field reads as counter sets.
+  const SimConfig c = default_config(kVllm);
+  const auto found = search_with(c, profile("sm90-nvlink"), Mutant::vllm_one_counter_set,
+                                 SchedulerKind::random, 3000);
+  ASSERT_TRUE(found.counterexample);
+  nlohmann::json j = to_json(make_counterexample(
+      c, profile("sm90-nvlink"), Mutant::vllm_one_counter_set, SchedulerKind::random, found));
+  EXPECT_FALSE(j.at("config").contains("vllm_barrier"));
+  EXPECT_EQ(counterexample_from_json(j).config.vllm_barrier, VllmBarrier::counter_sets);
+  j["config"]["vllm_barrier"] = "sideways";
+  EXPECT_THROW((void)counterexample_from_json(j), std::invalid_argument);
 }
 
 }  // namespace

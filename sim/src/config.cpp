@@ -61,6 +61,16 @@ const ProtocolInfo& info_of(SimProtocol protocol) {
 }  // namespace
 
 const char* protocol_name(SimProtocol protocol) { return info_of(protocol).name; }
+
+const char* vllm_barrier_name(VllmBarrier barrier) {
+  return barrier == VllmBarrier::start_end ? "start-end" : "counter-sets";
+}
+
+std::optional<VllmBarrier> parse_vllm_barrier(std::string_view name) {
+  if (name == "counter-sets") return VllmBarrier::counter_sets;
+  if (name == "start-end") return VllmBarrier::start_end;
+  return std::nullopt;
+}
 const char* protocol_label(SimProtocol protocol) { return info_of(protocol).label; }
 
 SimProtocol protocol_of_kind(CallKind kind) {
@@ -320,6 +330,10 @@ std::string validate(const SimConfig& c, const Profile& p) {
     return fmt::format("streams must be 1 or 2, got {}", c.streams);
   if (c.streams > 1 && protocol != SimProtocol::sglang)
     return "two streams apply to the SGLang model only";
+  if (c.vllm_barrier != VllmBarrier::counter_sets && protocol != SimProtocol::vllm)
+    return "a vLLM barrier applies to the vLLM model only";
+  if (c.independent_lanes && c.vllm_barrier != VllmBarrier::start_end)
+    return "independent barrier lanes apply to the start-end vLLM barrier only (its block flag)";
   if (c.late_trigger && protocol != SimProtocol::lamport)
     return "--late-trigger applies to the Lamport kernels only";
   return {};

@@ -86,6 +86,9 @@ nlohmann::json to_json(const Counterexample& cx) {
   };
   if (!cx.hold.empty()) j["hold"] = cx.hold;  // held-rank schedules only
   if (cx.config.streams > 1) j["config"]["streams"] = cx.config.streams;  // else one (older files)
+  if (cx.config.vllm_barrier != VllmBarrier::counter_sets)  // else counter sets (older files)
+    j["config"]["vllm_barrier"] = vllm_barrier_name(cx.config.vllm_barrier);
+  if (cx.config.independent_lanes) j["config"]["independent_lanes"] = true;
   return j;
 }
 
@@ -111,6 +114,13 @@ Counterexample counterexample_from_json(const nlohmann::json& j) {
     cx.config.graph_replays = c.at("graph_replays").get<int>();
     cx.config.late_trigger = c.at("late_trigger").get<bool>();
     if (c.contains("streams")) cx.config.streams = c.at("streams").get<int>();
+    if (c.contains("vllm_barrier")) {
+      const auto barrier = parse_vllm_barrier(c.at("vllm_barrier").get<std::string>());
+      if (!barrier) throw std::invalid_argument("unknown vllm_barrier");
+      cx.config.vllm_barrier = *barrier;
+    }
+    if (c.contains("independent_lanes"))
+      cx.config.independent_lanes = c.at("independent_lanes").get<bool>();
     const auto scheduler = parse_scheduler(j.at("scheduler").get<std::string>());
     if (!scheduler) throw std::invalid_argument("unknown scheduler");
     cx.scheduler = *scheduler;
@@ -190,6 +200,9 @@ std::string format_counterexample(const Counterexample& cx, const std::vector<st
       format_calls(cx.config.calls),
       cx.config.graph_replays > 1 ? fmt::format(" replayed {}x", cx.config.graph_replays) : "",
       cx.config.streams > 1 ? fmt::format(", {} streams", cx.config.streams)
+      : cx.config.vllm_barrier == VllmBarrier::start_end
+          ? fmt::format(", start-end barrier{}",
+                        cx.config.independent_lanes ? ", independent lanes" : "")
       : protocol_of(cx.config) != SimProtocol::lamport ? ""
       : cx.config.late_trigger                         ? ", late trigger"
                                                        : ", early trigger",

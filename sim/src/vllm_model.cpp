@@ -51,6 +51,11 @@ void VllmModel::reset() {
     std::fill(m.begin() + static_cast<std::ptrdiff_t>(tmp_base_), m.end(), kPoison);
   own_count_.assign(static_cast<std::size_t>(n),
                     std::vector<std::uint32_t>(static_cast<std::size_t>(config_.blocks * n), 0u));
+  block_flag_.assign(static_cast<std::size_t>(n),
+                     std::vector<std::uint32_t>(static_cast<std::size_t>(config_.blocks), 0u));
+  flag_seen_.assign(static_cast<std::size_t>(n * calls),
+                    std::vector<std::optional<std::uint32_t>>(
+                        static_cast<std::size_t>(config_.blocks * 2), std::nullopt));
   kernels_.clear();
   threads_.clear();
   in_flight_.clear();
@@ -142,6 +147,10 @@ std::string VllmModel::describe_word(std::size_t offset) const {
   if (offset >= input_base_) return fmt::format("input vector {}", (offset - input_base_) / e);
   const std::size_t n = static_cast<std::size_t>(config_.ranks);
   const std::size_t blocks = static_cast<std::size_t>(config_.blocks);
+  if (start_end())
+    return fmt::format("{} counter of block {} from rank {}",
+                       offset / (blocks * n) == 0 ? "start" : "end", offset / n % blocks,
+                       offset % n);
   return fmt::format("counter set {} of block {} from rank {}", offset / (blocks * n),
                      offset / n % blocks, offset % n);
 }
@@ -189,6 +198,14 @@ void VllmModel::check_invariants() {
                   own_count_[static_cast<std::size_t>(r)][static_cast<std::size_t>(b * n + p)],
                   count));
     if (count == 0) continue;  // no call's grid reached this block
+    // start-end: thread 0 published the flag of the block's last barrier on every rank.
+    for (int r = 0; r < n && start_end(); ++r)
+      if (const std::uint32_t flag =
+              block_flag_[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)];
+          flag != count)
+        return fail(ViolationKind::invariant,
+                    fmt::format("invariant V1: rank {} block {} flag is {}, its lanes counted {}",
+                                r, b, flag, count));
     for (int r = 0; r < n; ++r)
       for (int p = 0; p < n; ++p)
         for (std::uint32_t k : {count, count - 1}) {

@@ -15,9 +15,11 @@ using namespace vllm;
 
 namespace {
 // In vllm::Pc's order.
-constexpr const char* kStepNames[] = {
-    "wait",      "start_count", "start_poll", "sync1",    "reduce", "scatter", "sync2",
-    "end_count", "end_poll",    "mid_count",  "mid_poll", "sync3",  "gather",  "done"};
+constexpr const char* kStepNames[] = {"wait",        "start_count", "start_poll",    "sync1",
+                                      "reduce",      "scatter",     "sync2",         "end_count",
+                                      "end_poll",    "mid_count",   "mid_poll",      "sync3",
+                                      "gather",      "start_read",  "start_publish", "end_read",
+                                      "end_publish", "mid_read",    "mid_publish",   "done"};
 static_assert(std::size(kStepNames) == kDone + 1);
 }  // namespace
 
@@ -37,13 +39,16 @@ std::string VllmModel::step_name(int step) const {
 // loads are ld.acquire); the one-stage end barrier is volatile.
 bool VllmModel::fenced(int pc) const { return pc == kMidCount && mutant_ != Mutant::vllm_no_fence; }
 
-// Two alternating sets: a peer at the next barrier writes the other set.
+// Two alternating sets: a peer at the next barrier writes the other set. With the start-end
+// barrier, set 0 is the start array (the odd flags: a call's start barrier), set 1 the end one.
 int VllmModel::counter_set(std::uint32_t count) const {
-  return mutant_ == Mutant::vllm_one_counter_set ? 0 : static_cast<int>(count % 2);
+  if (mutant_ == Mutant::vllm_one_counter_set) return 0;
+  return start_end() ? static_cast<int>(1 - count % 2) : static_cast<int>(count % 2);
 }
 
 std::vector<std::uint8_t> VllmModel::program(const Thread& t) const {
   const bool lane = t.lane >= 0;
+  if (start_end()) return start_end_program(t);
   std::vector<std::uint8_t> p{kWait};
   if (lane) p.insert(p.end(), {kStartCount, kStartPoll});
   p.push_back(kSync1);
@@ -58,6 +63,35 @@ std::vector<std::uint8_t> VllmModel::program(const Thread& t) const {
     p.push_back(kSync2);
     if (lane) p.insert(p.end(), {kMidCount, kMidPoll});
     p.push_back(kSync3);
+    if (!lane) p.push_back(kGather);
+  }
+  p.push_back(kDone);
+  return p;
+}
+
+// vLLM's own header: barrier_at_start reads the flag, stores and polls, __syncthreads, then
+// thread 0 publishes; barrier_at_end<final> runs __syncthreads first and, final (the one-stage
+// end), publishes right after its poll with no __syncthreads between.
+std::vector<std::uint8_t> VllmModel::start_end_program(const Thread& t) const {
+  const bool lane = t.lane >= 0;
+  const bool thread0 = t.lane == 0;
+  std::vector<std::uint8_t> p{kWait};
+  if (lane) p.insert(p.end(), {kStartRead, kStartCount, kStartPoll});
+  p.push_back(kSync1);
+  if (thread0) p.push_back(kStartPublish);
+  if (kernel_of(t).spec.kind == CallKind::vllm_1stage) {
+    if (!lane) p.push_back(kReduce);
+    if (mutant_ != Mutant::vllm_no_end_barrier) {
+      p.push_back(kSync2);
+      if (lane) p.insert(p.end(), {kEndRead, kEndCount, kEndPoll});
+      if (thread0) p.push_back(kEndPublish);
+    }
+  } else {
+    if (!lane) p.push_back(kScatter);
+    p.push_back(kSync2);
+    if (lane) p.insert(p.end(), {kMidRead, kMidCount, kMidPoll});
+    p.push_back(kSync3);
+    if (thread0) p.push_back(kMidPublish);
     if (!lane) p.push_back(kGather);
   }
   p.push_back(kDone);
@@ -100,6 +134,12 @@ void VllmModel::step(Thread& t) {
     case kMidPoll:
       trace(who(t) + fmt::format(": saw count {} from rank {}", t.awaited, t.lane));
       break;
+    case kStartRead:
+    case kEndRead:
+    case kMidRead: step_read_flag(t); break;
+    case kStartPublish:
+    case kEndPublish:
+    case kMidPublish: step_publish(t); break;
     case kReduce: step_reduce(t); break;
     case kScatter: step_scatter(t); break;
     case kGather: step_gather(t); break;
@@ -108,13 +148,41 @@ void VllmModel::step(Thread& t) {
   if (!violation_) advance(t);
 }
 
-// self_counter += 1, then the count into peer `lane`'s counter of this rank, in its set.
+// The block's flag + 1, the count this lane's barrier stores and awaits: read by each lane at
+// its own step (independent lanes), or once for the block's lanes, as warp 0 loads it.
+void VllmModel::step_read_flag(Thread& t) {
+  const std::uint32_t flag =
+      block_flag_[static_cast<std::size_t>(t.rank)][static_cast<std::size_t>(t.block)];
+  std::uint32_t seen = flag;
+  if (!config_.independent_lanes) {
+    auto& slot = flag_seen_[static_cast<std::size_t>(t.kernel)]
+                           [static_cast<std::size_t>(t.block * 2 + (t.pc == kStartRead ? 0 : 1))];
+    if (!slot) slot = flag;
+    seen = *slot;
+  }
+  t.awaited = seen + 1;
+  trace(who(t) + fmt::format(": reads the block's flag: {}", seen));
+}
+
+// Thread 0 publishes the flag its barrier used.
+void VllmModel::step_publish(const Thread& t) {
+  block_flag_[static_cast<std::size_t>(t.rank)][static_cast<std::size_t>(t.block)] = t.awaited;
+  trace(who(t) + fmt::format(": publishes the block's flag {}", t.awaited));
+}
+
+// self_counter += 1 (start-end: the flag read), then the count into peer `lane`'s counter of
+// this rank, in its set (start-end: the start or the end array).
 void VllmModel::step_count(Thread& t) {
   const int n = config_.ranks;
   std::uint32_t& own =
       own_count_[static_cast<std::size_t>(t.rank)][static_cast<std::size_t>(t.block * n + t.lane)];
-  t.awaited = ++own;
-  t.set = counter_set(t.awaited);
+  if (start_end()) {
+    own = t.awaited;
+    t.set = mutant_ == Mutant::vllm_one_counter_set || t.pc == kStartCount ? 0 : 1;
+  } else {
+    t.awaited = ++own;
+    t.set = counter_set(t.awaited);
+  }
   issue(t, t.lane, counter_offset(t.set, t.block, t.rank), {t.awaited}, fenced(t.pc));
   trace(who(t) + fmt::format(": count {} -> rank {}{}", t.awaited, t.lane,
                              fenced(t.pc) ? " (release)" : ""));

@@ -3,6 +3,7 @@
 // model (ranks x blocks x vectors), and the host-side call sequence every rank executes.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -121,6 +122,16 @@ struct CallSpec {
   bool operator==(const CallSpec&) const = default;
 };
 
+// The barrier of vLLM's custom allreduce the vLLM model runs (docs/protocols.md "vLLM barrier
+// protocol"). counter_sets: FlashInfer's copy (from vLLM 0.8.2): a lane counts its barriers
+// and stores the count into one of two counter sets by its parity. start_end: vLLM's own
+// header today (csrc/custom_collective_common.cuh): one flag per block, read by the barrier
+// lanes and advanced by thread 0; start and end barriers store into arrays of their own.
+enum class VllmBarrier : std::uint8_t { counter_sets, start_end };
+// "counter-sets", "start-end"
+const char* vllm_barrier_name(VllmBarrier barrier);
+std::optional<VllmBarrier> parse_vllm_barrier(std::string_view name);
+
 // Model sizes. One model thread moves one vector of `elems_per_vector` 32-bit elements
 // (the Lamport buffer is fp32 in the model, so the sentinel is 0x80000000).
 struct SimConfig {
@@ -135,6 +146,11 @@ struct SimConfig {
   // a call follows the one before it on its own stream only. Two streams issuing on one
   // communicator is the use SGLang's push plane does not support (sglang#31117).
   int streams = 1;
+  VllmBarrier vllm_barrier = VllmBarrier::counter_sets;
+  // start_end: the barrier lanes of a block read its flag each at a step of its own, as the
+  // PTX model allows, instead of in one step (they are threads of warp 0, which loads the flag
+  // converged on the GPU).
+  bool independent_lanes = false;
   bool operator==(const SimConfig&) const = default;
 };
 

@@ -5,8 +5,10 @@
 // registered input buffer its host rewrites before every call, and the temporary buffer of
 // the two-stage kernel. A barrier: lane p of a block adds one to its count, stores the count
 // into peer p's counter of this rank (in the set count % 2) and waits until peer p's store
-// of the same count is in its own Signal. One model thread moves one vector; the grid is
-// sized from the call, every block's counters persist across calls.
+// of the same count is in its own Signal. vLLM's own header today (SimConfig::vllm_barrier
+// start_end) keeps one flag per block instead: the lanes read it, store flag + 1 into the
+// start or the end array, and thread 0 publishes the new flag. One model thread moves one
+// vector; the grid is sized from the call, every block's counters persist across calls.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -37,6 +39,9 @@ class VllmModel final : public ThreadModel {
   void poke(int rank, std::size_t offset, std::uint32_t value) {
     memory_[static_cast<std::size_t>(rank)][offset] = value;
   }
+  void poke_flag(int rank, int block, std::uint32_t value) {
+    block_flag_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(block)] = value;
+  }
   void poke_count(int rank, int block, int lane, std::uint32_t value) {
     own_count_[static_cast<std::size_t>(rank)]
               [static_cast<std::size_t>(block * config_.ranks + lane)] = value;
@@ -62,9 +67,12 @@ class VllmModel final : public ThreadModel {
 
   // steps (vllm_steps.cpp)
   std::vector<std::uint8_t> program(const Thread& t) const;
+  std::vector<std::uint8_t> start_end_program(const Thread& t) const;
   bool thread_enabled(const Thread& t) const;
   void step(Thread& t);
   void step_count(Thread& t);
+  void step_read_flag(Thread& t);
+  void step_publish(const Thread& t);
   void step_reduce(const Thread& t);
   void step_scatter(const Thread& t);
   void step_gather(const Thread& t);
@@ -73,6 +81,7 @@ class VllmModel final : public ThreadModel {
   void complete_if_done(int kernel);
   bool fenced(int pc) const;                   // a barrier whose counter stores are st.release
   int counter_set(std::uint32_t count) const;  // which of the two sets a barrier's count uses
+  bool start_end() const { return config_.vllm_barrier == VllmBarrier::start_end; }
   std::uint32_t read(const Thread& t, int rank, std::size_t offset) const;
 
   // memory
@@ -118,6 +127,10 @@ class VllmModel final : public ThreadModel {
   std::size_t input_base_ = 0, tmp_base_ = 0, words_ = 0;
   std::vector<std::vector<std::uint32_t>> memory_;
   std::vector<std::vector<std::uint32_t>> own_count_;  // [rank][block * ranks + lane]
+  // start_end: each block's flag ([rank][block]), and the value a block's lanes read at each
+  // barrier of a kernel when they read it in one step ([kernel][block * 2 + start 0 / end 1]).
+  std::vector<std::vector<std::uint32_t>> block_flag_;
+  std::vector<std::vector<std::optional<std::uint32_t>>> flag_seen_;
   std::vector<Kernel> kernels_;
   std::vector<Thread> threads_;
 };
