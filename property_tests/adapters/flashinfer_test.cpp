@@ -620,6 +620,19 @@ TEST(FlashInferRepro, ChecksOfTheHeaderFamiliesExportBesideTheReplay) {
 
 namespace {
 
+// A MoE rank is held before its polls inside the kernel (the bf16 copy with hooks, a plan set
+// ahead of the call, so never behind a PDL producer); f16 calls only before their push.
+TEST(FlashInferMoe, HoldsARankBeforeItsPollsInBf16Calls) {
+  if (!fa::flashinfer_moe_unavailable_reason().empty()) GTEST_SKIP() << "no MoE header";
+  namespace fk = fusioncheck::kernels;
+  const fusioncheck::gpu::KernelTraits t = fa::flashinfer_moe_choice().host_traits(2);
+  EXPECT_EQ(t.hold_points(fk::DType::bf16),
+            (std::vector<fk::HoldPoint>{fk::HoldPoint::before_push, fk::HoldPoint::before_poll}));
+  EXPECT_EQ(t.hold_points(fk::DType::f16),
+            (std::vector<fk::HoldPoint>{fk::HoldPoint::before_push}));
+  EXPECT_FALSE(t.holds_behind_pdl_producer(fk::HoldPoint::before_poll, fk::DType::bf16));
+}
+
 // A failing MoE case's report names the blocks held inside the kernel: the held ranks of a
 // bf16 case with delays, none for f16 (no sync-delay copy) or without delays.
 TEST(FlashInferMoe, CaseNotesNameTheBlocksHeldInsideTheKernel) {

@@ -69,8 +69,7 @@ TEST(GpuCaseHold, HoldsThatCannotRunAreRefused) {
 TEST(GpuCaseHold, InsideTheTraitsOnlyWhereTheKernelCanHold) {
   fg::GpuCase c = held_case();
   c.calls[0].pdl_producer = false;  // the call held below is the first
-  fg::KernelTraits in_kernel;
-  in_kernel.holds_in_kernel = true;
+  fg::KernelTraits in_kernel = fg::our_traits();
   in_kernel.quant_without_norm_out = true;  // the case has such a call
   fg::KernelTraits before_push_only;        // held by a pause kernel ahead of the call
   before_push_only.quant_without_norm_out = true;
@@ -83,9 +82,38 @@ TEST(GpuCaseHold, InsideTheTraitsOnlyWhereTheKernelCanHold) {
   EXPECT_NE(fg::outside_traits(c, before_push_only).find("behind its PDL producer"),
             std::string::npos);
   EXPECT_EQ(fg::outside_traits(c, in_kernel), "");
-  EXPECT_EQ(fg::our_traits().hold_points().size(), 3u);
-  EXPECT_EQ(before_push_only.hold_points(),
+  EXPECT_EQ(fg::our_traits().hold_points(c.dtype).size(), 3u);
+  EXPECT_EQ(before_push_only.hold_points(c.dtype),
             (std::vector<fk::HoldPoint>{fk::HoldPoint::before_push}));
+}
+
+// A kernel that holds itself at some points, in some element types, through a kernel of its own
+// ahead of the call (FlashInfer's MoE kernels: before their polls, bf16): held there in those
+// calls only, and never behind a PDL producer; its other calls are held before their push.
+TEST(GpuCaseHold, AKernelsOwnHoldsApplyWhereItDeclaresThem) {
+  fg::GpuCase c = held_case();
+  c.calls[0].pdl_producer = false;
+  fg::KernelTraits polls_bf16;
+  polls_bf16.quant_without_norm_out = true;
+  polls_bf16.in_kernel_holds = {fk::HoldPoint::before_poll};
+  polls_bf16.in_kernel_hold_dtypes = {fk::DType::bf16};
+  c.dtype = fk::DType::bf16;
+  c.hold.point = fk::HoldPoint::before_poll;
+  EXPECT_TRUE(polls_bf16.holds_in_kernel(fk::HoldPoint::before_poll, fk::DType::bf16));
+  EXPECT_FALSE(polls_bf16.holds_in_kernel(fk::HoldPoint::before_flag, fk::DType::bf16));
+  EXPECT_EQ(polls_bf16.hold_points(fk::DType::bf16),
+            (std::vector<fk::HoldPoint>{fk::HoldPoint::before_push, fk::HoldPoint::before_poll}));
+  EXPECT_EQ(polls_bf16.hold_points(fk::DType::f16),
+            (std::vector<fk::HoldPoint>{fk::HoldPoint::before_push}));
+  EXPECT_EQ(fg::outside_traits(c, polls_bf16), "");
+  c.dtype = fk::DType::f16;
+  EXPECT_NE(fg::outside_traits(c, polls_bf16).find("held before_poll"), std::string::npos);
+  c.dtype = fk::DType::bf16;
+  c.hold.call = 0;
+  c.calls[0].pdl_producer = true;  // its hold is a kernel ahead of the call
+  EXPECT_NE(fg::outside_traits(c, polls_bf16).find("behind its PDL producer"), std::string::npos);
+  polls_bf16.holds_through_params = true;
+  EXPECT_EQ(fg::outside_traits(c, polls_bf16), "");
 }
 
 }  // namespace

@@ -191,8 +191,7 @@ TEST(DrawCase, ModelHiddenSizesAreDrawnWithinMaxHidden) {
 // call behind its PDL producer); each drawn case runs and is inside the traits. Fixed seeds.
 TEST(DrawCase, HeldRanksAreDrawnAtThePointsTheKernelHolds) {
   for (bool in_kernel : {true, false}) {
-    fg::KernelTraits traits;
-    traits.holds_in_kernel = in_kernel;
+    fg::KernelTraits traits = in_kernel ? fg::our_traits() : fg::KernelTraits{};
     fg::DrawSettings s;
     s.ranks = 4;
     const auto gen = rc::gen::exec([&] { return fg::draw_case(s, traits); });

@@ -52,11 +52,15 @@ function(fc_fi_sync_delay_copy text out_var lines_var)
   endif()
 endfunction()
 
-# fc_fi_sync_delay_file(<copy> <out path var> <lines var>): the sync-delay copy of a header copy
-# (a patched copy, say), written beside it in sync_delay/ under the same name.
+# fc_fi_sync_delay_file(<copy> <out path var> <lines var> [<rank lines var>]): the sync-delay
+# copy of a header copy (a patched copy, say), written beside it in sync_delay/ under the same
+# name.
 function(fc_fi_sync_delay_file copy path_var lines_var)
   file(READ "${copy}" text)
-  fc_fi_sync_delay_copy("${text}" text lines)
+  fc_fi_sync_delay_copy("${text}" text lines rank_lines)
+  if(ARGC GREATER 3)
+    set(${ARGV3} "${rank_lines}" PARENT_SCOPE)
+  endif()
   get_filename_component(dir "${copy}" DIRECTORY)
   get_filename_component(name "${copy}" NAME)
   fc_fi_write_if_changed(${dir}/sync_delay/${name} "${text}")

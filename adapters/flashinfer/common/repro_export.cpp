@@ -119,6 +119,11 @@ std::string not_exportable(const gpu::GpuCase& c, const Family& family) {
   if (std::string(family.name) == "flashinfer" && variants.size() > 1)
     return "calls of both FlashInfer builds (nvcc defaults and its JIT flags): the program is one "
            "build";
+  if (c.hold.active() && c.hold.point != k::HoldPoint::before_push)
+    return fmt::format(
+        "the case holds rank {} {} inside the kernel; the program re-creates a rank held before "
+        "its push only (the replay file stands alone)",
+        c.hold.rank, k::hold_point_name(c.hold.point));
   return "";
 }
 

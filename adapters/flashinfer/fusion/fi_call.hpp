@@ -71,8 +71,12 @@ struct FiMoeCall {
   cudaStream_t stream = nullptr;
 };
 using MoeLaunchFn = cudaError_t (*)(const FiMoeCall& call, char* message, std::size_t message_size);
-// Sets the in-kernel delay (fi_sync_delay.cuh) of the calls enqueued behind it on `stream`.
-using SyncDelayFn = cudaError_t (*)(int line, int block, std::uint32_t ns, cudaStream_t stream);
+// The plans of the in-kernel delay (fi_sync_delay.cuh's kFcSyncDelayPlans, checked there).
+inline constexpr int kSyncDelayPlans = 8;
+// Sets plan `slot` of the in-kernel delay (fi_sync_delay.cuh) of the calls enqueued behind it
+// on `stream`.
+using SyncDelayFn = cudaError_t (*)(int slot, int line, int block, std::uint32_t ns,
+                                    cudaStream_t stream);
 
 // Launches one call; cudaSuccess, or the error with FlashInfer's message (its checks throw)
 // in `message` (at most `message_size` bytes, NUL-terminated).

@@ -8,7 +8,9 @@
 set(_fi_moe_header "${_fi_include}/flashinfer/comm/trtllm_moe_allreduce_fusion.cuh")
 set(_fi_moe_declarations "")
 set(_fi_moe_table "")
-function(fc_fi_moe_instance name mutant dtype header sync_lines)
+# <sync_lines>: the sync-delay copy's sites (empty: the header as shipped); <poll_lines> those of
+# them before a Lamport poll (where a rank is held before its poll).
+function(fc_fi_moe_instance name mutant dtype header sync_lines poll_lines)
   set(FI_MOE_INSTANCE "${name}")
   set(FI_MOE_HEADER "${header}")
   set(FI_MOE_NOTE "${mutant}")
@@ -38,30 +40,39 @@ function(fc_fi_moe_instance name mutant dtype header sync_lines)
     set(sites_comma ", ")
   endif()
   set(sites_name "kMoeSyncSites_${name}")
+  set(polls_name "kMoePollSites_${name}")
+  list(LENGTH poll_lines poll_count)
+  string(REPLACE ";" ", " polls "${poll_lines}")
+  set(polls_comma "")
+  if(poll_count GREATER 0)
+    set(polls_comma ", ")
+  endif()
   set(_fi_moe_declarations "${_fi_moe_declarations}extern \"C\" cudaError_t ${FI_MOE_ENTRY}(const FiMoeCall&, char*, std::size_t);
-extern \"C\" cudaError_t ${FI_MOE_ENTRY}_sync_delay(int, int, std::uint32_t, cudaStream_t);
+extern \"C\" cudaError_t ${FI_MOE_ENTRY}_sync_delay(int, int, int, std::uint32_t, cudaStream_t);
 inline constexpr int ${sites_name}[] = {${sites}${sites_comma}0};  // 0: the end
+inline constexpr int ${polls_name}[] = {${polls}${polls_comma}0};
 " PARENT_SCOPE)
-  set(_fi_moe_table "${_fi_moe_table}    {\"${mutant}\", ${FI_MOE_IS_BF16}, &${FI_MOE_ENTRY}, ${sites_name}, ${site_count}, &${FI_MOE_ENTRY}_sync_delay},\n" PARENT_SCOPE)
+  set(_fi_moe_table "${_fi_moe_table}    {\"${mutant}\", ${FI_MOE_IS_BF16}, &${FI_MOE_ENTRY}, ${sites_name}, ${site_count}, ${polls_name}, ${poll_count}, &${FI_MOE_ENTRY}_sync_delay},\n" PARENT_SCOPE)
 endfunction()
 set(_fi_moe_not_built "")
 if(EXISTS "${_fi_moe_header}")
-  fc_fi_moe_instance(none_bf16 none bf16 "${_fi_moe_header}" "")
-  fc_fi_moe_instance(none_f16 none f16 "${_fi_moe_header}" "")
+  fc_fi_moe_instance(none_bf16 none bf16 "${_fi_moe_header}" "" "")
+  fc_fi_moe_instance(none_f16 none f16 "${_fi_moe_header}" "" "")
   # The sync-delay copy in bf16 in every build, so that a replay runs alike in each.
   file(READ "${_fi_moe_header}" _fi_moe_text)
-  fc_fi_sync_delay_copy("${_fi_moe_text}" _fi_moe_sync_text _fi_moe_sync_lines)
+  fc_fi_sync_delay_copy("${_fi_moe_text}" _fi_moe_sync_text _fi_moe_sync_lines _fi_moe_poll_lines)
   set(_fi_moe_sync_copy ${CMAKE_CURRENT_BINARY_DIR}/sync_delay/trtllm_moe_allreduce_fusion.cuh)
   fc_fi_write_if_changed(${_fi_moe_sync_copy} "${_fi_moe_sync_text}")
   if(_fi_moe_sync_lines)
-    fc_fi_moe_instance(sync_bf16 none bf16 "${_fi_moe_sync_copy}" "${_fi_moe_sync_lines}")
+    fc_fi_moe_instance(sync_bf16 none bf16 "${_fi_moe_sync_copy}" "${_fi_moe_sync_lines}"
+      "${_fi_moe_poll_lines}")
   endif()
   if(FUSIONCHECK_FLASHINFER_PATCHES)
     fc_fi_patched_copies("${_fi_moe_header}" moe/patches _names _mutants _copies _fi_moe_not_built)
     foreach(name mutant copy IN ZIP_LISTS _names _mutants _copies)
       if(FUSIONCHECK_FLASHINFER_COPIES)  # the patch as written against the header, then the hooks
-        fc_fi_sync_delay_file("${copy}" hooked lines)
-        fc_fi_moe_instance(${name}_bf16 ${mutant} bf16 "${hooked}" "${lines}")
+        fc_fi_sync_delay_file("${copy}" hooked lines poll_lines)
+        fc_fi_moe_instance(${name}_bf16 ${mutant} bf16 "${hooked}" "${lines}" "${poll_lines}")
       else()
         fc_fi_copy_not_compiled("${mutant}" _fi_moe_not_built)
       endif()

@@ -55,6 +55,13 @@ gpu::KernelTraits flashinfer_moe_traits() {
   finalize.name = "moefinalize_allreduce_fusion (permuted rows, top-k, shared expert)";
   finalize.moe_finalize = true;
   t.variants = {reduction, finalize};
+  // A rank held before its polls: every block of it waits at the poll sites of the bf16 copy
+  // with hooks (hold_at_polls), a plan set ahead of the call; any other hold is before its push.
+  for (const MoeInstance& i : kMoeInstances)
+    if (i.launch != nullptr && i.bf16 && i.poll_site_count > 0) {
+      t.in_kernel_holds = {k::HoldPoint::before_poll};
+      t.in_kernel_hold_dtypes = {k::DType::bf16};
+    }
   return t;
 }
 
@@ -146,8 +153,11 @@ void FlashInferMoeKernels::launch(const k::FusedParams& p, bool twoshot, cudaStr
   const MoeInstance& instance = instance_for(p);
   const std::uint32_t call_index = calls_++;
   pause_before(p, call_index, stream, waiter_);
+  const bool held = p.hold_point == k::HoldPoint::before_poll && p.hold_ns > 0;
+  if (held) hold_at_polls(instance, p.hold_ns, stream);
   char message[512] = {};
   const cudaError_t e = instance.launch(c, message, sizeof(message));
+  if (held) hold_at_polls(instance, 0, stream);
   if (e == cudaErrorNotSupported && message[0] == '\0')
     throw k::InvalidLaunch("FlashInfer MoE instance has no kernel for this element type");
   throw_launch_error(e, message, "FlashInfer MoE allreduce fusion launch");
@@ -160,11 +170,28 @@ void FlashInferMoeKernels::launch(const k::FusedParams& p, bool twoshot, cudaStr
 
 const MoeInstance& FlashInferMoeKernels::instance_for(const k::FusedParams& p) const {
   const bool bf16 = p.dtype == k::DType::bf16;
+  const bool held = p.hold_point == k::HoldPoint::before_poll && p.hold_ns > 0;
   const MoeInstance* instance = bf16 ? instances_.bf16 : instances_.f16;
-  if (bf16 && p.delay_seed != 0 && instances_.sync_bf16 != nullptr) instance = instances_.sync_bf16;
+  if (bf16 && (p.delay_seed != 0 || held) && instances_.sync_bf16 != nullptr)
+    instance = instances_.sync_bf16;
   if (instance == nullptr)
     throw k::InvalidLaunch("the patched FlashInfer MoE copies are built for bf16 only");
+  if (held && instance->poll_site_count == 0)
+    throw k::InvalidLaunch(
+        "a rank held before its polls needs a copy of the MoE header with hooks (bf16)");
   return *instance;
+}
+
+// A rank held before its polls in one call: every block of it waits `ns` at each poll site of
+// the instance (plans 1..), set on the call's stream before the call and cleared after it.
+void FlashInferMoeKernels::hold_at_polls(const MoeInstance& instance, std::uint32_t ns,
+                                         cudaStream_t stream) {
+  if (instance.poll_site_count + 1 > kSyncDelayPlans)
+    throw k::InvalidLaunch("the MoE copy has more poll sites than the hook has plans");
+  for (int i = 0; i < instance.poll_site_count; ++i)
+    throw_launch_error(
+        instance.set_sync_delay(1 + i, ns > 0 ? instance.poll_sites[i] : 0, -1, ns, stream), "",
+        "FlashInfer MoE held-rank plan");
 }
 
 void FlashInferMoeKernels::begin_case(const gpu::GpuCase& c) {
@@ -180,7 +207,7 @@ void FlashInferMoeKernels::begin_case(const gpu::GpuCase& c) {
     if (!inserted && known->second == delay) continue;
     if (plan_stream_ == nullptr)
       FC_CUDA_CHECK(cudaStreamCreateWithFlags(&plan_stream_, cudaStreamNonBlocking));
-    throw_launch_error(instance->set_sync_delay(delay.line, delay.block, delay.ns, plan_stream_),
+    throw_launch_error(instance->set_sync_delay(0, delay.line, delay.block, delay.ns, plan_stream_),
                        "", "FlashInfer MoE sync-delay plan");
     FC_CUDA_CHECK(cudaStreamSynchronize(plan_stream_));
     known->second = delay;

@@ -67,8 +67,10 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
   void reset() override;
 
  private:
-  // The instance of a call: its element type's; the sync-delay copy for a bf16 case with delays.
+  // The instance of a call: its element type's; the sync-delay copy for a bf16 case with delays
+  // or a rank held before its polls.
   const MoeInstance& instance_for(const kernels::FusedParams& p) const;
+  void hold_at_polls(const MoeInstance& instance, std::uint32_t ns, cudaStream_t stream);
 
   kernels::Bootstrap& bootstrap_;
   Instances instances_;

@@ -421,9 +421,19 @@ std::size_t scale_out_bytes(const CallSpec& call, int hidden) {
   }
 }
 
-std::vector<k::HoldPoint> KernelTraits::hold_points() const {
-  if (holds_in_kernel) return {std::begin(k::kHoldPoints), std::end(k::kHoldPoints)};
-  return {k::HoldPoint::before_push};
+bool KernelTraits::holds_in_kernel(k::HoldPoint point, k::DType dtype) const {
+  const auto has = [](const auto& list, auto value) {
+    return std::find(list.begin(), list.end(), value) != list.end();
+  };
+  return has(in_kernel_holds, point) &&
+         (in_kernel_hold_dtypes.empty() || has(in_kernel_hold_dtypes, dtype));
+}
+
+std::vector<k::HoldPoint> KernelTraits::hold_points(k::DType dtype) const {
+  std::vector<k::HoldPoint> points = {k::HoldPoint::before_push};
+  for (k::HoldPoint p : k::kHoldPoints)
+    if (p != k::HoldPoint::before_push && holds_in_kernel(p, dtype)) points.push_back(p);
+  return points;
 }
 
 bool KernelTraits::runs_hidden(int hidden) const {
@@ -459,11 +469,12 @@ std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
   if (c.mode == IssueMode::graph_replay && !t.graph_replay) return "graph replay";
   if (c.neg_zero_inputs && !t.neg_zero_inputs) return "inputs with -0";
   if (c.hold.active()) {
-    const auto points = t.hold_points();
+    const auto points = t.hold_points(c.dtype);
     if (std::find(points.begin(), points.end(), c.hold.point) == points.end())
-      return fmt::format("a rank held {} (the kernel is held before its push only)",
-                         k::hold_point_name(c.hold.point));
-    if (!t.holds_in_kernel && c.calls[static_cast<std::size_t>(c.hold.call)].pdl_producer)
+      return fmt::format("a rank held {} (the kernel holds {} calls before their push only)",
+                         k::hold_point_name(c.hold.point), k::dtype_name(c.dtype));
+    if (!t.holds_behind_pdl_producer(c.hold.point, c.dtype) &&
+        c.calls[static_cast<std::size_t>(c.hold.call)].pdl_producer)
       return "a rank held before a call behind its PDL producer (nothing may come between them)";
   }
   for (const CallSpec& call : c.calls) {

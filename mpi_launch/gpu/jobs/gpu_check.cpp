@@ -140,9 +140,11 @@ void draw_hold(GpuCase& c, const KernelTraits& traits) {
   RankHold h;
   h.rank = index_below(c.ranks);
   h.call = index_below(static_cast<int>(c.calls.size()));
-  h.point = *rc::gen::elementOf(traits.hold_points());
+  h.point = *rc::gen::elementOf(traits.hold_points(c.dtype));
   h.ns = *rc::gen::elementOf(std::vector<std::uint32_t>(std::begin(kHoldNs), std::end(kHoldNs)));
-  if (!traits.holds_in_kernel && c.calls[static_cast<std::size_t>(h.call)].pdl_producer) return;
+  if (!traits.holds_behind_pdl_producer(h.point, c.dtype) &&
+      c.calls[static_cast<std::size_t>(h.call)].pdl_producer)
+    return;
   c.hold = h;
 }
 

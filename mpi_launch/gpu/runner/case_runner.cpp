@@ -305,7 +305,8 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   p.delay_seed = c.delay_seed;
   p.delay_max_ns = c.delay_max_ns;
   const bool held = c.hold.active() && c.hold.rank == comm_.rank() && c.hold.call == position;
-  if (held && kernel_.traits().holds_in_kernel) {
+  const bool held_in_kernel = held && kernel_.traits().holds_in_kernel(c.hold.point, c.dtype);
+  if (held_in_kernel) {
     p.hold_point = c.hold.point;
     p.hold_ns = c.hold.ns;
   }
@@ -333,7 +334,7 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   }
   // A kernel without holds of its own is held before its push: this rank's call starts late.
   // (outside_traits: never a call behind its PDL producer, where nothing may come between.)
-  if (held && !kernel_.traits().holds_in_kernel) launch_pause(c.hold.ns, stream_);
+  if (held && !held_in_kernel) launch_pause(c.hold.ns, stream_);
   if (spec.unfused) kernel_.launch_unfused(p, b.allreduce_out.get(), stream_);
   else kernel_.launch(p, spec.twoshot, stream_);
   if (spec.pdl_consumer)  // a next layer that reads the output before its own wait

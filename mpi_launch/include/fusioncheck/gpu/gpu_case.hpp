@@ -76,7 +76,7 @@ struct CallSpec {
 // The held-rank schedule: one rank paused between two protocol steps of one call (every block
 // of it, at `point`, for `ns`), while its peers run ahead; with graph replays, in every replay.
 // A rank pauses before its push through a pause kernel ahead of the call on its stream where
-// the kernel has no hold of its own (KernelTraits::holds_in_kernel).
+// the kernel has no hold of its own there (KernelTraits::holds_in_kernel).
 struct RankHold {
   int rank = -1;  // -1: no rank is held
   int call = 0;   // index into GpuCase::calls

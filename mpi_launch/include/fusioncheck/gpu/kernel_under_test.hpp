@@ -92,11 +92,22 @@ struct KernelTraits {
   bool moe = false;
   // Its launch variants (CallSpec::variant indexes them); empty: one, summed in rank order.
   std::vector<KernelVariant> variants;
-  // Where a held rank may pause inside a call (GpuCase::hold). A kernel that pauses itself
-  // (FusedParams::hold_point, hold_ns) has every point; any other kernel is held before its
-  // push by a pause kernel the case runner puts ahead of the call.
-  bool holds_in_kernel = false;
-  std::vector<kernels::HoldPoint> hold_points() const;
+  // Where a held rank may pause inside a call (GpuCase::hold). At the points of
+  // in_kernel_holds the kernel pauses itself (FusedParams::hold_point, hold_ns), in calls of
+  // the element types of in_kernel_hold_dtypes (empty: every one); anywhere else a rank is
+  // held before its push by a pause kernel the case runner puts ahead of the call.
+  // holds_through_params: the kernel's own holds enqueue nothing ahead of the call, so a held
+  // call may follow its PDL producer (our kernels); else, as with the pause kernel, it may not.
+  std::vector<kernels::HoldPoint> in_kernel_holds;
+  std::vector<kernels::DType> in_kernel_hold_dtypes;
+  bool holds_through_params = false;
+  bool holds_in_kernel(kernels::HoldPoint point, kernels::DType dtype) const;
+  // The points a call of this element type may be held at: before its push, and the kernel's own.
+  std::vector<kernels::HoldPoint> hold_points(kernels::DType dtype) const;
+  // Whether a held call may follow its PDL producer (nothing enqueued between them).
+  bool holds_behind_pdl_producer(kernels::HoldPoint point, kernels::DType dtype) const {
+    return holds_through_params && holds_in_kernel(point, dtype);
+  }
 
   bool runs_hidden(int hidden) const;
   bool runs_pattern(kernels::Pattern pattern) const;
@@ -218,7 +229,8 @@ class KernelUnderTest {
 // What fusioncheck's kernels run: everything the suite draws, a held rank at every point.
 inline KernelTraits our_traits() {
   KernelTraits t;
-  t.holds_in_kernel = true;
+  t.in_kernel_holds = {std::begin(kernels::kHoldPoints), std::end(kernels::kHoldPoints)};
+  t.holds_through_params = true;
   return t;
 }
 
