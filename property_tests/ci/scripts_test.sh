@@ -221,5 +221,48 @@ expect "releases: versions that are not COUNT" 2 "1 versions given for COUNT=2" 
 expect "releases: no binary" 2 "no fusioncheck binary at $tmp/nobuild/bin/fusioncheck" env BUILD="$tmp/nobuild" bash "$A" fcpkg 2
 expect "releases: JOBS not a number" 2 "JOBS=many: not a number of runs" env BUILD="$fake" JOBS=many bash "$A" fcpkg 2
 expect "releases: FIND_LINKS without versions" 2 "FIND_LINKS: give the versions" env BUILD="$fake" FIND_LINKS="$tmp" bash "$A" fcpkg 2
+# ci/fetch_sglang.sh on fixture wheels made here (FIND_LINKS): the kernels' folders and the
+# tvm-ffi headers its METADATA names are unpacked, a cached release is not fetched again.
+S="$root/ci/fetch_sglang.sh"
+mkdir -p "$tmp/wheels"
+python3 - "$tmp/wheels" <<'PY'
+import sys, zipfile
+out = sys.argv[1]
+def wheel(name, version, files, requires=""):
+    info = f"{name}-{version}.dist-info/"
+    with zipfile.ZipFile(f"{out}/{name}-{version}-py3-none-any.whl", "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+        z.writestr(info + "METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}")
+        z.writestr(info + "WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(info + "RECORD", "")
+wheel("sglang", "9.9.1", {"sglang/kernels/jit/include/sgl_kernel/ffi.h": "// ffi\n",
+                          "sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh": "// car\n"},
+      "Requires-Dist: apache-tvm-ffi==9.8.1\n")
+wheel("sglang", "9.9.2", {"sglang/kernels/jit/include/sgl_kernel/ffi.h": "// ffi\n"})
+wheel("sglang", "9.9.3", {"sglang/kernels/jit/include/sgl_kernel/ffi.h": "// ffi\n",
+                          "sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh": "// car\n"})
+wheel("apache_tvm_ffi", "9.8.1", {"tvm_ffi/include/tvm/ffi/any.h": "// any\n"})
+PY
+SC="$tmp/sglang-cache"
+expect "sglang: unpacked with its tvm-ffi headers" 0 "SGLang 9.9.1 kernels \(apache-tvm-ffi 9.8.1 headers\) unpacked" \
+  env FUSIONCHECK_CACHE="$SC" FIND_LINKS="$tmp/wheels" bash "$S" 9.9.1
+expect "sglang: the layout" 0 "^ok$" bash -c '[ -f "$1/include/sgl_kernel/ffi.h" ] &&
+  [ -f "$1/csrc/distributed/custom_all_reduce.cuh" ] && [ -f "$1/tvm_ffi/include/tvm/ffi/any.h" ] &&
+  [ "$(cat "$1/TVM_FFI_VERSION")" = 9.8.1 ] && echo ok' _ "$SC/sglang-9.9.1"
+expect "sglang: cached, not fetched again" 0 "SGLang 9.9.1 kernels in " \
+  env FUSIONCHECK_CACHE="$SC" FIND_LINKS="$tmp/nowheels-but-unused" bash -c 'mkdir -p "$FIND_LINKS" && bash "$1" 9.9.1' _ "$S"
+expect "sglang: --path" 0 "sglang-9.9.1$" env FUSIONCHECK_CACHE="$SC" bash "$S" --path 9.9.1
+expect "sglang: a wheel without the kernels" 1 "9.9.2: the wheel has no sglang/kernels/jit/csrc/distributed/" \
+  env FUSIONCHECK_CACHE="$SC" FIND_LINKS="$tmp/wheels" bash "$S" 9.9.2
+expect "sglang: no tvm-ffi requirement" 1 "9.9.3: its METADATA names no apache-tvm-ffi" \
+  env FUSIONCHECK_CACHE="$SC" FIND_LINKS="$tmp/wheels" bash "$S" 9.9.3
+expect "sglang: a release not there" 1 "sglang==9.9.9: pip download failed" \
+  env FUSIONCHECK_CACHE="$SC" FIND_LINKS="$tmp/wheels" bash "$S" 9.9.9
+expect "sglang: not a version" 2 "'9.x' is not a release version" bash "$S" 9.x
+expect "sglang: an empty argument" 2 "an empty argument" bash "$S" ""
+expect "sglang: unknown option" 2 "unknown option '--all'" bash "$S" --all
+expect "sglang: FIND_LINKS not a folder" 2 "FIND_LINKS=/nonexistent: not a folder" env FIND_LINKS=/nonexistent bash "$S" 9.9.1
+expect "sglang: --path of a release not fetched" 1 "SGLang 9.9.7 is not fetched" env FUSIONCHECK_CACHE="$SC" bash "$S" --path 9.9.7
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
