@@ -214,7 +214,9 @@ gpu::KernelChoice choice() {
   // Its mutants are the catalogue's (family() registers them), built as template arguments.
   c.make = [](fk::Bootstrap& bootstrap,
               const gpu::MutantId& mutant) -> std::unique_ptr<gpu::KernelUnderTest> {
-    return std::make_unique<MyKernel>(bootstrap, mutant.in_catalogue().value_or(fp::Mutant::none));
+    const auto in_catalogue = mutant.in_catalogue();
+    if (!in_catalogue) throw fk::InvalidLaunch("the example kernel has no mutant " + mutant.id());
+    return std::make_unique<MyKernel>(bootstrap, *in_catalogue);
   };
   return c;
 }
