@@ -28,8 +28,9 @@ __global__ void fc_set_sync_delay_plan(int slot, FcSyncDelayPlan plan) {
 }
 
 // `rank`: the site's rank, -1 where the site does not know it. Where several plans name the
-// site and the block, the longest holds.
-__device__ __forceinline__ void fc_sync_delay(int line, int rank) {
+// site and the block, the longest holds. Not inlined: one body per module instead of one per
+// site and kernel instantiation (a third of the hooked copy's compile time).
+__device__ __noinline__ void fc_sync_delay(int line, int rank) {
   std::uint32_t ns = 0;
   for (int i = 0; i < kFcSyncDelayPlans; ++i) {
     const FcSyncDelayPlan& plan = fc_sync_delay_plans[i];
