@@ -1,7 +1,6 @@
 # The older Lamport kernel (flashinfer/comm/trtllm_allreduce.cuh, the same headers): one
-# library of one translation unit, bf16 and fp16, 2/4/8 ranks, launcher only (no spdlog
-# library needed); hidden visibility as for the instances above. A tree without it has no
-# flashinfer-legacy kernel.
+# library of one translation unit, bf16 and fp16, 2/4/8 ranks, launcher only; hidden visibility
+# as for the instances above. A tree without it has no flashinfer-legacy kernel.
 set(_fi_legacy_header "${_fi_include}/flashinfer/comm/trtllm_allreduce.cuh")
 if(EXISTS "${_fi_legacy_header}")
   add_library(fc_flashinfer_legacy SHARED legacy/fi_legacy_instance.cu)
@@ -11,6 +10,7 @@ if(EXISTS "${_fi_legacy_header}")
   set_target_properties(fc_flashinfer_legacy PROPERTIES CUDA_STANDARD 17 CUDA_RUNTIME_LIBRARY Shared
     CUDA_ARCHITECTURES "${_fi_archs}" CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden)
   target_link_libraries(fc_flashinfer_legacy PRIVATE CUDA::cudart)
+  fc_fi_use_spdlog(fc_flashinfer_legacy)
   target_link_libraries(fusioncheck_adapter_flashinfer PUBLIC fc_flashinfer_legacy)
   set_property(GLOBAL APPEND PROPERTY FUSIONCHECK_FLASHINFER_LIBRARIES fc_flashinfer_legacy)
   target_sources(fusioncheck_adapter_flashinfer PRIVATE legacy/legacy_kernels.cpp)
