@@ -207,6 +207,65 @@ void enqueue_call(std::vector<Rank>& ranks, int run, int i, std::vector<Failure>
   }
 }
 
+#if FC_FAMILY_FUSION || FC_FAMILY_MOE
+// What a hung call's ranks hold, read beside the running kernel (a copy on a stream of its
+// own, bounded): each rank's control words and, per Lamport buffer and slot of call i's layout,
+// the first token whose element still holds the -0 sentinel. The poll that waits is the slot
+// whose data never came, or came and was cleared.
+std::string lamport_state(std::vector<Rank>& ranks, int i) {
+  const std::size_t slot_bytes =
+      static_cast<std::size_t>(repro::kCallCases[i].tokens) * repro::kHidden * sizeof(T);
+  const std::size_t token_bytes = static_cast<std::size_t>(repro::kHidden) * sizeof(T);
+  std::string text;
+  for (int r = 0; r < kN; ++r) {
+    Rank& rank = ranks[static_cast<std::size_t>(r)];
+    use_rank(rank);
+    // The side stream (idle by now) and host memory pinned at set-up: nothing here may wait
+    // for the hung kernel.
+    std::int32_t* ctrl = rank.state_host;
+    std::uint8_t* bufs = reinterpret_cast<std::uint8_t*>(rank.state_host + 8);
+    const std::size_t bytes = 3 * repro::kCommSize;
+    cudaError_t e = cudaMemcpyAsync(ctrl, rank.ctrl, 5 * sizeof(std::int32_t),
+                                    cudaMemcpyDeviceToHost, rank.side);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(bufs, static_cast<std::uint8_t*>(rank.shared) + lamport_offset(), bytes,
+                          cudaMemcpyDeviceToHost, rank.side);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (e == cudaSuccess && cudaStreamQuery(rank.side) == cudaErrorNotReady &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (e == cudaSuccess) e = cudaStreamQuery(rank.side);
+    if (e != cudaSuccess)
+      return text + "\n    rank " + std::to_string(r) + ": state not readable (" +
+             cudaGetErrorString(e) + ")";
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "\n    rank %d: counter %d, flag %d (data buffer %d), clear size %d:", r, ctrl[0],
+                  ctrl[2], ctrl[2] % 3, ctrl[4]);
+    text += line;
+    for (int b = 0; b < 3; ++b)
+      for (int slot = 0; slot < kN; ++slot) {
+        const std::uint8_t* base = bufs + b * repro::kCommSize + slot * slot_bytes;
+        int first = -1, count = 0;
+        for (int t = 0; t < repro::kCallCases[i].tokens; ++t) {
+          bool sentinel = false;
+          for (std::size_t e = 0; e + 1 < token_bytes && !sentinel; e += sizeof(T))
+            sentinel = base[t * token_bytes + e] == 0 && base[t * token_bytes + e + 1] == 0x80;
+          if (sentinel && first < 0) first = t;
+          count += sentinel ? 1 : 0;
+        }
+        std::snprintf(line, sizeof(line), " b%d/s%d %s", b, slot,
+                      count == 0 ? "full"
+                                 : (std::to_string(count) + " tokens -0 (first " +
+                                    std::to_string(first) + ")")
+                                       .c_str());
+        text += line;
+      }
+  }
+  return text;
+}
+#endif
+
 // Waits for calls [first, last] of every rank, bounded: a call still running at the bound is
 // a hang, reported with the first rank and call that had not finished.
 void wait_bounded(std::vector<Rank>& ranks, int first, int last, double timeout_s,
@@ -237,7 +296,11 @@ void wait_bounded(std::vector<Rank>& ranks, int first, int last, double timeout_
                       "rank %d call %d: still running %.1f s after the launch (a call takes "
                       "microseconds): its polls never saw what they wait for",
                       r, i, timeout_s);
+#if FC_FAMILY_FUSION || FC_FAMILY_MOE
+        failures.push_back({"hang", line + lamport_state(ranks, i)});
+#else
         failures.push_back({"hang", line});
+#endif
         return;
       }
 }
