@@ -257,12 +257,21 @@ FUSIONCHECK_ROW_KERNEL void island_sum(const RowJob<T>& job, std::size_t base, s
   }
 }
 
-// The owner of flat element `index` in vLLM's two-stage partition (fused.hpp, "parts").
+// The call's elements (FusedConfig::call_tokens), and where this config's rows start in them.
+inline std::size_t call_elements(const FusedConfig& c) {
+  return static_cast<std::size_t>(c.call_tokens > 0 ? c.call_tokens : c.tokens) *
+         static_cast<std::size_t>(c.hidden);
+}
+inline std::size_t slice_offset(const FusedConfig& c) {
+  return static_cast<std::size_t>(c.first_row) * static_cast<std::size_t>(c.hidden);
+}
+
+// The owner of flat element `index` of the call in vLLM's two-stage partition (fused.hpp,
+// "parts").
 inline std::size_t part_owner(const FusedConfig& c, std::size_t index) {
   const std::size_t pack = 16 / static_cast<std::size_t>(dtype_bytes(c.dtype));
   const std::size_t ranks = static_cast<std::size_t>(c.ranks);
-  const std::size_t part =
-      static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) / pack / ranks;
+  const std::size_t part = call_elements(c) / pack / ranks;
   return part == 0 ? ranks - 1 : std::min(index / pack / part, ranks - 1);
 }
 
@@ -275,10 +284,11 @@ FUSIONCHECK_ROW_KERNEL void part_owner_sum(const RowJob<T>& job, std::size_t bas
   const auto hidden = static_cast<std::size_t>(c.hidden);
   const auto ranks = job.rank_data.size();
   const ZeroRead zeros = zero_read(c);
+  const std::size_t at = slice_offset(c) + base;  // the row's first element in the call
   for (std::size_t start = 0; start < hidden;) {
-    const std::size_t owner = part_owner(c, base + start);
+    const std::size_t owner = part_owner(c, at + start);
     std::size_t end = start + 1;
-    while (end < hidden && part_owner(c, base + end) == owner) ++end;
+    while (end < hidden && part_owner(c, at + end) == owner) ++end;
     const std::size_t n = end - start;
     widen_row<T>(job.rank_data[owner] + base + start, acc + start, n, zeros);
     for (std::size_t k = 1; k < ranks; ++k) {
@@ -297,12 +307,12 @@ FUSIONCHECK_ROW_KERNEL void ring_shard_sum(const RowJob<T>& job, std::size_t bas
   const FusedConfig& c = job.c;
   const auto hidden = static_cast<std::size_t>(c.hidden);
   const auto ranks = job.rank_data.size();
-  const std::size_t shard =
-      static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) / ranks;
+  const std::size_t shard = call_elements(c) / ranks;
+  const std::size_t at = slice_offset(c) + base;  // the row's first element in the call
   const ZeroRead zeros = zero_read(c);
   for (std::size_t start = 0; start < hidden;) {
-    const std::size_t first = (base + start) / shard;
-    const std::size_t end = std::min(hidden, (first + 1) * shard - base);
+    const std::size_t first = (at + start) / shard;
+    const std::size_t end = std::min(hidden, (first + 1) * shard - at);
     const std::size_t n = end - start;
     widen_row<T>(job.rank_data[first] + base + start, acc + start, n, zeros);
     for (std::size_t k = 1; k < ranks; ++k) {
@@ -472,18 +482,18 @@ void validate(const FusedConfig& c, const FusedInputs& in) {
   require(c.sum_from >= 0 && c.sum_from < c.ranks, "sum_from must be a rank in [0, ranks)");
   require(!(c.canonicalize_neg_zero && c.sanitise_pos_zero),
           "canonicalize_neg_zero and sanitise_pos_zero exclude each other");
+  require(
+      c.first_row >= 0 && c.call_tokens >= 0 &&
+          (c.call_tokens == 0 ? c.first_row == 0
+                              : static_cast<long long>(c.first_row) + c.tokens <= c.call_tokens),
+      "first_row and call_tokens must place the rows inside the call");
+  const std::size_t call_bytes = call_elements(c) * static_cast<std::size_t>(dtype_bytes(c.dtype));
   if (c.sum_order == SumOrder::part_owner_rotated)
-    require(c.sum_from == 0 && c.accumulation == Accumulation::fp32 &&
-                static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) *
-                        static_cast<std::size_t>(dtype_bytes(c.dtype)) % 16 ==
-                    0,
+    require(c.sum_from == 0 && c.accumulation == Accumulation::fp32 && call_bytes % 16 == 0,
             "the part-owner order needs sum_from 0, fp32 accumulation and whole 16-byte packs");
   else if (c.sum_order == SumOrder::ring_shards)
     require(c.sum_from == 0 && c.accumulation == Accumulation::per_step &&
-                static_cast<std::size_t>(c.tokens) * static_cast<std::size_t>(c.hidden) *
-                        static_cast<std::size_t>(dtype_bytes(c.dtype)) %
-                        (16 * static_cast<std::size_t>(c.ranks)) ==
-                    0,
+                call_bytes % (16 * static_cast<std::size_t>(c.ranks)) == 0,
             "the ring's shard order needs sum_from 0, per_step accumulation and N shards of "
             "whole 16-byte packs");
   else if (c.sum_order != SumOrder::rank_order)

@@ -358,6 +358,8 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
   ref::FusedConfig rc = call.config;  // of the share
   if (rotated) rc.sum_from = comm_.rank();
   rc.tokens = static_cast<int>(share.count);
+  rc.first_row = static_cast<int>(share.first);  // the share's place in the call's parts
+  rc.call_tokens = spec.tokens;
   ref::FusedOutputs want;
   ref::FusedInputs share_inputs;
   if (share.count > 0) {

@@ -28,6 +28,8 @@
 //            shards:   SumOrder::ring_shards, every add rounded to T (FlashInfer's copy-engine
 //                      ring): the flat tensor cut into N shards of tokens * hidden / N elements
 //                      (a multiple of 16 bytes); shard c sums from rank c: c, c + 1, ... (mod N)
+//            parts and shards are cut from the whole call: a config that computes rows
+//            [first_row, first_row + tokens) of a call of call_tokens rows says so.
 //   x_r with sanitise_pos_zero: +0 -> -0, as the push of FlashInfer's PCIe kernels does (their
 //                      sentinel is +0); -0 is the additive identity, so only zero results
 //                      can change (their sign).
@@ -125,6 +127,10 @@ struct FusedConfig {
   int sum_from = 0;                   // first rank of the summation order (see above)
   bool sanitise_pos_zero = false;     // +0 inputs summed as -0 (see above)
   SumOrder sum_order = SumOrder::rank_order;
+  // These rows are rows [first_row, first_row + tokens) of a call of call_tokens rows (0: the
+  // whole call): the parts and shards of the position-dependent orders are the call's.
+  int first_row = 0;
+  int call_tokens = 0;
   bool fast_math = false;  // flush to zero as the fast-math build does (see above)
   QuantConfig quant;
 };
