@@ -87,8 +87,9 @@ fc_configure_default() {
   if [ -n "$archs" ]; then  # the GPUs' own architectures (90 for compute capability 9.0)
     args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs" -DFUSIONCHECK_FLASHINFER_ARCH_CHECK=)
   else
+    # No GPU: the GPU test programs would only be skipped here (a GPU runner builds them).
     args+=(-DCMAKE_CUDA_ARCHITECTURES=90 -DFUSIONCHECK_FLASHINFER_RANKS=2
-           "-DFUSIONCHECK_FLASHINFER_ARCH_CHECK=100;120")
+           "-DFUSIONCHECK_FLASHINFER_ARCH_CHECK=100;120" -DFUSIONCHECK_BUILD_GPU_TESTS=OFF)
   fi
   (cd "$FC_ROOT" && cmake --preset default "${args[@]}" >/dev/null)
 }

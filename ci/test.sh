@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README command 2: build (if needed) and run the test suite: every test that needs no GPU
-# runs; GPU tests report as skipped where no GPU is present. Then the CPU tests again
+# runs (without a GPU, fc_configure_default builds no GPU test programs). Then the CPU tests again
 # under AddressSanitizer + UndefinedBehaviorSanitizer, in the CUDA configuration without
 # FlashInfer's headers (the asan preset: no GPU test programs; the sim's per-profile sweeps
 # on one NVLink and one PCIe profile, the same code as the other two; the sim's mutant
