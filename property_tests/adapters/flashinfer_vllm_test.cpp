@@ -71,6 +71,19 @@ TEST(FlashInferVllmRules, TheReferenceFollowsTheKernelTheSizePicks) {
   EXPECT_EQ(fusioncheck::gpu::reference_config(c, call, traits).sum_order, SumOrder::rank_order);
 }
 
+// A rank is held inside the kernel (after its start barrier, before its loads) only by a copy
+// with barrier hooks; else before its call, where the start barrier absorbs the pause.
+TEST(FlashInferVllmRules, HoldsARankAfterItsStartBarrierOnlyWithHooks) {
+  for (int hooks : {0, 2}) {
+    const auto t = fa::flashinfer_vllm_traits(2, hooks);
+    std::vector<k::HoldPoint> want = {k::HoldPoint::before_push};
+    if (hooks > 0) want.push_back(k::HoldPoint::before_poll);
+    for (k::DType d : {k::DType::bf16, k::DType::f16})
+      EXPECT_EQ(t.hold_points(d), want) << hooks << " hooks";
+    EXPECT_FALSE(t.holds_behind_pdl_producer(k::HoldPoint::before_poll, k::DType::bf16));
+  }
+}
+
 k::FusedParams runnable() {
   k::FusedParams p;
   p.ranks = 4;

@@ -72,7 +72,9 @@ struct VllmApi {
                         char* error, std::size_t error_bytes);
   // The in-kernel delay (a sync-delay copy's site `line`, block `block`) of the calls enqueued
   // behind it on `stream`; line 0: none.
-  int (*set_sync_delay)(int line, int block, std::uint32_t ns, cudaStream_t stream);
+  // Plan `slot` of the sync-delay hooks (0: the case's block; 1 on: a held rank's every
+  // block, block < 0), for the calls enqueued behind it on `stream`.
+  int (*set_sync_delay)(int slot, int line, int block, std::uint32_t ns, cudaStream_t stream);
 };
 
 using VllmApiFn = void (*)(VllmApi* out);

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstring>
 
+#include "fi_call.hpp"  // kSyncDelayPlans
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
@@ -71,7 +72,8 @@ void FlashInferVllmKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_
 }
 
 const VllmInstance& FlashInferVllmKernels::instance_for(const gpu::GpuCase& c) const {
-  return c.delay_seed != 0 && hooked_ != nullptr ? *hooked_ : *plain_;
+  const bool held_inside = c.hold.active() && c.hold.point == k::HoldPoint::before_poll;
+  return (c.delay_seed != 0 || held_inside) && hooked_ != nullptr ? *hooked_ : *plain_;
 }
 
 void FlashInferVllmKernels::begin_case(const gpu::GpuCase& c) {
@@ -91,10 +93,10 @@ void FlashInferVllmKernels::begin_case(const gpu::GpuCase& c) {
   if (!inserted && known->second == delay) return;
   if (plan_stream_ == nullptr)
     FC_CUDA_CHECK(cudaStreamCreateWithFlags(&plan_stream_, cudaStreamNonBlocking));
-  k::cuda_check(
-      static_cast<cudaError_t>(
-          apis_.at(case_instance_).set_sync_delay(delay.line, delay.block, delay.ns, plan_stream_)),
-      "vLLM sync-delay plan");
+  k::cuda_check(static_cast<cudaError_t>(
+                    apis_.at(case_instance_)
+                        .set_sync_delay(0, delay.line, delay.block, delay.ns, plan_stream_)),
+                "vLLM sync-delay plan");
   FC_CUDA_CHECK(cudaStreamSynchronize(plan_stream_));
   known->second = delay;
 }
@@ -135,7 +137,10 @@ void FlashInferVllmKernels::launch(const k::FusedParams& p, bool twoshot, cudaSt
   c.threads = kVllmThreads;
   c.stream = stream;
   char error[kVllmErrorBytes] = {};
+  const bool held = p.hold_point == k::HoldPoint::before_poll && p.hold_ns > 0;
+  if (held) hold_at_barriers(p.hold_ns, stream);
   const int e = apis_.at(case_instance_).launch(ws().handle(), c, error, sizeof(error));
+  if (held) hold_at_barriers(0, stream);
   if (e < 0) throw k::InvalidLaunch(std::string("FlashInfer's vLLM allreduce refused: ") + error);
   throw_launch_error(static_cast<cudaError_t>(e), "", "FlashInfer vLLM allreduce launch");
   launched_.push_back({c.stage_launched, c.blocks_launched, registered, p.allreduce_out, numel});
@@ -144,6 +149,21 @@ void FlashInferVllmKernels::launch(const k::FusedParams& p, bool twoshot, cudaSt
   call.hidden = p.hidden;
   call.call_index = call_index;
   waiter_.enqueued(call, stream);
+}
+
+// A rank held after its start barrier in one call: every block of it waits `ns` at each barrier
+// hook of the case's copy (plans 1..), set on the call's stream before the call and cleared
+// after it (0).
+void FlashInferVllmKernels::hold_at_barriers(std::uint32_t ns, cudaStream_t stream) {
+  const VllmInstance& instance = *case_instance_;
+  if (instance.sync_site_count == 0)
+    throw k::InvalidLaunch("a rank held inside vLLM's kernel needs its copy with barrier hooks");
+  if (instance.sync_site_count + 1 > kSyncDelayPlans)
+    throw k::InvalidLaunch("the vLLM copy has more barrier hooks than the hook has plans");
+  for (int i = 0; i < instance.sync_site_count; ++i)
+    throw_launch_error(static_cast<cudaError_t>(apis_.at(&instance).set_sync_delay(
+                           1 + i, ns > 0 ? instance.sync_sites[i] : 0, -1, ns, stream)),
+                       "", "FlashInfer vLLM held-rank plan");
 }
 
 // vLLM's registration after a capture: each rank's captured inputs as IPC handles and offsets

@@ -64,7 +64,9 @@ class FlashInferVllmKernels final : public gpu::KernelUnderTest, public gpu::Pro
 
   // KernelUnderTest
   std::string name() const override;
-  gpu::KernelTraits traits() const override { return flashinfer_vllm_traits(ranks_); }
+  gpu::KernelTraits traits() const override {
+    return flashinfer_vllm_traits(ranks_, hooked_ != nullptr ? hooked_->sync_site_count : 0);
+  }
   std::vector<gpu::MutantId> mutants() const override { return flashinfer_vllm_patches(); }
   std::vector<std::pair<gpu::MutantId, std::string>> mutants_not_built() const override {
     return flashinfer_vllm_patches_not_built();
@@ -117,6 +119,7 @@ class FlashInferVllmKernels final : public gpu::KernelUnderTest, public gpu::Pro
   Counts read_counts() const;
   VllmWorkspace& ws() const { return *current_; }
   const VllmInstance& instance_for(const gpu::GpuCase& c) const;
+  void hold_at_barriers(std::uint32_t ns, cudaStream_t stream);
   kernels::HangRecord record_hang(const gpu::PendingCall& call, double seconds);
   void release_stuck_call();
 

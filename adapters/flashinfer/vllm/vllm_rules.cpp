@@ -81,7 +81,7 @@ std::vector<VllmVariant> flashinfer_vllm_variants(int ranks) {
   return out;
 }
 
-gpu::KernelTraits flashinfer_vllm_traits(int ranks) {
+gpu::KernelTraits flashinfer_vllm_traits(int ranks, int barrier_hooks) {
   gpu::KernelTraits t;
   t.fp32_lamport = false;
   t.unfused = false;
@@ -92,6 +92,9 @@ gpu::KernelTraits flashinfer_vllm_traits(int ranks) {
   t.weight_bias = false;
   t.per_step_accumulation = false;  // it sums in fp32 and rounds once
   for (const VllmVariant& v : flashinfer_vllm_variants(ranks)) t.variants.push_back(v.info);
+  // A rank still reading its peers' inputs while a peer leaves the call early opens only after
+  // the start barrier: a pause before the call is absorbed by that barrier.
+  if (barrier_hooks > 0) t.in_kernel_holds = {k::HoldPoint::before_poll};
   return t;
 }
 

@@ -44,7 +44,11 @@ std::uint64_t flashinfer_vllm_two_stage_from_bytes(int ranks);
 // The kernel a call of `bytes` per rank runs under a variant (1 or 2), and its grid.
 int flashinfer_vllm_stage(int ranks, const VllmVariant& variant, std::uint64_t bytes);
 int flashinfer_vllm_grid(std::uint64_t numel, int block_limit);
-gpu::KernelTraits flashinfer_vllm_traits(int ranks);
+// Its traits; `barrier_hooks` > 0: the instance is a sync-delay copy with that many barrier
+// hooks, and a rank may be held inside the kernel after its start barrier, before its loads
+// (HoldPoint::before_poll: every block of it at every barrier hook, plans set ahead of the
+// call); any other hold is a pause before the call.
+gpu::KernelTraits flashinfer_vllm_traits(int ranks, int barrier_hooks = 0);
 // Why it cannot run this call (one line), or "" if it can.
 std::string flashinfer_vllm_refusal(const kernels::FusedParams& params, bool twoshot);
 
