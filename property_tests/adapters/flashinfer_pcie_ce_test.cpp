@@ -32,6 +32,27 @@ int ring_variant(int ranks, int kernel_variant, int hint) {
   return -1;
 }
 
+// A ring variant that may cut its chunks says from which call size it does (the generator draws
+// calls that large): the smallest whole-pack call of that size takes two pieces, one pack-step
+// smaller takes one. The memory-operations variant asks for one piece: no deeper path.
+TEST(FlashInferPcieCe, TheDeepPathStartsWhereThePiecesDo) {
+  for (int ranks : {2, 4, 8})
+    for (const auto& v : fa::flashinfer_pcie_variants(ranks)) {
+      if (!v.copy_engine) {
+        EXPECT_EQ(v.info.deep_from_elems, 0u) << v.info.name;
+        continue;
+      }
+      const auto deep = static_cast<std::int64_t>(v.info.deep_from_elems);
+      if (v.pieces_hint == 1) {
+        EXPECT_EQ(deep, 0) << v.info.name;
+        continue;
+      }
+      const auto step = static_cast<std::int64_t>(v.info.elems_multiple);
+      EXPECT_GE(fa::flashinfer_pcie_ce_pieces(ranks, deep, v.pieces_hint), 2) << v.info.name;
+      EXPECT_EQ(fa::flashinfer_pcie_ce_pieces(ranks, deep - step, v.pieces_hint), 1) << v.info.name;
+    }
+}
+
 TEST(FlashInferPcieCe, VariantsSumInShardsAndRefuseUnevenShards) {
   for (int ranks : {2, 4, 8}) {
     ASSERT_GE(ring_variant(ranks, 4, 2), 0);

@@ -186,6 +186,43 @@ TEST(DrawCase, ModelHiddenSizesAreDrawnWithinMaxHidden) {
   }
 }
 
+// A variant with a deeper path from some size (the copy-engine ring's pieces) gets about a
+// quarter of its calls at the largest size the limits allow, which reaches it for hidden sizes
+// that divide the limit; the control: the same variant without that path almost never draws
+// a call that large. Fixed seeds.
+TEST(DrawCase, ADeepPathIsReachedByAQuarterOfTheVariantsCalls) {
+  const auto share_deep = [](std::uint64_t deep_from) {
+    fg::KernelTraits traits;
+    fg::KernelVariant v;
+    v.name = "ring";
+    v.elems_multiple = 16;
+    v.deep_from_elems = deep_from;
+    traits.variants = {v};
+    fg::DrawSettings s;
+    s.hidden_sizes = {4096};  // divides the default 2^20 elements: 256 tokens
+    const auto gen = rc::gen::exec([&] { return fg::draw_case(s, traits); });
+    int calls = 0, deep = 0;
+    for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+      const fg::GpuCase c = gen(rc::Random(seed), 50).value();
+      EXPECT_EQ(fg::outside_traits(c, traits), "") << "seed " << seed;
+      for (const fg::CallSpec& call : c.calls) {
+        ++calls;
+        deep += static_cast<std::uint64_t>(call.tokens) * c.hidden >= (1u << 20) ? 1 : 0;
+      }
+    }
+    return static_cast<double>(deep) / calls;
+  };
+  EXPECT_GT(share_deep(1u << 20), 0.15);
+  EXPECT_LT(share_deep(0), 0.05);
+  // Out of the limits' reach: never claimed, whatever is drawn.
+  fg::KernelTraits far;
+  far.variants = {fg::KernelVariant{}};
+  far.variants[0].deep_from_elems = 1u << 22;
+  EXPECT_FALSE(fg::reaches_deep_path(0, 4096, 256, far));
+  EXPECT_TRUE(fg::reaches_deep_path(0, 4096, 1024, far));
+  EXPECT_FALSE(fg::reaches_deep_path(1, 4096, 1024, far));  // no such variant
+}
+
 // The held-rank schedule is drawn in about one case of four with delays, at every point a
 // kernel that holds itself has, before the push only for any other kernel (never before a
 // call behind its PDL producer); each drawn case runs and is inside the traits. Fixed seeds.

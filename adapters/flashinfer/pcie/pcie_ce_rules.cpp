@@ -44,6 +44,8 @@ void append_copy_engine_variants(int ranks, std::vector<PcieVariant>& out) {
     v.info.sum_order = reference::SumOrder::ring_shards;  // a rounding per hop, no sentinel
     v.info.elems_multiple =
         static_cast<std::uint64_t>(kPackElems) * static_cast<std::uint64_t>(ranks);
+    // Two pieces once a piece of a shard still holds 512 KiB: shards of 2^19 16-bit elements.
+    if (r.pieces_hint > 1) v.info.deep_from_elems = static_cast<std::uint64_t>(ranks) << 19;
     out.push_back(v);
   }
 }

@@ -459,6 +459,17 @@ void fit_tokens_to_variant(CallSpec& call, int hidden, int max_tokens, const Ker
   if (step <= max_tokens) call.tokens = std::max(step, call.tokens / step * step);
 }
 
+bool reaches_deep_path(int variant, int hidden, int max_tokens, const KernelTraits& traits) {
+  if (variant < 0 || variant >= static_cast<int>(traits.variants.size())) return false;
+  const std::uint64_t deep = traits.variants[static_cast<std::size_t>(variant)].deep_from_elems;
+  if (deep == 0) return false;
+  CallSpec largest;
+  largest.variant = variant;
+  largest.tokens = max_tokens;
+  fit_tokens_to_variant(largest, hidden, max_tokens, traits);
+  return static_cast<std::uint64_t>(largest.tokens) * static_cast<std::uint64_t>(hidden) >= deep;
+}
+
 std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
   if (!t.runs_hidden(c.hidden))
     return fmt::format("hidden={} is not one the kernel runs", c.hidden);

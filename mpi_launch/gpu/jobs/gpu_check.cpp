@@ -269,6 +269,9 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     std::vector<int> variants(std::max<std::size_t>(1, traits.variants.size()));
     for (std::size_t v = 0; v < variants.size(); ++v) variants[v] = static_cast<int>(v);
     call.variant = o.variant >= 0 ? o.variant : *rc::gen::elementOf(variants);
+    if (reaches_deep_path(call.variant, c.hidden, max_tokens_here, traits) &&
+        *rc::gen::inRange(0, 4) == 0 && !late_blocks)
+      call.tokens = max_tokens_here;
     fit_tokens_to_variant(call, c.hidden, max_tokens_here, traits);
     draw_block_scales(call, c.hidden);
     draw_moe(call, traits);

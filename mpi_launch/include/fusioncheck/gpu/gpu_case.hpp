@@ -138,6 +138,9 @@ struct KernelTraits;
 // max_tokens.
 void fit_tokens_to_variant(CallSpec& call, int hidden, int max_tokens, const KernelTraits& traits);
 std::string outside_traits(const GpuCase& c, const KernelTraits& traits);
+// Whether the largest call of this hidden size (max_tokens rows, fitted to the variant) reaches
+// the variant's deeper path (KernelVariant::deep_from_elems).
+bool reaches_deep_path(int variant, int hidden, int max_tokens, const KernelTraits& traits);
 inline constexpr int kMaxCallsPerCase = 16;
 inline constexpr int kMaxVariant = 255;  // CallSpec::variant
 // The quantisation scales of every case (powers of two, or exact in e4m3: a kernel that

@@ -50,6 +50,10 @@ struct KernelVariant {
   // Its calls' tokens x hidden must be a multiple of this (a ring's shards of whole packs); 0:
   // any the kernel runs.
   std::uint64_t elems_multiple = 0;
+  // Its calls of at least this many elements (tokens x hidden) take a deeper path (the
+  // copy-engine ring's chunks cut into pieces), which only the largest calls reach: a quarter
+  // of its calls are drawn at the largest size the case limits allow (0: no such path).
+  std::uint64_t deep_from_elems = 0;
 };
 
 // What a kernel under test can run, so that cases draw only what it supports (a refused
