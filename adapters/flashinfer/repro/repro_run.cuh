@@ -208,10 +208,10 @@ void enqueue_call(std::vector<Rank>& ranks, int run, int i, std::vector<Failure>
 }
 
 #if FC_FAMILY_FUSION || FC_FAMILY_MOE
-// What a hung call's ranks hold, read beside the running kernel (a copy on a stream of its
-// own, bounded): each rank's control words and, per Lamport buffer and slot of call i's layout,
-// the first token whose element still holds the -0 sentinel. The poll that waits is the slot
-// whose data never came, or came and was cleared.
+// What a hung call's ranks hold, read beside the running kernel (copies on each rank's idle side
+// stream, bounded): each rank's control words and, per Lamport buffer and slot of call i's
+// one-shot layout, how many tokens still hold a -0 sentinel element and the first of them. The
+// poll that waits is on a slot whose data never came, or came and was cleared.
 std::string lamport_state(std::vector<Rank>& ranks, int i) {
   const std::size_t slot_bytes =
       static_cast<std::size_t>(repro::kCallCases[i].tokens) * repro::kHidden * sizeof(T);
@@ -249,8 +249,8 @@ std::string lamport_state(std::vector<Rank>& ranks, int i) {
         int first = -1, count = 0;
         for (int t = 0; t < repro::kCallCases[i].tokens; ++t) {
           bool sentinel = false;
-          for (std::size_t e = 0; e + 1 < token_bytes && !sentinel; e += sizeof(T))
-            sentinel = base[t * token_bytes + e] == 0 && base[t * token_bytes + e + 1] == 0x80;
+          for (std::size_t at = 0; at + 1 < token_bytes && !sentinel; at += sizeof(T))
+            sentinel = base[t * token_bytes + at] == 0 && base[t * token_bytes + at + 1] == 0x80;
           if (sentinel && first < 0) first = t;
           count += sentinel ? 1 : 0;
         }
