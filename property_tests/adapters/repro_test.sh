@@ -41,10 +41,18 @@ if grep -q "^#define FC_SYNC_DELAY 1" "$work/repro/repro_case.h"; then
   [ $? -eq 2 ] && echo "$out" | grep -q "sync-line takes" || { echo "--sync-line 0: $out"; exit 1; }
   out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --sync-line 1377 2>&1)
   [ $? -eq 2 ] && echo "$out" | grep -q "no CUDA device" || { echo "--sync-line 1377: $out"; exit 1; }
+  for bad in -1 100000001 20us; do
+    out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --hold-ns $bad 2>&1)
+    [ $? -eq 2 ] && echo "$out" | grep -q "hold-ns takes" || { echo "--hold-ns $bad: $out"; exit 1; }
+  done
+  out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --hold-ns 0 2>&1)
+  [ $? -eq 2 ] && echo "$out" | grep -q "no CUDA device" || { echo "--hold-ns 0: $out"; exit 1; }
 else
   grep -q "sync_delay" "$work/repro/CMakeLists.txt" && { echo "a rewrite without a hold"; exit 1; }
   [ -e "$work/repro/fi_sync_delay.cuh" ] && { echo "a hook without a hold"; exit 1; }
   out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --sync-line 5 2>&1)
   [ $? -eq 2 ] && echo "$out" | grep -q "usage:" || { echo "--sync-line without a hold: $out"; exit 1; }
+  out=$(CUDA_VISIBLE_DEVICES= "$work/build/repro" --hold-ns 0 2>&1)
+  [ $? -eq 2 ] && echo "$out" | grep -q "usage:" || { echo "--hold-ns without a hold: $out"; exit 1; }
 fi
 echo "repro_test: exported, compiled, refused to run without a GPU"

@@ -439,7 +439,8 @@ int site_line(const repro::SyncDelay& d, int line_option) {
 // Each rank's in-kernel delay. Ranks on GPUs of their own each have their module: plan 0 for
 // its only rank. Ranks sharing GPU 0 share one module: a plan per rank, which the sites that know
 // their rank (the polls in a kernel body) honour; a barrier in a helper cannot tell ranks apart.
-void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
+// hold_ns >= 0 replaces the exported time (0: no in-kernel delay at all).
+void set_sync_delays(std::vector<Rank>& ranks, int line_option, long hold_ns) {
   constexpr int kRankSites[] = {0, FC_SYNC_RANK_SITES};
   const bool shared = kN > 1 && ranks[0].device == ranks[1].device;
   if (shared && kN > kFcSyncDelayPlans)
@@ -448,10 +449,12 @@ void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
   for (int r = 0; r < kN; ++r) {
     const repro::SyncDelay& d = repro::kSyncDelays[r];
     FcSyncDelayPlan plan;
-    if (d.line != 0) {
+    if (d.line != 0 && hold_ns == 0)
+      std::printf("rank %d: its exported in-kernel delay left out (--hold-ns 0)\n", r);
+    if (d.line != 0 && hold_ns != 0) {
       plan.line = site_line(d, line_option);
       plan.block = d.block;
-      plan.ns = d.ns;
+      plan.ns = hold_ns > 0 ? static_cast<std::uint32_t>(hold_ns) : d.ns;
       plan.rank = shared ? r : -1;
       if (shared && std::find(std::begin(kRankSites), std::end(kRankSites), plan.line) ==
                         std::end(kRankSites))
@@ -460,7 +463,7 @@ void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
                    "the ranks on one GPU it would hold every rank's block (reproduce it with " +
                    "fusioncheck, or one GPU per rank)");
       std::printf("rank %d holds block %d for %u ns at line %d of the header, every call\n", r,
-                  d.block, d.ns, plan.line);
+                  d.block, plan.ns, plan.line);
     }
     Rank& rank = ranks[static_cast<std::size_t>(r)];
     use_rank(rank);
@@ -472,18 +475,21 @@ void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
 #endif
 
 // The command line: the bound on a call, how many runs (the exported delays repeat), whether
-// ranks sharing a GPU share all its SMs, and the line of an in-kernel delay in this tree.
+// ranks sharing a GPU share all its SMs, and the line and time of an in-kernel delay in this
+// tree (hold_ns -1: the exported time).
 struct Options {
   double timeout = 10.0;
   int runs = repro::kRuns;
   bool whole_gpu = false;
   int sync_line = 0;
+  long hold_ns = -1;
 };
 
 Options parse_options(int argc, char** argv) {
   Options o;
   const std::string usage = "usage: " + std::string(argv[0]) +
-                            " [--timeout SECONDS] [--runs N] [--whole-gpu] [--sync-line N]";
+                            " [--timeout SECONDS] [--runs N] [--whole-gpu] [--sync-line N]"
+                            " [--hold-ns N]";
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--whole-gpu") {
@@ -504,6 +510,11 @@ Options parse_options(int argc, char** argv) {
       const long line = std::strtol(argv[++a], &end, 10);
       if (*end != '\0' || line < 1 || line > 1000000) cannot_run("--sync-line takes a line number");
       o.sync_line = static_cast<int>(line);
+    } else if (arg == "--hold-ns" && FC_SYNC_DELAY) {
+      const long ns = std::strtol(argv[++a], &end, 10);
+      if (*end != '\0' || ns < 0 || ns > 100000000)
+        cannot_run("--hold-ns takes nanoseconds in [0, 100000000] (0: no in-kernel delay)");
+      o.hold_ns = ns;
     } else {
       cannot_run(usage);
     }
@@ -541,7 +552,7 @@ int main(int argc, char** argv) {
   for (Rank& rank : ranks) use_rank(rank), check(cudaDeviceSynchronize(), "set-up");
 #if FC_SYNC_DELAY
   g_phase = "setting the in-kernel delays";
-  set_sync_delays(ranks, options.sync_line);
+  set_sync_delays(ranks, options.sync_line, options.hold_ns);
 #endif
   std::vector<Failure> failures;
   int previous_elems = 0;

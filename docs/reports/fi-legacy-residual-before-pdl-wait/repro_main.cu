@@ -209,6 +209,7 @@ struct Rank {
   void** table = nullptr;  // FlashInfer's workspace pointer table (fusion, MoE)
   std::uint32_t legacy_flag = 0;
   std::vector<CallBuffers> calls;
+  std::int32_t* state_host = nullptr;  // pinned: a hung call's control words and buffers
 };
 
 // The driver functions for green contexts, found through the runtime: the program does not
@@ -252,6 +253,8 @@ void make_workspace(std::vector<Rank>& ranks) {
     use_rank(r);
     r.shared = device_alloc(lamport_offset() + 3 * repro::kCommSize, 0);
     fill_sentinel(r);
+    check(cudaMallocHost(&r.state_host, 8 * sizeof(std::int32_t) + 3 * repro::kCommSize),
+          "pinned memory for a hang's diagnosis");
     const std::int32_t ctrl[5] = {0, 0, 0, static_cast<std::int32_t>(repro::kCommSize), 0};
     r.ctrl = device_alloc(sizeof(ctrl), 0);
     check(cudaMemcpy(r.ctrl, ctrl, sizeof(ctrl), cudaMemcpyHostToDevice), "ctrl");

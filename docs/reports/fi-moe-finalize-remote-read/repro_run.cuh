@@ -207,6 +207,65 @@ void enqueue_call(std::vector<Rank>& ranks, int run, int i, std::vector<Failure>
   }
 }
 
+#if FC_FAMILY_FUSION || FC_FAMILY_MOE
+// What a hung call's ranks hold, read beside the running kernel (copies on each rank's idle side
+// stream, bounded): each rank's control words and, per Lamport buffer and slot of call i's
+// one-shot layout, how many tokens still hold a -0 sentinel element and the first of them. The
+// poll that waits is on a slot whose data never came, or came and was cleared.
+std::string lamport_state(std::vector<Rank>& ranks, int i) {
+  const std::size_t slot_bytes =
+      static_cast<std::size_t>(repro::kCallCases[i].tokens) * repro::kHidden * sizeof(T);
+  const std::size_t token_bytes = static_cast<std::size_t>(repro::kHidden) * sizeof(T);
+  std::string text;
+  for (int r = 0; r < kN; ++r) {
+    Rank& rank = ranks[static_cast<std::size_t>(r)];
+    use_rank(rank);
+    // The side stream (idle by now) and host memory pinned at set-up: nothing here may wait
+    // for the hung kernel.
+    std::int32_t* ctrl = rank.state_host;
+    std::uint8_t* bufs = reinterpret_cast<std::uint8_t*>(rank.state_host + 8);
+    const std::size_t bytes = 3 * repro::kCommSize;
+    cudaError_t e = cudaMemcpyAsync(ctrl, rank.ctrl, 5 * sizeof(std::int32_t),
+                                    cudaMemcpyDeviceToHost, rank.side);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(bufs, static_cast<std::uint8_t*>(rank.shared) + lamport_offset(), bytes,
+                          cudaMemcpyDeviceToHost, rank.side);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (e == cudaSuccess && cudaStreamQuery(rank.side) == cudaErrorNotReady &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (e == cudaSuccess) e = cudaStreamQuery(rank.side);
+    if (e != cudaSuccess)
+      return text + "\n    rank " + std::to_string(r) + ": state not readable (" +
+             cudaGetErrorString(e) + ")";
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "\n    rank %d: counter %d, flag %d (data buffer %d), clear size %d:", r, ctrl[0],
+                  ctrl[2], ctrl[2] % 3, ctrl[4]);
+    text += line;
+    for (int b = 0; b < 3; ++b)
+      for (int slot = 0; slot < kN; ++slot) {
+        const std::uint8_t* base = bufs + b * repro::kCommSize + slot * slot_bytes;
+        int first = -1, count = 0;
+        for (int t = 0; t < repro::kCallCases[i].tokens; ++t) {
+          bool sentinel = false;
+          for (std::size_t at = 0; at + 1 < token_bytes && !sentinel; at += sizeof(T))
+            sentinel = base[t * token_bytes + at] == 0 && base[t * token_bytes + at + 1] == 0x80;
+          if (sentinel && first < 0) first = t;
+          count += sentinel ? 1 : 0;
+        }
+        std::snprintf(line, sizeof(line), " b%d/s%d %s", b, slot,
+                      count == 0 ? "full"
+                                 : (std::to_string(count) + " tokens -0 (first " +
+                                    std::to_string(first) + ")")
+                                       .c_str());
+        text += line;
+      }
+  }
+  return text;
+}
+#endif
+
 // Waits for calls [first, last] of every rank, bounded: a call still running at the bound is
 // a hang, reported with the first rank and call that had not finished.
 void wait_bounded(std::vector<Rank>& ranks, int first, int last, double timeout_s,
@@ -237,7 +296,11 @@ void wait_bounded(std::vector<Rank>& ranks, int first, int last, double timeout_
                       "rank %d call %d: still running %.1f s after the launch (a call takes "
                       "microseconds): its polls never saw what they wait for",
                       r, i, timeout_s);
+#if FC_FAMILY_FUSION || FC_FAMILY_MOE
+        failures.push_back({"hang", line + lamport_state(ranks, i)});
+#else
         failures.push_back({"hang", line});
+#endif
         return;
       }
 }
@@ -376,7 +439,8 @@ int site_line(const repro::SyncDelay& d, int line_option) {
 // Each rank's in-kernel delay. Ranks on GPUs of their own each have their module: plan 0 for
 // its only rank. Ranks sharing GPU 0 share one module: a plan per rank, which the sites that know
 // their rank (the polls in a kernel body) honour; a barrier in a helper cannot tell ranks apart.
-void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
+// hold_ns >= 0 replaces the exported time (0: no in-kernel delay at all).
+void set_sync_delays(std::vector<Rank>& ranks, int line_option, long hold_ns) {
   constexpr int kRankSites[] = {0, FC_SYNC_RANK_SITES};
   const bool shared = kN > 1 && ranks[0].device == ranks[1].device;
   if (shared && kN > kFcSyncDelayPlans)
@@ -385,10 +449,12 @@ void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
   for (int r = 0; r < kN; ++r) {
     const repro::SyncDelay& d = repro::kSyncDelays[r];
     FcSyncDelayPlan plan;
-    if (d.line != 0) {
+    if (d.line != 0 && hold_ns == 0)
+      std::printf("rank %d: its exported in-kernel delay left out (--hold-ns 0)\n", r);
+    if (d.line != 0 && hold_ns != 0) {
       plan.line = site_line(d, line_option);
       plan.block = d.block;
-      plan.ns = d.ns;
+      plan.ns = hold_ns > 0 ? static_cast<std::uint32_t>(hold_ns) : d.ns;
       plan.rank = shared ? r : -1;
       if (shared && std::find(std::begin(kRankSites), std::end(kRankSites), plan.line) ==
                         std::end(kRankSites))
@@ -397,7 +463,7 @@ void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
                    "the ranks on one GPU it would hold every rank's block (reproduce it with " +
                    "fusioncheck, or one GPU per rank)");
       std::printf("rank %d holds block %d for %u ns at line %d of the header, every call\n", r,
-                  d.block, d.ns, plan.line);
+                  d.block, plan.ns, plan.line);
     }
     Rank& rank = ranks[static_cast<std::size_t>(r)];
     use_rank(rank);
@@ -409,18 +475,21 @@ void set_sync_delays(std::vector<Rank>& ranks, int line_option) {
 #endif
 
 // The command line: the bound on a call, how many runs (the exported delays repeat), whether
-// ranks sharing a GPU share all its SMs, and the line of an in-kernel delay in this tree.
+// ranks sharing a GPU share all its SMs, and the line and time of an in-kernel delay in this
+// tree (hold_ns -1: the exported time).
 struct Options {
   double timeout = 10.0;
   int runs = repro::kRuns;
   bool whole_gpu = false;
   int sync_line = 0;
+  long hold_ns = -1;
 };
 
 Options parse_options(int argc, char** argv) {
   Options o;
   const std::string usage = "usage: " + std::string(argv[0]) +
-                            " [--timeout SECONDS] [--runs N] [--whole-gpu] [--sync-line N]";
+                            " [--timeout SECONDS] [--runs N] [--whole-gpu] [--sync-line N]"
+                            " [--hold-ns N]";
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--whole-gpu") {
@@ -441,6 +510,11 @@ Options parse_options(int argc, char** argv) {
       const long line = std::strtol(argv[++a], &end, 10);
       if (*end != '\0' || line < 1 || line > 1000000) cannot_run("--sync-line takes a line number");
       o.sync_line = static_cast<int>(line);
+    } else if (arg == "--hold-ns" && FC_SYNC_DELAY) {
+      const long ns = std::strtol(argv[++a], &end, 10);
+      if (*end != '\0' || ns < 0 || ns > 100000000)
+        cannot_run("--hold-ns takes nanoseconds in [0, 100000000] (0: no in-kernel delay)");
+      o.hold_ns = ns;
     } else {
       cannot_run(usage);
     }
@@ -478,7 +552,7 @@ int main(int argc, char** argv) {
   for (Rank& rank : ranks) use_rank(rank), check(cudaDeviceSynchronize(), "set-up");
 #if FC_SYNC_DELAY
   g_phase = "setting the in-kernel delays";
-  set_sync_delays(ranks, options.sync_line);
+  set_sync_delays(ranks, options.sync_line, options.hold_ns);
 #endif
   std::vector<Failure> failures;
   int previous_elems = 0;

@@ -1,5 +1,5 @@
 # fc_fi_sync_delay_copy(<header text> <out var> <lines var> [<rank lines var>]): a FlashInfer
-# header with a delay hook (src/fi_sync_delay.cuh) at each synchronisation exit inside its
+# header with a delay hook (fi_sync_delay.cuh) at each synchronisation exit inside its
 # kernels, on the same line as the exit so that a site is named by the original header's line
 # (after a barrier that is the body of a one-line `if`, the hook runs whatever the condition):
 #   after  __syncthreads();  cluster.sync();  barrier.sync();   (a block or cluster barrier)
@@ -50,6 +50,22 @@ function(fc_fi_sync_delay_copy text out_var lines_var)
   if(ARGC GREATER 3)  # the lines of the hooks that know their rank
     set(${ARGV3} "${rank_lines}" PARENT_SCOPE)
   endif()
+endfunction()
+
+# fc_fi_sync_delay_file(<copy> <out path var> <lines var> [<rank lines var>]): the sync-delay
+# copy of a header copy (a patched copy, say), written beside it in sync_delay/ under the same
+# name.
+function(fc_fi_sync_delay_file copy path_var lines_var)
+  file(READ "${copy}" text)
+  fc_fi_sync_delay_copy("${text}" text lines rank_lines)
+  if(ARGC GREATER 3)
+    set(${ARGV3} "${rank_lines}" PARENT_SCOPE)
+  endif()
+  get_filename_component(dir "${copy}" DIRECTORY)
+  get_filename_component(name "${copy}" NAME)
+  fc_fi_write_if_changed(${dir}/sync_delay/${name} "${text}")
+  set(${path_var} "${dir}/sync_delay/${name}" PARENT_SCOPE)
+  set(${lines_var} "${lines}" PARENT_SCOPE)
 endfunction()
 
 if(CMAKE_SCRIPT_MODE_FILE AND HEADER)
