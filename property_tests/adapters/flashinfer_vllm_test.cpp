@@ -223,7 +223,16 @@ TEST(FlashInferVllmCopies, EveryPatchIsANegativeControlTheFamilyRegisters) {
         << id;
     EXPECT_EQ(fa::flashinfer_vllm_mutant_may_survive(m, apart), "") << id;
   }
-  EXPECT_EQ(fa::flashinfer_vllm_choice().mutant_ranks, (std::vector<int>{2, 4, 6, 8}));
+  // The missing end barrier shows only with a rank held while its peer runs ahead.
+  for (const auto& id : expected)
+    EXPECT_EQ(fa::flashinfer_vllm_mutant_needs_held_rank(fusioncheck::gpu::MutantId(id)),
+              id == "vllm-no-end-barrier")
+        << id;
+  const auto choice = fa::flashinfer_vllm_choice();
+  EXPECT_EQ(choice.mutant_ranks, (std::vector<int>{2, 4, 6, 8}));
+  EXPECT_EQ(choice.rank_counts, (std::vector<int>{2, 4, 6, 8}));
+  // Its blocks spin at barriers and take an SM each: ranks sharing a GPU get a share each.
+  EXPECT_TRUE(choice.share_sms);
 }
 
 }  // namespace

@@ -504,6 +504,14 @@ TEST(KillTable, TwoShotMutantsRunOnMostlyTwoShotCallsBesideTheirControl) {
             {fs, 25},
             {tgo, mix},
             {bnr, mix}}));
+  // A mutant that needs a held rank runs on such cases, beside a control of that focus.
+  const auto held = [&](const fg::MutantId& m) { return m == fs; };
+  EXPECT_EQ(fg::kill_table_plan({none, fs, tgo}, 25, twoshot_only, never, {}, held),
+            (Plan{{none, 25},
+                  {none, 25, false, -1, true},
+                  {none, mix},
+                  {fs, 25, false, -1, true},
+                  {tgo, mix}}));
   // Every mutant our kernels have is listed once, the kill table's default.
   const auto all = ours.mutants();
   EXPECT_EQ(std::count(all.begin(), all.end(), fs), 1);

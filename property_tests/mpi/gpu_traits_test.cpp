@@ -152,6 +152,35 @@ TEST(DrawCase, LateBlockFocusDelaysEveryCaseWithManyTokensOneShot) {
   EXPECT_FALSE(every_case_starts_blocks_late(false));  // control: the usual mix is not all that
 }
 
+// Whether every case drawn with these settings holds a rank in a call that another follows,
+// issued without a host sync between them.
+bool every_case_holds_a_rank_behind(bool focus) {
+  fg::DrawSettings s;
+  s.focus_held_rank = focus;
+  return rc::check(std::string("held-rank cases, focus ") + (focus ? "on" : "off"), [&] {
+    const fg::GpuCase c = fg::draw_case(s, fg::KernelTraits{});
+    RC_ASSERT(c.hold.active());
+    RC_ASSERT(c.hold.call + 1 < static_cast<int>(c.calls.size()));
+    RC_ASSERT(c.mode != fg::IssueMode::checked_each_call);
+    RC_ASSERT(fg::outside_traits(c, fg::KernelTraits{}).empty());
+  });
+}
+
+TEST(DrawCase, HeldRankFocusHoldsARankInACallThatAnotherFollows) {
+  EXPECT_TRUE(every_case_holds_a_rank_behind(true));
+  EXPECT_FALSE(every_case_holds_a_rank_behind(false));  // control: the usual mix is not all that
+  // A kernel that holds nowhere but before its push, behind no PDL producer: still held.
+  fg::DrawSettings s;
+  s.focus_held_rank = true;
+  fg::KernelTraits plain;
+  plain.holds_through_params = false;
+  EXPECT_TRUE(rc::check("held-rank cases of a kernel that holds before its push only", [&] {
+    const fg::GpuCase c = fg::draw_case(s, plain);
+    RC_ASSERT(c.hold.active());
+    RC_ASSERT(!c.calls[static_cast<std::size_t>(c.hold.call)].pdl_producer);
+  }));
+}
+
 TEST(GpuCase, NegZeroInputsTravelInJsonAndDefaultToTrue) {
   auto j = fg::to_json(inside());
   EXPECT_FALSE(fg::case_from_json(j).neg_zero_inputs);

@@ -75,6 +75,9 @@ class FlashInferVllmKernels final : public gpu::KernelUnderTest, public gpu::Pro
                                  const gpu::GpuPlacement& placement) const override {
     return flashinfer_vllm_mutant_may_survive(m, placement);
   }
+  bool mutant_needs_held_rank(const gpu::MutantId& m) const override {
+    return flashinfer_vllm_mutant_needs_held_rank(m);
+  }
   void prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) override;
   void begin_case(const gpu::GpuCase& c) override;
   std::vector<std::string> case_notes(const gpu::GpuCase& c) const override;

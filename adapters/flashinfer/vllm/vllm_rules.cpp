@@ -55,6 +55,10 @@ std::string flashinfer_vllm_mutant_may_survive(const gpu::MutantId& m,
   return "";
 }
 
+bool flashinfer_vllm_mutant_needs_held_rank(const gpu::MutantId& m) {
+  return m == protocol::Mutant::vllm_no_end_barrier;
+}
+
 std::vector<VllmVariant> flashinfer_vllm_variants(int ranks) {
   std::vector<VllmVariant> out;
   VllmVariant by_size;
@@ -249,6 +253,10 @@ gpu::KernelChoice flashinfer_vllm_choice() {
   choice.host_traits = [](int ranks) { return flashinfer_vllm_traits(ranks); };
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_vllm;
+  choice.rank_counts = {2, 4, 6, 8};
+  // Its blocks wait for their peers' at every barrier and take an SM each (68 registers x 512
+  // threads): 8 ranks x 36 blocks on one GPU without shares can leave a rank no SM at all.
+  choice.share_sms = true;
   choice.mutant_ranks = {2, 4, 6, 8};  // a patched copy is a whole library: every rank count
   return choice;
 }

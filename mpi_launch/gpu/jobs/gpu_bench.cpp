@@ -488,10 +488,8 @@ nlohmann::json other_variants_json(const BenchRunner& runner) {
 }  // namespace
 
 BenchResult run_bench(mpi::MpiComm& comm, const BenchOptions& options) {
-  require_launcher(comm, "2, 4, 8 or 16");
-  if (!protocol::is_supported_rank_count(comm.size()))
-    throw BadInput(
-        fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+  require_rank_count(comm, KernelChoice{});  // ours runs in every bench
+  if (options.compare) require_rank_count(comm, *options.compare);
   if (options.iters < 100)
     throw BadInput("--iters must be at least 100 (a median of >= 100 calls)");
   if (options.graph_calls < 1 || options.repeats < 5)

@@ -129,8 +129,11 @@ namespace {
 
 // The held-rank schedule, in one case of four: a rank, a call, a point the kernel can hold at
 // (never before a call behind its PDL producer, unless the kernel holds itself), a time.
-void draw_hold(GpuCase& c, const KernelTraits& traits) {
-  if (!*rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}})) return;
+// focus: in every case, in a call that another follows.
+void draw_hold(GpuCase& c, const KernelTraits& traits, bool focus) {
+  if (!focus &&
+      !*rc::gen::weightedOneOf<bool>({{3, rc::gen::just(false)}, {1, rc::gen::just(true)}}))
+    return;
   // Uniform whatever RapidCheck's size (inRange favours small values early on).
   const auto index_below = [](int n) {
     std::vector<int> all(static_cast<std::size_t>(n));
@@ -139,12 +142,16 @@ void draw_hold(GpuCase& c, const KernelTraits& traits) {
   };
   RankHold h;
   h.rank = index_below(c.ranks);
-  h.call = index_below(static_cast<int>(c.calls.size()));
+  const int calls = static_cast<int>(c.calls.size());
+  h.call = index_below(focus && calls > 1 ? calls - 1 : calls);
   h.point = *rc::gen::elementOf(traits.hold_points(c.dtype));
   h.ns = *rc::gen::elementOf(std::vector<std::uint32_t>(std::begin(kHoldNs), std::end(kHoldNs)));
-  if (!traits.holds_behind_pdl_producer(h.point, c.dtype) &&
-      c.calls[static_cast<std::size_t>(h.call)].pdl_producer)
-    return;
+  CallSpec& held = c.calls[static_cast<std::size_t>(h.call)];
+  if (!traits.holds_behind_pdl_producer(h.point, c.dtype) && held.pdl_producer) {
+    if (!focus) return;
+    held.pdl_producer = false;  // every case of the focus holds a rank
+    held.producer_delay_ns = 0;
+  }
   c.hold = h;
 }
 
@@ -213,6 +220,15 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
         (!protocol::pattern_block_scaled_fp8(p) || c.hidden % protocol::kMxfp8BlockSize == 0))
       patterns.push_back(p);
   int ncalls = *rc::gen::inRange(1, o.limits.max_calls + 1);
+  // What lets a rank's peers run ahead of it: a rank held in a call that another follows,
+  // issued without a host sync between them.
+  const bool held_rank = o.focus_held_rank && o.delays;
+  if (held_rank) {
+    ncalls = std::max(ncalls, std::min(2, o.limits.max_calls));
+    c.mode = traits.graph_replay
+                 ? *rc::gen::element(IssueMode::back_to_back, IssueMode::graph_replay)
+                 : IssueMode::back_to_back;
+  }
   // What provokes a two-shot race (a flag seen before the data it guards, a region reused by
   // the next call): two-shot calls only, as many as the case may hold, issued without a host
   // sync between them, of changing and larger sizes.
@@ -277,7 +293,7 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     draw_moe(call, traits);
     c.calls.push_back(call);
   }
-  if (o.delays) draw_hold(c, traits);
+  if (o.delays) draw_hold(c, traits, held_rank);
   return c;
 }
 
@@ -347,6 +363,7 @@ DrawSettings draw_settings(const CheckOptions& o, int ranks, const GpuPlacement&
   draw.hidden_sizes = o.hidden_sizes;
   draw.focus_twoshot = o.focus_twoshot;
   draw.focus_late_blocks = o.focus_late_blocks;
+  draw.focus_held_rank = o.focus_held_rank;
   return draw;
 }
 
@@ -578,6 +595,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   result.mutant = o.mutant;
   result.twoshot_percent = o.twoshot_percent;
   result.late_blocks = o.focus_late_blocks;
+  result.held_rank = o.focus_held_rank;
   result.variant = o.variant;
   result.strict = o.strict;
   KnownFindingRun known(o.known ? entries_for(*o.known, o.kernel.name, o.kernel.release)
@@ -619,10 +637,7 @@ RunConfig run_config(const CheckOptions& o, int ranks, const std::string& mutant
 
 CheckJob run_check_job(mpi::MpiComm& comm, const CheckOptions& o) {
   o.limits.validate();
-  require_launcher(comm, "2, 4, 8 or 16");
-  if (!protocol::is_supported_rank_count(comm.size()))
-    throw BadInput(
-        fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+  require_rank_count(comm, o.kernel);
   agree_on_config(comm, run_config(o, comm.size(), std::string(o.mutant.id())));
   // Before a GPU is assigned: a variant the kernel lacks, a replay of another rank count need
   // no device to be refused.

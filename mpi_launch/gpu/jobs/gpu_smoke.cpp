@@ -206,10 +206,7 @@ std::vector<GpuCase> smoke_cases(const SmokeOptions& options, int ranks,
 }  // namespace
 
 SmokeResult run_smoke(mpi::MpiComm& comm, const SmokeOptions& options) {
-  require_launcher(comm, "2, 4, 8 or 16");
-  if (!protocol::is_supported_rank_count(comm.size()))
-    throw BadInput(
-        fmt::format("{} ranks: the kernels are built for 2, 4, 8 or 16 ranks", comm.size()));
+  require_rank_count(comm, options.kernel);
   for (int h : options.hidden)
     if (h <= 0 || h % 16 != 0)
       throw BadInput(fmt::format("--hidden {}: must be a positive multiple of 16", h));

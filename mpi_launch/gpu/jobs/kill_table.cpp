@@ -49,7 +49,8 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
       mutants, options.check.twoshot_percent,
       [&](const MutantId& m) { return kernel->mutant_in_twoshot_only(m); },
       [&](const MutantId& m) { return kernel->mutant_needs_late_blocks(m); },
-      [&](const MutantId& m) { return kernel->mutant_variant(m); });
+      [&](const MutantId& m) { return kernel->mutant_variant(m); },
+      [&](const MutantId& m) { return kernel->mutant_needs_held_rank(m); });
   for (const auto& run : plan) {
     check.mutant = run.mutant;
     // An absent known finding says something of the kernel as built, not of a mutant.
@@ -57,6 +58,7 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
     check.twoshot_percent = run.twoshot_percent;
     check.focus_twoshot = run.twoshot_percent == kTwoShotMutantPercent;
     check.focus_late_blocks = run.late_blocks;
+    check.focus_held_rank = run.held_rank;
     // A mutant of one launch variant draws it alone, unless --variant chose one for every run.
     check.variant = options.check.variant >= 0 ? options.check.variant : run.variant;
     // Every case of a two-shot race run is a long sequence: each call is another chance for
@@ -64,9 +66,10 @@ KillTableResult run_kill_table(mpi::MpiComm& comm, const KillTableOptions& optio
     check.limits.max_calls = check.focus_twoshot || check.focus_late_blocks
                                  ? kMaxCallsPerCase
                                  : options.check.limits.max_calls;
-    check.replay_out = fmt::format("fusioncheck-gpu-{}-{}{}{}.json", run.mutant.id(),
-                                   run.twoshot_percent, run.late_blocks ? "-late-blocks" : "",
-                                   run.variant >= 0 ? fmt::format("-variant{}", run.variant) : "");
+    check.replay_out =
+        fmt::format("fusioncheck-gpu-{}-{}{}{}{}.json", run.mutant.id(), run.twoshot_percent,
+                    run.late_blocks ? "-late-blocks" : "", run.held_rank ? "-held-rank" : "",
+                    run.variant >= 0 ? fmt::format("-variant{}", run.variant) : "");
     result.runs.push_back(run_check(comm, check, result.placement));
     if (!run.mutant.none()) {
       std::string excuse = expected_survival(run.mutant, result.placement);

@@ -25,6 +25,12 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+// The focus of a run's cases, as its summary and kill table row say it ("" for none).
+std::string focus_words(const CheckResult& r) {
+  return std::string(r.late_blocks ? ", blocks started late" : "") +
+         (r.held_rank ? ", a rank held a call behind" : "");
+}
+
 std::string first_finding(const CheckResult& r) {
   return r.findings.empty() ? std::string("-")
                             : "[" + r.findings.front().check + "] " + r.findings.front().message;
@@ -63,7 +69,7 @@ std::string summary_line(const CheckResult& r, int ranks) {
   return fmt::format(
       "{} ranks, mutant {}, {} % two-shot calls{}{}: {} cases ({} kernel calls per rank, {} refused) in "
       "{:.1f} s = {:.0f} checked cases/s: {}",
-      ranks, r.mutant.id(), r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
+      ranks, r.mutant.id(), r.twoshot_percent, focus_words(r),
       r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "", r.cases, r.calls,
       r.refused, r.seconds, rate,
       r.new_finding ? "FAILED " + first_finding(r)
@@ -125,6 +131,7 @@ nlohmann::json to_json(const CheckResult& r) {
   return {{"mutant", r.mutant.id()},
           {"twoshot_percent", r.twoshot_percent},
           {"late_blocks", r.late_blocks},
+          {"held_rank", r.held_rank},
           {"failed", r.failed},
           {"cases", r.cases},
           {"refused", r.refused},
@@ -216,13 +223,14 @@ std::string expected_survival(const MutantId& mutant, const GpuPlacement& placem
 std::vector<KillTableRun> kill_table_plan(const std::vector<MutantId>& mutants, int default_percent,
                                           const std::function<bool(const MutantId&)>& twoshot_only,
                                           const std::function<bool(const MutantId&)>& late_blocks,
-                                          const std::function<int(const MutantId&)>& variant_of) {
+                                          const std::function<int(const MutantId&)>& variant_of,
+                                          const std::function<bool(const MutantId&)>& held_rank) {
   std::vector<KillTableRun> plan;
-  const KillTableRun plain{MutantId(), default_percent, false, -1};
+  const KillTableRun plain{MutantId(), default_percent, false, -1, false};
   std::vector<KillTableRun> focuses;  // each focus a mutant runs under, as its control runs it
   for (const auto& m : mutants) {
     plan.push_back({m, twoshot_only(m) ? kTwoShotMutantPercent : default_percent, late_blocks(m),
-                    variant_of ? variant_of(m) : -1});
+                    variant_of ? variant_of(m) : -1, held_rank && held_rank(m)});
     KillTableRun control = plan.back();
     control.mutant = MutantId();
     if (control != plain && std::find(focuses.begin(), focuses.end(), control) == focuses.end())
@@ -265,14 +273,13 @@ std::string kill_table_markdown(const std::vector<CheckResult>& runs, const std:
     std::string known = known_summary(r);
     for (auto& ch : known)
       if (ch == '|') ch = '/';
-    out +=
-        fmt::format("| {} | {} %{}{} | {} | {} | {} | {} | {} | {} |\n", r.mutant.id(),
-                    r.twoshot_percent, r.late_blocks ? ", blocks started late" : "",
-                    r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "",
-                    kill_verdict(r, placement), how,
-                    r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
-                    r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases),
-                    message, known.empty() ? "-" : known);
+    out += fmt::format(
+        "| {} | {} %{}{} | {} | {} | {} | {} | {} | {} |\n", r.mutant.id(), r.twoshot_percent,
+        focus_words(r), r.variant >= 0 ? fmt::format(", variant {} only", r.variant) : "",
+        kill_verdict(r, placement), how,
+        r.failed ? fmt::format("{:.2f}", r.seconds_to_first_failure) : "-",
+        r.failed ? std::to_string(r.cases_to_first_failure) : std::to_string(r.cases), message,
+        known.empty() ? "-" : known);
   }
   for (const auto& [mutant, why] : not_built)
     out += fmt::format("| {} | - | not built for this tree: {} | - | - | - | - | - |\n",

@@ -14,6 +14,7 @@
 #endif
 
 #include "fusioncheck/gpu/errors.hpp"
+#include "fusioncheck/gpu/kernel_under_test.hpp"
 
 namespace fusioncheck::gpu {
 namespace {
@@ -98,6 +99,22 @@ std::string multi_node_problem(const std::vector<std::string>& hosts) {
       "one node per job; ci/gpu_suite.sh HOSTFILE=FILE runs the suite on every node of an "
       "allocation",
       ranks_on.size(), nodes);
+}
+
+std::string rank_count_list(const std::vector<int>& counts) {
+  std::string text;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == counts.size() ? " or " : ", ") + std::to_string(counts[i]);
+  return text;
+}
+
+void require_rank_count(mpi::MpiComm& comm, const KernelChoice& kernel) {
+  const std::string counts = rank_count_list(kernel.rank_counts);
+  require_launcher(comm, counts);
+  const auto& all = kernel.rank_counts;
+  if (std::find(all.begin(), all.end(), comm.size()) == all.end())
+    throw BadInput(
+        fmt::format("{} ranks: --kernel {} runs on {} ranks", comm.size(), kernel.name, counts));
 }
 
 void require_launcher(mpi::MpiComm& comm, const std::string& counts) {

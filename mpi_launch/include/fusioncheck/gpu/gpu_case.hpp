@@ -202,6 +202,7 @@ struct DrawSettings {
   std::vector<int> hidden_sizes;  // CheckOptions::hidden_sizes
   bool focus_twoshot = false;
   bool focus_late_blocks = false;  // CheckOptions::focus_late_blocks
+  bool focus_held_rank = false;    // CheckOptions::focus_held_rank
 };
 // One case, inside the traits (gpu_check.cpp). RapidCheck generators: call it inside a
 // property (or rc::gen::exec), so that the case shrinks as a whole. `traits.hidden_sizes`

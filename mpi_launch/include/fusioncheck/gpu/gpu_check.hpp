@@ -42,6 +42,10 @@ struct CheckOptions {
   // every case delayed with the longest spread, one-shot calls of many tokens, not captured
   // in a graph.
   bool focus_late_blocks = false;
+  // Cases that hold a rank inside a call followed by others (KernelUnderTest::
+  // mutant_needs_held_rank): every case holds one, in a call that is not its last, of a case of
+  // at least two calls issued without a host sync between them.
+  bool focus_held_rank = false;
   std::string replay_file;  // run this case only
   // Runs of the replayed case, stopping at the first that fails: a finding that depends on
   // timing (a race under PDL or delays) may need several runs in one process to show again.
@@ -60,6 +64,7 @@ struct CheckResult {
   MutantId mutant;
   int twoshot_percent = 0;   // the run's CheckOptions::twoshot_percent
   bool late_blocks = false;  // the run's CheckOptions::focus_late_blocks
+  bool held_rank = false;    // the run's CheckOptions::focus_held_rank
   int variant = -1;          // the run's CheckOptions::variant
   // Kill table: why this setup may not kill the mutant ("": it must be killed).
   std::string survival_excuse;

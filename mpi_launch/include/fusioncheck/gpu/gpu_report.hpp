@@ -24,16 +24,19 @@ nlohmann::json to_json(const CheckResult& r);
 std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,
                       const GpuPlacement* kill_table);
 // One run of the kill table: the mutant, its share of two-shot calls, and whether its cases
-// start blocks late (CheckOptions::focus_late_blocks).
+// start blocks late (CheckOptions::focus_late_blocks) or hold a rank a call behind its peers
+// (CheckOptions::focus_held_rank).
 struct KillTableRun {
   MutantId mutant;
   int twoshot_percent = 0;
   bool late_blocks = false;
   int variant = -1;  // the one launch variant drawn (KernelUnderTest::mutant_variant); -1: all
+  bool held_rank = false;
   bool operator==(const KillTableRun&) const = default;
 };
 // The kill table's runs, in order. A mutant of the two-shot kernel alone runs at
-// kTwoShotMutantPercent; a mutant that needs late blocks runs on such cases; a mutant of one
+// kTwoShotMutantPercent; a mutant that needs late blocks (or a held rank, held_rank when given)
+// runs on such cases; a mutant of one
 // launch variant (variant_of, when given, >= 0) draws that variant alone. When `none`
 // leads the list, the correct kernels also run under each focus a mutant uses (each
 // combination once, in the order the mutants first use it), as its control: a focus that
@@ -42,7 +45,8 @@ std::vector<KillTableRun> kill_table_plan(
     const std::vector<MutantId>& mutants, int default_percent,
     const std::function<bool(const MutantId&)>& twoshot_only,
     const std::function<bool(const MutantId&)>& late_blocks,
-    const std::function<int(const MutantId&)>& variant_of = {});
+    const std::function<int(const MutantId&)>& variant_of = {},
+    const std::function<bool(const MutantId&)>& held_rank = {});
 // Markdown: mutant -> killed?, by which check, time and cases to detect, minimal case size.
 // Why `mutant` may survive in this setup ("" if it must be killed): the arch-guard mutants
 // are wrong only in sm_120 code; a missing release/acquire is seldom observable between

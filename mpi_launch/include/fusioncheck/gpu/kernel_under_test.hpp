@@ -149,6 +149,14 @@ class KernelUnderTest {
     (void)m;
     return false;
   }
+  // Whether a mutant shows only when one rank is held inside a call while its peers run ahead
+  // into the next one (a barrier that let a fast rank leave early): the kill table then runs
+  // it on cases that hold a rank in a call that is followed by another (DrawSettings::
+  // focus_held_rank).
+  virtual bool mutant_needs_held_rank(const MutantId& m) const {
+    (void)m;
+    return false;
+  }
   // The one launch variant a mutant changes (KernelTraits::variants), or -1 when it changes
   // them all: the kill table then draws only that variant for it (the others' calls would be
   // cases that cannot kill it), beside a control at the same focus.
@@ -292,9 +300,14 @@ struct KernelChoice {
   // The upstream release its code is ("0.7.4"), for a ledger of known findings; "" where it
   // has none or it is not known (a tree given at configure time).
   std::string release;
-  // Its grid is sized from the SM count and spins (it does not shrink it where ranks share a
-  // GPU, as ours does): ranks sharing a GPU under MPS then get a share of the SMs each.
+  // Every block of its grid spins on its peers' blocks, and the grid does not shrink where
+  // ranks share a GPU (as ours does): sized from the SM count, or as large as the GPU holds at
+  // once (vLLM's 36 blocks of one SM each). Ranks sharing a GPU under MPS then get a share of
+  // the SMs each, so that the others' grids cannot fill the GPU before a rank's first block.
   bool share_sms = false;
+  // The rank counts its kernels run at: check, smoke and bench refuse a job of another size
+  // before any work.
+  std::vector<int> rank_counts = {2, 4, 8, 16};
   // The rank counts its mutant instances (or patched copies) are compiled for: the kill table's.
   std::vector<int> mutant_ranks = {2};
   std::function<std::unique_ptr<KernelUnderTest>(kernels::Bootstrap&, const MutantId&)> make =

@@ -38,6 +38,12 @@ int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
 // environment) is told to run under mpirun -np N, N one of `counts` (e.g. "2, 4, 8 or 16").
 // Throws BadInput.
 void require_launcher(mpi::MpiComm& comm, const std::string& counts);
+// "2, 4, 6 or 8".
+std::string rank_count_list(const std::vector<int>& counts);
+// require_launcher, then the job's size among the rank counts the kernel runs at
+// (KernelChoice::rank_counts): BadInput naming them otherwise.
+struct KernelChoice;
+void require_rank_count(mpi::MpiComm& comm, const KernelChoice& kernel);
 // Why ranks on these hosts (one name per rank) cannot run one job: "" on one node; else a line
 // naming the nodes and what a multi-node run needs (docs/design.md, "Beyond one node").
 std::string multi_node_problem(const std::vector<std::string>& hosts);

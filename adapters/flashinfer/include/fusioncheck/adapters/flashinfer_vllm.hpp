@@ -23,6 +23,10 @@ std::vector<std::pair<gpu::MutantId, std::string>> flashinfer_vllm_patches_not_b
 // Why a patched copy may survive the kill table in this placement ("": it must die).
 std::string flashinfer_vllm_mutant_may_survive(const gpu::MutantId& m,
                                                const gpu::GpuPlacement& placement);
+// Whether a patched copy shows only with a rank held inside a call while its peer runs into
+// the next one (the one-stage end barrier removed: the peer's next staging copy overwrites the
+// registered input the held rank has yet to read).
+bool flashinfer_vllm_mutant_needs_held_rank(const gpu::MutantId& m);
 // Why this build has no flashinfer-vllm kernel; "" when it has one.
 std::string flashinfer_vllm_unavailable_reason();
 
