@@ -9,7 +9,7 @@
 #                                     types are in the kernels' headers)
 #     TVM_FFI_VERSION                 that release
 #
-#   ci/fetch_sglang.sh                  the pinned release (below)
+#   ci/fetch_sglang.sh                  the pinned release (adapters/sglang/VERSION)
 #   ci/fetch_sglang.sh 0.5.23 ...       these releases
 #   ci/fetch_sglang.sh --path VERSION   prints the folder of a fetched release
 #   FIND_LINKS=DIR ci/fetch_sglang.sh VERSION   wheels from this folder (pip --no-index)
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 source ci/lib.sh
 cache=$(fc_from_caller "$caller" "${FUSIONCHECK_CACHE:-}")
 cache=${cache:-$HOME/.cache/fusioncheck}
-pinned=0.5.23
+pinned=$(tr -d '[:space:]' <adapters/sglang/VERSION)
 version_re='^[0-9]+(\.[0-9]+){1,3}(\.post[0-9]+)?$'
 
 die2() { echo "fetch_sglang.sh: $*" >&2; exit 2; }

@@ -20,4 +20,6 @@ fi
 # older release that ci/test.sh builds beside it (its compile probes find fields missing).
 bash "$(dirname "$0")/fetch_flashinfer.sh"
 bash "$(dirname "$0")/fetch_flashinfer.sh" "$(tr -d '[:space:]' <"$(dirname "$0")/old_flashinfer_release")"
+# SGLang's push allreduce (the sglang-push family), from its pinned wheel's JIT sources.
+bash "$(dirname "$0")/fetch_sglang.sh"
 echo "fusioncheck: dependencies installed"

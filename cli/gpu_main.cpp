@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "fusioncheck/adapters/flashinfer.hpp"
+#include "fusioncheck/adapters/sglang_push.hpp"
 #include "fusioncheck/cli/command.hpp"
 #include "fusioncheck/cli/options.hpp"
 #include "fusioncheck/protocol/mutants.hpp"
@@ -88,6 +89,7 @@ gpu::KernelRegistry builtin_kernels() {
                 // checked on the GPU.
                 .mutants = gpu::our_mutants()});
   adapters::add_flashinfer_kernels(registry);
+  adapters::add_sglang_kernels(registry);
   return registry;
 }
 

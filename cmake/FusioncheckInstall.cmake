@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 
 set(_fc_exported fusioncheck_protocol fusioncheck_reference fusioncheck_kernels_host)
 foreach(_t fusioncheck_nccl fusioncheck_kernels fusioncheck_mpi fusioncheck_gpu fusioncheck_adapter_flashinfer
-        fusioncheck_gpu_main)
+        fusioncheck_adapter_sglang fusioncheck_gpu_main)
   if(TARGET ${_t} AND (NOT _t STREQUAL "fusioncheck_mpi" OR TARGET fusioncheck_gpu))
     list(APPEND _fc_exported ${_t})
   endif()
@@ -27,14 +27,19 @@ install(TARGETS fusioncheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 set_target_properties(fusioncheck PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
   INSTALL_RPATH_USE_LINK_PATH TRUE)
 get_property(_fc_fi_libs GLOBAL PROPERTY FUSIONCHECK_FLASHINFER_LIBRARIES)
+get_property(_fc_sg_libs GLOBAL PROPERTY FUSIONCHECK_SGLANG_LIBRARIES)
+list(APPEND _fc_fi_libs ${_fc_sg_libs})
 if(_fc_fi_libs)
-  # Exported too: the adapter (linked by fusioncheck::gpu_main) links them.
+  # Exported too: the adapters (linked by fusioncheck::gpu_main) link them.
   install(TARGETS ${_fc_fi_libs} EXPORT fusioncheckTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(DIRECTORY protocol/include/ reference/include/ kernels/include/ mpi_launch/include/
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 if(TARGET fusioncheck_adapter_flashinfer)
   install(DIRECTORY adapters/flashinfer/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+if(TARGET fusioncheck_adapter_sglang)
+  install(DIRECTORY adapters/sglang/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
 install(EXPORT fusioncheckTargets NAMESPACE fusioncheck::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/fusioncheck)
