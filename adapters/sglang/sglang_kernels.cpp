@@ -134,7 +134,8 @@ void SglangPushKernels::wait(cudaStream_t stream) {
 // data (a vector every slot holds +0 of was consumed and re-armed, or not pushed by anyone).
 k::HangRecord SglangPushKernels::record_hang(const gpu::PendingCall& call, double seconds) {
   k::HangRecord hang = gpu::hang_base(bootstrap_.rank(), call, seconds);
-  hang.what = k::HangSite::host_bound_push;
+  // The kernels layer names no site of this protocol: describe_hang below says what it awaited.
+  hang.what = k::HangSite::none;
   hang.awaited_slot = static_cast<std::uint32_t>(ranks_);  // none found
   const std::uint64_t used = std::min<std::uint64_t>(call.flag, plane().slot_bytes());
   std::vector<std::uint32_t> counters(static_cast<std::size_t>(plane().blocks()));
@@ -231,6 +232,10 @@ std::vector<std::string> SglangPushKernels::check_across_ranks(
           "rank flips each counter once per call",
           r, describe(all[r]), describe(all[0]))};
   return {};
+}
+
+std::string SglangPushKernels::describe_hang(const k::HangRecord& r) const {
+  return sglang_push_hang_text(r, ranks_);
 }
 
 std::string SglangPushKernels::describe(const gpu::ProtocolWords& w) const {

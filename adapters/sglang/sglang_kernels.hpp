@@ -87,6 +87,7 @@ class SglangPushKernels final : public gpu::KernelUnderTest, public gpu::Protoco
   std::vector<std::string> check_across_ranks(
       const std::vector<gpu::ProtocolWords>& all) const override;
   std::string describe(const gpu::ProtocolWords& words) const override;
+  std::string describe_hang(const kernels::HangRecord& record) const override;
 
  private:
   // A call as launched in this case (a graph's replays run the captured calls again).

@@ -90,6 +90,23 @@ std::uint64_t sglang_push_slot_use(std::uint64_t vecs, bool two_shot, int ranks)
   return 2 * div_ceil(vecs, static_cast<std::uint64_t>(ranks)) * kSglangVecBytes;
 }
 
+std::string sglang_push_hang_text(const k::HangRecord& r, int ranks) {
+  const std::string where =
+      r.awaited_slot < static_cast<std::uint32_t>(ranks)
+          ? fmt::format(
+                "phase {} of its push plane still held +0 (not yet pushed) in the slot of "
+                "peer {} at vector {} while another slot held that vector; {} such vectors",
+                r.flag, r.awaited_slot, r.token, r.counter)
+          : fmt::format(
+                "phase {} of its push plane held no vector that one slot awaits while "
+                "another holds it (nothing pushed yet, or every vector consumed)",
+                r.flag);
+  return fmt::format(
+      "kernel hang: rank {} call {}: still running when the host's bound expired (the kernel's "
+      "polls have none), after {} cycles; {}",
+      r.rank, r.call_index, r.cycles_waited, where);
+}
+
 std::vector<std::string> sglang_state_violations(const SglangStateAfterCalls& s) {
   std::vector<std::string> out;
   const std::uint32_t parity = static_cast<std::uint32_t>(s.calls & 1u);

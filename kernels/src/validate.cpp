@@ -130,13 +130,6 @@ std::string describe(const HangRecord& r) {
            " still held +0 (not yet written) in the slot of peer " +
            std::to_string(r.awaited_slot) + " at token " + std::to_string(r.token) + ", " +
            std::to_string(r.counter) + " of that slot's 16-byte packs unwritten";
-  if (r.what == HangSite::host_bound_push)
-    return "kernel hang: rank " + std::to_string(r.rank) + " call " + std::to_string(r.call_index) +
-           ": still running when the host's bound expired (the kernel's polls have none), after " +
-           std::to_string(r.cycles_waited) + " cycles; phase " + std::to_string(r.flag) +
-           " of its push plane still held +0 (not yet pushed) in the slot of peer " +
-           std::to_string(r.awaited_slot) + " at vector " + std::to_string(r.token) + ", " +
-           std::to_string(r.counter) + " of that slot's vectors not yet pushed";
   if (r.what == HangSite::host_bound_counter)
     return "kernel hang: rank " + std::to_string(r.rank) + " call " + std::to_string(r.call_index) +
            ": still running when the host's bound expired (the kernel's polls have none), after " +

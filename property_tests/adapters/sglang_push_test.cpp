@@ -130,6 +130,25 @@ TEST(SglangPushChecks, EachInvariantBrokenAloneIsNamed) {
   expect_one(s, "guard word");
 }
 
+TEST(SglangPushChecks, AHangSaysWhichPeerIsAwaited) {
+  k::HangRecord r{};
+  r.rank = 1;
+  r.call_index = 7;
+  r.flag = 1;
+  r.awaited_slot = 0;
+  r.token = 40;
+  r.counter = 3;
+  const std::string awaited = fa::sglang_push_hang_text(r, 2);
+  EXPECT_NE(awaited.find("rank 1 call 7"), std::string::npos) << awaited;
+  EXPECT_NE(awaited.find("phase 1 of its push plane still held +0 (not yet pushed) in the slot of "
+                         "peer 0 at vector 40"),
+            std::string::npos)
+      << awaited;
+  r.awaited_slot = 2;  // none found
+  const std::string none = fa::sglang_push_hang_text(r, 2);
+  EXPECT_NE(none.find("held no vector that one slot awaits"), std::string::npos) << none;
+}
+
 TEST(SglangPushFamily, IsRegisteredWithItsProtocolAndRankCounts) {
   fusioncheck::gpu::KernelRegistry registry;
   fa::add_sglang_kernels(registry);

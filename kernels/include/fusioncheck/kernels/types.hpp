@@ -149,10 +149,6 @@ enum class HangSite : std::uint32_t {
   // a block (block, awaited_slot: its peer) awaited a count (counter) its counter held not
   // (flag: the value it held).
   host_bound_counter = 8,
-  // A kernel of SGLang's push allreduce was still running at the host's bound: a word of the
-  // slot of peer awaited_slot in phase flag still held +0 (not yet pushed) at 16-byte vector
-  // token; counter: that slot's vectors still holding one.
-  host_bound_push = 9,
 };
 struct HangRecord {
   std::uint32_t valid;  // 0 none, 1 written

@@ -44,6 +44,11 @@ int sglang_push_block_size(std::uint64_t vecs, int sm_count, bool two_shot, int 
 // chunks of ceil(vecs / ranks) vectors.
 std::uint64_t sglang_push_slot_use(std::uint64_t vecs, bool two_shot, int ranks);
 
+// A hang record of a stuck call (the adapter's: flag the phase, awaited_slot the peer whose slot
+// still holds +0 at vector token while another slot holds it, `ranks` when none does; counter:
+// how many vectors await a peer), as a report says it.
+std::string sglang_push_hang_text(const kernels::HangRecord& record, int ranks);
+
 // One rank's plane after a group of calls, as its checks read it.
 struct SglangStateAfterCalls {
   std::uint64_t calls = 0;              // calls of the workspace so far
