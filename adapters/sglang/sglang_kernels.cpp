@@ -38,12 +38,7 @@ bool vector_has_pos_zero(const std::uint8_t* v) {
 
 SglangPushKernels::SglangPushKernels(k::Bootstrap& bootstrap, const PushApi& api,
                                      const gpu::MutantId& patch)
-    : bootstrap_(bootstrap), api_(api), patch_(patch), ranks_(bootstrap.size()) {
-  int device = 0;
-  FC_CUDA_CHECK(cudaGetDevice(&device));
-  // Under an MPS share, the share: the wheel sizes its grid from what the context reports.
-  FC_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
-}
+    : bootstrap_(bootstrap), api_(api), patch_(patch), ranks_(bootstrap.size()) {}
 
 std::string SglangPushKernels::name() const {
   return "SGLang's push allreduce (custom_all_reduce.cuh, " + sglang_source() + ")" +
@@ -52,6 +47,12 @@ std::string SglangPushKernels::name() const {
 
 void SglangPushKernels::prepare(std::uint64_t max_elems_per_rank, bool fp32_lamport) {
   if (fp32_lamport) throw k::InvalidLaunch("SGLang's push allreduce has no fp32 Lamport buffers");
+  if (sm_count_ == 0) {  // here, not in the constructor: the rank has picked its GPU by now
+    int device = 0;
+    FC_CUDA_CHECK(cudaGetDevice(&device));
+    // Under an MPS share, the share: the wheel sizes its grid from what the context reports.
+    FC_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+  }
   if (ranks_ != 2 && ranks_ != 4 && ranks_ != 6 && ranks_ != 8)
     throw k::InvalidLaunch("SGLang's push allreduce runs on 2, 4, 6 or 8 ranks here, not " +
                            std::to_string(ranks_));
