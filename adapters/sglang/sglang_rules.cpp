@@ -20,15 +20,17 @@ std::uint64_t div_ceil(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 }  // namespace
 
 std::vector<gpu::KernelVariant> sglang_push_variants() {
+  // Both push their inputs through clear_pos_zero, which rewrites a 32-bit word of two +0
+  // halves to the 16-bit -0 pattern as a 32-bit value: the first half becomes -0, the second
+  // stays +0, and a +0 beside a non-zero half stays as it is (the two-shot owner does the same
+  // to its sum). Only the sign of a zero sum depends on that: outputs are compared with the
+  // sign of zeros ignored, against the reference's sum of the inputs as generated.
   gpu::KernelVariant one;
   one.name = "all_reduce_1shot_push_kernel";
   one.sum_order = reference::SumOrder::rank_order;
-  one.sanitises_pos_zero = true;  // clear_pos_zero before the push
+  one.zero_sign_free = true;
   gpu::KernelVariant two = one;
   two.name = "all_reduce_2shot_push_kernel";
-  // The owner pushes its sum with zeros remapped to -0 and keeps that copy: every rank holds -0
-  // where the sum is zero, whichever sign the reference's sum has.
-  two.zero_sign_free = true;
   return {one, two};
 }
 
