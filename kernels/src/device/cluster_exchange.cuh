@@ -16,6 +16,13 @@ namespace fusioncheck::kernels::device {
 // still reads the last one, but never two ahead: its send of exchange u + 2 comes after its
 // wait on u + 1, which needs the slower block's send of u + 1, and that block's senders pass
 // a block-wide barrier (block_reduce's __syncthreads) after every thread of it read u.
+// The seeded delay of a call inside its exchanges (DelaySpec: the call's seed and spread).
+struct ExchangeDelay {
+  DelaySpec spec{};
+  int rank = 0;
+  std::uint32_t call = 0;
+};
+
 struct ClusterExchange {
   std::uint64_t arrived[2];  // mbarriers: one arrival (the block's own) + the bytes of every block
   float slot[2][kMaxClusterSize];  // per sending block
@@ -76,13 +83,20 @@ __device__ __forceinline__ void cluster_exchange_wait_unused() {
 // kExchangeGraceCycles more, where something other than a wait must hold the late block.
 inline constexpr unsigned long long kExchangeGraceCycles = 1ull << 33;  // about 4 s on an H200
 
+//
+// `delay` (the call's seeded delays, for this rank and call) slows a block between its wait and
+// its read in the first exchange of a call: the window in which a faster block of the cluster
+// sends its next value. `one_buffer`: the cluster-one-buffer mutant, every exchange through
+// slot buffer 0 (its mbarrier's phase then flips every exchange).
 template <bool kMax>
 __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float value, int cluster_size,
                                                   std::uint32_t use, unsigned long long budget,
-                                                  bool& expired) {
+                                                  bool& expired, const ExchangeDelay& delay,
+                                                  bool one_buffer) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (use == 0) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-  const std::uint32_t buf = use & 1u, parity = (use >> 1) & 1u;
+  const std::uint32_t buf = one_buffer ? 0u : use & 1u;
+  const std::uint32_t parity = one_buffer ? use & 1u : (use >> 1) & 1u;
   const std::uint32_t bar = shared_address(&x.arrived[buf]);
   if (threadIdx.x == 0)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
@@ -111,6 +125,7 @@ __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float valu
     if (waited > budget) expired = true;
     if (waited > budget + kExchangeGraceCycles) break;
   }
+  if (use == 0) inject_delay(delay.spec, delay.rank, DelayPoint::in_exchange, delay.call);
   float r = 0.0f;
   for (int i = 0; i < cluster_size; ++i) r = kMax ? fmaxf(r, x.slot[buf][i]) : r + x.slot[buf][i];
   return r;
@@ -120,6 +135,8 @@ __device__ __forceinline__ float cluster_exchange(ClusterExchange& x, float valu
   (void)use;
   (void)budget;
   (void)expired;
+  (void)delay;
+  (void)one_buffer;
   return value;
 #endif
 }

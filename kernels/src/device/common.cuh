@@ -186,7 +186,14 @@ struct DelaySpec {
   std::uint32_t hold_point = 0;  // FusedParams::hold_point, where hold_ns != 0
   std::uint32_t hold_ns = 0;
 };
-enum class DelayPoint : std::uint32_t { before_push = 1, before_poll = 2, before_flag = 3 };
+// in_exchange: inside a row's first cluster exchange, between a block's wait and its read of
+// the values (a delay point no held rank uses).
+enum class DelayPoint : std::uint32_t {
+  before_push = 1,
+  before_poll = 2,
+  before_flag = 3,
+  in_exchange = 4
+};
 static_assert(static_cast<std::uint32_t>(DelayPoint::before_poll) ==
               static_cast<std::uint32_t>(HoldPoint::before_poll));
 

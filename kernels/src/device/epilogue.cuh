@@ -161,6 +161,8 @@ struct RowReduction {
   unsigned long long exchange_budget = 0;
   std::uint32_t exchanges = 0;  // cluster exchanges made so far
   bool exchange_expired = false;
+  ExchangeDelay delay{};    // the call's seeded delay inside its first exchange
+  bool one_buffer = false;  // the cluster-one-buffer mutant
 };
 
 // Sum (or max) of `v` over the row's blocks: the block, then the cluster's blocks in
@@ -169,7 +171,8 @@ template <bool kMax> __device__ __forceinline__ float row_reduce(float v, RowRed
   const float b = block_reduce<kMax>(v, red.scratch);
   if (red.cluster_size == 1) return b;
   return cluster_exchange<kMax>(*red.exchange, b, red.cluster_size, red.exchanges++,
-                                red.exchange_budget, red.exchange_expired);
+                                red.exchange_budget, red.exchange_expired, red.delay,
+                                red.one_buffer);
 }
 
 // NVFP4 of one 16-element block whose T-rounded norm values are at norm_out[idx..idx+16).

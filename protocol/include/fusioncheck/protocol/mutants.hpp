@@ -75,6 +75,8 @@ enum class Mutant : std::uint8_t {
   ce_no_handshake,
   ce_no_join_no_handshake,
   ce_pieces_differ,
+  // Our kernels' synchronisation inside one kernel: the blocks of a row's cluster.
+  cluster_one_buffer,
 };
 
 // Where the catalogue's mutant is built: our kernels (kInKernel) and the sim's models
@@ -102,7 +104,7 @@ struct MutantInfo {
   std::uint16_t layers;         // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 53> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 54> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel},
@@ -305,6 +307,12 @@ inline constexpr std::array<MutantInfo, 53> kMutantCatalogue{{
      "pcie_ipc_ce_ring.cuh: ce_pick_pieces (\"a rank that picks a different depth uses "
      "different flag slots and the group hangs\")",
      kInSimCeRing},
+    {Mutant::cluster_one_buffer, "cluster-one-buffer",
+     "the blocks of a row's cluster exchange their partial sums through one slot buffer, not "
+     "two: a block's next send overwrites a value a slower sibling has not read yet",
+     "cluster_exchange.cuh's double buffer (a block may send its next value while a slower "
+     "block still reads the last one); a block reusing a cluster-shared slot early",
+     kInKernel},
 }};
 
 constexpr std::string_view mutant_id(Mutant m) {
