@@ -27,8 +27,28 @@ int status_of(const Failure& f) {
   return 1;
 }
 
-[[noreturn]] void verdict(const std::vector<Failure>& failures, int run, int runs) {
+// The exported seeded delays of one run, each where it applies: what to vary when a failure
+// needs explaining (--no-delays runs without them).
+void print_delays(int run, bool applied) {
+  std::printf("  delays of run %d%s:", run + 1, applied ? "" : " (left out: --no-delays)");
+  int listed = 0;
+  for (int i = 0; i < repro::kCalls; ++i)
+    for (int r = 0; r < kN; ++r) {
+      const repro::Delay& d = repro::kDelays[run % repro::kRuns][i][r];
+      if (d.hold_ns != 0)
+        std::printf(" call %d rank %d held %u ns before its push;", i, r, d.hold_ns), ++listed;
+      if (d.ns != 0)
+        std::printf(" call %d rank %d %s %u ns;", i, r,
+                    d.staggered ? "blocks started over" : "starts late by", d.ns),
+            ++listed;
+    }
+  std::printf("%s\n", listed == 0 ? " none" : "");
+}
+
+[[noreturn]] void verdict(const std::vector<Failure>& failures, int run, int runs,
+                          bool delays_applied) {
   for (const Failure& f : failures) std::printf("  [%s] %s\n", f.check.c_str(), f.message.c_str());
+  if (!failures.empty()) print_delays(run, delays_applied);
   const int status = failures.empty() ? 0 : status_of(failures.front());
   if (status == 3)
     std::printf("REPRODUCED (exit 3): %s, in run %d of %d\n", repro::kFinding, run + 1, runs);
@@ -173,14 +193,15 @@ void launch_producer(CallBuffers& b, const repro::CallCase& c, cudaStream_t stre
 }
 
 // Enqueues call i on every rank; a launch the launcher refuses is a failure of class "launch".
-void enqueue_call(std::vector<Rank>& ranks, int run, int i, std::vector<Failure>& failures) {
+void enqueue_call(std::vector<Rank>& ranks, int run, int i, bool delays,
+                  std::vector<Failure>& failures) {
   const repro::CallCase& c = repro::kCallCases[i];
   for (int r = 0; r < kN; ++r) {
     Rank& rank = ranks[static_cast<std::size_t>(r)];
     CallBuffers& b = rank.calls[static_cast<std::size_t>(i)];
     use_rank(rank);
     if (c.pdl_producer) launch_producer(b, c, rank.stream);
-    else before_call(rank, repro::kDelays[run % repro::kRuns][i][r]);
+    else if (delays) before_call(rank, repro::kDelays[run % repro::kRuns][i][r]);
     cudaError_t e = cudaSuccess;
     std::string message;
     try {
@@ -483,17 +504,22 @@ struct Options {
   bool whole_gpu = false;
   int sync_line = 0;
   long hold_ns = -1;
+  bool delays = true;  // the exported seeded delays (pauses, staggered starts, held ranks)
 };
 
 Options parse_options(int argc, char** argv) {
   Options o;
   const std::string usage = "usage: " + std::string(argv[0]) +
                             " [--timeout SECONDS] [--runs N] [--whole-gpu] [--sync-line N]"
-                            " [--hold-ns N]";
+                            " [--hold-ns N] [--no-delays]";
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--whole-gpu") {
       o.whole_gpu = true;
+      continue;
+    }
+    if (arg == "--no-delays") {
+      o.delays = false;
       continue;
     }
     if (a + 1 >= argc) cannot_run(usage);
@@ -565,18 +591,18 @@ int main(int argc, char** argv) {
         for (Rank& rank : ranks) fill_sentinel(rank);  // it clears by the current call's layout
       previous_elems = elems;
       g_phase = "launching a call";
-      enqueue_call(ranks, run, i, failures);
-      if (!failures.empty()) verdict(failures, run, options.runs);
+      enqueue_call(ranks, run, i, options.delays, failures);
+      if (!failures.empty()) verdict(failures, run, options.runs, options.delays);
       if (!repro::kBackToBack) {
         wait_bounded(ranks, i, i, timeout, failures);
-        if (!failures.empty()) verdict(failures, run, options.runs);
+        if (!failures.empty()) verdict(failures, run, options.runs, options.delays);
       }
     }
     if (repro::kBackToBack) wait_bounded(ranks, 0, repro::kCalls - 1, timeout, failures);
-    if (!failures.empty()) verdict(failures, run, options.runs);
+    if (!failures.empty()) verdict(failures, run, options.runs, options.delays);
     g_phase = "checking the outputs";
     for (int i = 0; i < repro::kCalls; ++i) check_call(ranks, i, failures);
-    if (!failures.empty()) verdict(failures, run, options.runs);
+    if (!failures.empty()) verdict(failures, run, options.runs, options.delays);
   }
-  verdict(failures, options.runs - 1, options.runs);
+  verdict(failures, options.runs - 1, options.runs, options.delays);
 }
