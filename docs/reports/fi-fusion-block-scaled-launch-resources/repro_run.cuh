@@ -564,6 +564,10 @@ extern "C" void on_crash(int signal) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line out at once, whatever comes after
   for (int sig : {SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGABRT}) std::signal(sig, on_crash);
+  // Before any CUDA call. The ranks share this process: under CUDA's default lazy loading the
+  // first launch of a kernel (a delay kernel, another instance) may wait for every kernel of
+  // the context, among them a rank's call spinning on a peer whose call is not launched yet.
+  setenv("CUDA_MODULE_LOADING", "EAGER", 1);
   const Options options = parse_options(argc, argv);
   const double timeout = options.timeout;
   std::printf("reproducer of %s (%s)\n", repro::kFinding, repro::kFamily);
