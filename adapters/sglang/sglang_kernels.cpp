@@ -73,6 +73,7 @@ void SglangPushKernels::begin_case(const gpu::GpuCase& c) {
   if (found == planes_.end()) throw k::InvalidLaunch("SGLang push adapter: a case before prepare");
   current_ = found->second.get();
   launched_.clear();
+  extent_ = 0;  // this case's plane may be smaller than the last one's
 }
 
 void SglangPushKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream_t stream) {

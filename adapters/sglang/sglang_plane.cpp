@@ -55,9 +55,10 @@ std::vector<std::uint8_t> PushPlane::read_slots(std::uint64_t used) const {
   FC_CUDA_CHECK(cudaDeviceSynchronize());
   const std::uint64_t slots = 2 * static_cast<std::uint64_t>(ranks_);
   std::vector<std::uint8_t> out(slots * used);
-  if (used > 0)
-    FC_CUDA_CHECK(
-        cudaMemcpy2D(out.data(), used, mine(), slot_bytes_, used, slots, cudaMemcpyDeviceToHost));
+  // Slot by slot: the H100 refuses one strided copy of these rows ("invalid pitch argument").
+  for (std::uint64_t s = 0; s < slots && used > 0; ++s)
+    FC_CUDA_CHECK(cudaMemcpy(out.data() + s * used, mine() + s * slot_bytes_, used,
+                             cudaMemcpyDeviceToHost));
   return out;
 }
 
