@@ -690,6 +690,17 @@ std::vector<CallSpec> provoking_sequence(fp::Mutant m) {
       s.peer_launch_delay_us = 1000;  // rank 0 surely unfinished while its consumer may read
     }
     if (m == fp::Mutant::barrier_no_release) s.path = Path::twoshot;
+    if (m == fp::Mutant::cluster_one_buffer) {
+      // Two exchanges a row (fp8_dynamic: the sum of squares, then the amax) across a forced
+      // cluster, with seeded pauses inside the first: a block that is not paused sends its
+      // second value into the one buffer before a paused block has read the first.
+      s.pattern = fk::Pattern::fp8_dynamic;
+      s.cluster = fk::ClusterMode::force_cluster;
+      s.hidden = 2048;
+      s.tokens = k % 3 == 2 ? 3 : 10;
+      s.delay_seed = 1 + static_cast<std::uint32_t>(k);
+      s.delay_max_ns = 20000;
+    }
     specs.push_back(s);
   }
   return specs;
