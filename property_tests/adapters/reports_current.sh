@@ -9,8 +9,8 @@ rm -rf "$work" && mkdir -p "$work/replays" || exit 1
 status=0
 # id, the replay's file name when it was exported, extra options
 while read -r id name extra; do
-  if [ "$name" = - ]; then replay=$src/docs/replays/flashinfer-moe-finalize-remote-read-2ranks.json
-  else replay=$work/replays/$name; cp "$src/docs/reports/$id/replay.json" "$replay"; fi
+  replay=$work/replays/$name
+  cp "$src/docs/reports/$id/replay.json" "$replay" || { status=1; continue; }
   # shellcheck disable=SC2086
   "$fc" gpu repro --replay "$replay" --known "$known" --out "$work/$id" $extra >/dev/null || { echo "STALE $id: export failed"; status=1; continue; }
   # The include tree's default names this machine's cache: the one line that may differ.
@@ -19,7 +19,7 @@ done <<EOF
 fi-fusion-block-scaled-launch-resources flashinfer-block-scaled-launch-resources-back-to-back.json
 fi-legacy-residual-before-pdl-wait legacy_residual_before_wait.json
 fi-moe-partial-warp-rmsnorm flashinfer-moe-partial-warp-rmsnorm.json
-fi-moe-finalize-remote-read - --runs 1000
+fi-moe-finalize-remote-read moe_finalize_held_block.json --runs 1000
 EOF
 [ $status -eq 0 ] && echo "reports current"
 exit $status
