@@ -57,8 +57,8 @@ std::vector<std::uint8_t> PushPlane::read_slots(std::uint64_t used) const {
   std::vector<std::uint8_t> out(slots * used);
   // Slot by slot: the H100 refuses one strided copy of these rows ("invalid pitch argument").
   for (std::uint64_t s = 0; s < slots && used > 0; ++s)
-    FC_CUDA_CHECK(cudaMemcpy(out.data() + s * used, mine() + s * slot_bytes_, used,
-                             cudaMemcpyDeviceToHost));
+    FC_CUDA_CHECK(
+        cudaMemcpy(out.data() + s * used, mine() + s * slot_bytes_, used, cudaMemcpyDeviceToHost));
   return out;
 }
 

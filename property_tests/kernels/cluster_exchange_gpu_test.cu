@@ -58,12 +58,11 @@ __global__ void probe_kernel(ProbeResult* out, int exchanges, int late_block,
     }
     const float v = contribution(rank, i);
     bool expired = false;
-    const float r = i % 2 == 0 ? fd::cluster_exchange<false>(
-                                     x, v, size, static_cast<std::uint32_t>(i), budget, expired,
-                                     fd::ExchangeDelay{}, false)
-                               : fd::cluster_exchange<true>(
-                                     x, v, size, static_cast<std::uint32_t>(i), budget, expired,
-                                     fd::ExchangeDelay{}, false);
+    const float r = i % 2 == 0
+                        ? fd::cluster_exchange<false>(x, v, size, static_cast<std::uint32_t>(i),
+                                                      budget, expired, fd::ExchangeDelay{}, false)
+                        : fd::cluster_exchange<true>(x, v, size, static_cast<std::uint32_t>(i),
+                                                     budget, expired, fd::ExchangeDelay{}, false);
     if (expired) atomicOr(&s_expired, 1);
     __syncthreads();  // what the kernel has between two exchanges (block_reduce)
     ProbeResult& o = out[blockIdx.x * exchanges + i];
