@@ -500,8 +500,8 @@ fa::PcieStateAfterCalls clean_state() {
       for (int peer = 0; peer < 4; ++peer)
         s.after[static_cast<std::size_t>(s.layout.phase_word(phase, b, peer))] = 1;
   }
-  s.region_bytes[0].assign(4096, 0);
-  s.region_bytes[1].assign(4096, 0);
+  s.regions[0] = {4096, 4096, 0};
+  s.regions[1] = {4096, 4096, 0};
   return s;
 }
 
@@ -528,7 +528,7 @@ TEST(FlashInferPcieChecks, EachInvariantBrokenAloneIsNamed) {
   s.after[static_cast<std::size_t>(s.layout.block_state_word) + 1] = 16;  // arrivals left
   expect(s, "PCIe invariant P2: the block region's arrival counter is 16");
   s = clean_state();
-  s.region_bytes[1][2048 + 17] = 0x80;  // a slot of half 1 not reset
+  s.regions[1] = {4096, 2048 + 17, 0x80};  // a slot of half 1 not reset
   expect(s, "PCIe invariant P3: the pack region still holds data after the calls: half 1, byte 17");
   s = clean_state();
   s.after[static_cast<std::size_t>(s.layout.flag_word(3))] = 2;  // a generation too far

@@ -275,8 +275,8 @@ std::vector<std::string> FlashInferPcieKernels::check_rank(const gpu::GpuCase& c
   }
   for (int region : {0, 1})
     if (flashinfer_pcie_region_sentinel_only(ranks_, region))
-      s.region_bytes[region] =
-          ws().read(l.signal_bytes + (region == 1 ? 0 : l.scratch_bytes), l.scratch_bytes);
+      s.regions[region] =
+          ws().scan_region(l.signal_bytes + (region == 1 ? 0 : l.scratch_bytes), l.scratch_bytes);
   if (ws().has_copy_engine()) {
     PcieWorkspace::CeCounts ce = ws().read_ce();
     s.ce_handshake_slot = l.ce_handshake_slot;

@@ -14,6 +14,7 @@
 #include "host_wait.hpp"
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/gpu/protocol_checks.hpp"
+#include "fusioncheck/kernels/byte_scan.hpp"
 #include "fusioncheck/kernels/ipc.hpp"
 
 namespace fusioncheck::adapters::fi {
@@ -39,6 +40,9 @@ class PcieWorkspace {
   PcieSignalLayout signal_layout() const;
   // Synchronises the device, then copies bytes [offset, offset + bytes) of my slab.
   std::vector<std::uint8_t> read(std::uint64_t offset, std::uint64_t bytes) const;
+  // Synchronises the device, then scans bytes [offset, offset + bytes) of my slab where they
+  // lie for the first byte that is not 0.
+  PcieStateAfterCalls::RegionScan scan_region(std::uint64_t offset, std::uint64_t bytes) const;
   bool guards_intact() const;
   // The copy-engine ring: whether the tree has it, its functions, this rank's streams and events
   // (CeResources), its area of the slab and this rank's binary flags.
@@ -72,6 +76,7 @@ class PcieWorkspace {
   void* binary_allocation_ = nullptr;
   std::uint64_t binary_flag_bytes_ = 0;
   std::unique_ptr<kernels::PeerMappings> binary_peers_;
+  std::unique_ptr<kernels::DeviceByteScanner> scanner_;
 };
 
 class FlashInferPcieKernels final : public gpu::KernelUnderTest, public gpu::ProtocolChecks {

@@ -140,12 +140,6 @@ namespace {
 
 const char* region_name(int region) { return region == 1 ? "pack" : "block"; }
 
-std::size_t first_nonzero(const std::vector<std::uint8_t>& bytes) {
-  return static_cast<std::size_t>(
-      std::find_if(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b != 0; }) -
-      bytes.begin());
-}
-
 // P1, P2: each region's epoch flipped once per call staged there, its arrival counter 0.
 void check_regions(const PcieStateAfterCalls& s, std::vector<std::string>& out) {
   const PcieSignalLayout& l = s.layout;
@@ -178,14 +172,14 @@ void check_regions(const PcieStateAfterCalls& s, std::vector<std::string>& out) 
 // P3: the regions of sentinel kernels hold +0 in every byte.
 void check_sentinel_regions(const PcieStateAfterCalls& s, std::vector<std::string>& out) {
   for (int region : {0, 1}) {
-    const auto& bytes = s.region_bytes[region];
-    const std::size_t at = first_nonzero(bytes);
-    if (at == bytes.size()) continue;
-    const std::size_t half = bytes.size() / 2;
+    const PcieStateAfterCalls::RegionScan& scan = s.regions[region];
+    const std::uint64_t at = scan.first_nonzero;
+    if (at >= scan.bytes) continue;
+    const std::uint64_t half = scan.bytes / 2;
     out.push_back(fmt::format(
         "PCIe invariant P3: the {} region still holds data after the calls: half {}, byte {} of "
         "that half reads {:#04x}; every sentinel kernel leaves its slots +0",
-        region_name(region), half == 0 ? 0 : at / half, half == 0 ? at : at % half, bytes[at]));
+        region_name(region), half == 0 ? 0 : at / half, half == 0 ? at : at % half, scan.value));
   }
 }
 

@@ -28,6 +28,7 @@ PcieWorkspace::PcieWorkspace(k::Bootstrap& bootstrap, const PcieInstance& instan
   FC_CUDA_CHECK(cudaMemcpy(base + kGuardBytes + layout_.total_bytes, guard.data(), kGuardBytes,
                            cudaMemcpyHostToDevice));
   FC_CUDA_CHECK(cudaDeviceSynchronize());
+  scanner_ = std::make_unique<k::DeviceByteScanner>();
   peers_ = std::make_unique<k::PeerMappings>(bootstrap, allocation_);
   for (int r = 0; r < ranks_; ++r)
     slabs_.push_back(
@@ -111,6 +112,13 @@ std::vector<std::uint8_t> PcieWorkspace::read(std::uint64_t offset, std::uint64_
   if (bytes > 0)
     FC_CUDA_CHECK(cudaMemcpy(out.data(), slab() + offset, bytes, cudaMemcpyDeviceToHost));
   return out;
+}
+
+PcieStateAfterCalls::RegionScan PcieWorkspace::scan_region(std::uint64_t offset,
+                                                           std::uint64_t bytes) const {
+  FC_CUDA_CHECK(cudaDeviceSynchronize());
+  const kernels::ByteScan found = scanner_->first_nonzero(slab() + offset, bytes, nullptr);
+  return {bytes, found.first_nonzero, found.value};
 }
 
 bool PcieWorkspace::guards_intact() const {

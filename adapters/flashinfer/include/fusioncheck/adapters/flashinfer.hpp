@@ -149,8 +149,14 @@ struct PcieStateAfterCalls {
   std::vector<std::int32_t> before;  // the signal words before the calls
   std::vector<std::int32_t> after;   // and after them
   std::vector<int> variants;         // each call's index into flashinfer_pcie_variants(ranks)
-  // Each region's bytes (0 block, 1 pack) where only sentinel kernels stage; empty: not read.
-  std::vector<std::uint8_t> region_bytes[2];
+  // Each region (0 block, 1 pack) where only sentinel kernels stage, scanned where it lies:
+  // its size and its first byte that is not +0 (first == bytes: none; bytes 0: not scanned).
+  struct RegionScan {
+    std::uint64_t bytes = 0;
+    std::uint64_t first_nonzero = 0;
+    std::uint8_t value = 0;
+  };
+  RegionScan regions[2];
   std::vector<std::int64_t> numels;  // each call's elements
   // The copy-engine area: each flag slot's flag (written by its publisher), this rank's send
   // and wait counts, the wait counts before the calls, and this rank's binary flags (empty:
