@@ -451,6 +451,7 @@ __global__ void __launch_bounds__(1024) fc_oneshot_pdl_kernel(const OneShotArgs 
   RowReduction red{scratch, &cluster_exchange_space, C, a.budget};
   red.delay = ExchangeDelay{a.delay, a.rank, a.call_index};
   red.one_buffer = M == Mutant::cluster_one_buffer;
+  red.scratch_unguarded = M == Mutant::reduce_scratch_unguarded;
   protocol::ControlBlock* cb = a.ws.control;
   std::uint32_t two_shot_flag = 0;  // thread 0: written back unchanged by step 7
   // A grid of one block (a one-token call without a cluster, or any call whose grid bound

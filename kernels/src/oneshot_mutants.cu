@@ -25,6 +25,7 @@ std::span<const OneShotEntry> oneshot_entries_mutants() {
       oneshot_entry<2, B, B, Mutant::no_pdl_wait>(DType::bf16),
       oneshot_entry<2, B, B, Mutant::inputs_before_wait>(DType::bf16),
       oneshot_entry<2, B, B, Mutant::cluster_one_buffer>(DType::bf16),
+      oneshot_entry<2, B, B, Mutant::reduce_scratch_unguarded>(DType::bf16),
   };
   return entries;
 }

@@ -73,6 +73,7 @@ __global__ void __launch_bounds__(1024) fc_twoshot_pdl_kernel(const TwoShotArgs 
   __shared__ std::uint32_t s_flag;
   __shared__ float scratch[32];
   RowReduction red{scratch};
+  red.delay = ExchangeDelay{a.delay, a.rank, a.call_index};  // its block reductions' delay point
   protocol::ControlBlock* cb = a.ws.control;
   if (threadIdx.x == 0) s_flag = load_volatile_u32(&cb->two_shot_flag);
   __syncthreads();

@@ -701,6 +701,16 @@ std::vector<CallSpec> provoking_sequence(fp::Mutant m) {
       s.delay_seed = 1 + static_cast<std::uint32_t>(k);
       s.delay_max_ns = 20000;
     }
+    if (m == fp::Mutant::reduce_scratch_unguarded) {
+      // Two block reductions a row (fp8_dynamic), with seeded pauses of the warps inside the
+      // first: a warp that is not paused writes its part of the second into the scratch before
+      // a paused warp has read the first.
+      s.pattern = fk::Pattern::fp8_dynamic;
+      s.hidden = 2048;
+      s.tokens = k % 3 == 2 ? 3 : 10;
+      s.delay_seed = 1 + static_cast<std::uint32_t>(k);
+      s.delay_max_ns = 20000;
+    }
     specs.push_back(s);
   }
   return specs;

@@ -187,12 +187,15 @@ struct DelaySpec {
   std::uint32_t hold_ns = 0;
 };
 // in_exchange: inside a row's first cluster exchange, between a block's wait and its read of
-// the values (a delay point no held rank uses).
+// the values; in_block_reduce: inside a call's first block reduction, between the block's
+// barrier and a warp's read of the warps' values, each warp for its own time (delay points no
+// held rank uses).
 enum class DelayPoint : std::uint32_t {
   before_push = 1,
   before_poll = 2,
   before_flag = 3,
-  in_exchange = 4
+  in_exchange = 4,
+  in_block_reduce = 5
 };
 static_assert(static_cast<std::uint32_t>(DelayPoint::before_poll) ==
               static_cast<std::uint32_t>(HoldPoint::before_poll));
@@ -219,18 +222,34 @@ __device__ __forceinline__ std::uint32_t mix32(std::uint32_t h) {
   return h ^ (h >> 16);
 }
 
-// Every thread of a block pauses equally (no barrier needed); whether a rank pauses at a
-// point depends on (seed, rank, point, call), how long each block pauses also on the block.
+// Whether a rank pauses at a point depends on (seed, rank, point, call): this hash, odd when
+// it does (0: no seeded delays).
+__device__ __forceinline__ std::uint32_t pause_hash(DelaySpec d, int rank, DelayPoint point,
+                                                    std::uint32_t call) {
+  if (d.seed == 0 || d.max_ns == 0) return 0;
+  return mix32(d.seed ^ mix32(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^
+                              mix32(static_cast<std::uint32_t>(point) + 131u * call)));
+}
+
+// Every thread of a block pauses equally (no barrier needed); how long each block pauses
+// depends on the block.
 __device__ __forceinline__ void inject_delay(DelaySpec d, int rank, DelayPoint point,
                                              std::uint32_t call) {
   // The held rank's whole grid waits at its point (every block alike).
   if (d.hold_ns != 0 && static_cast<std::uint32_t>(point) == d.hold_point) sleep_ns(d.hold_ns);
-  if (d.seed == 0 || d.max_ns == 0) return;
-  const std::uint32_t rank_hash =
-      mix32(d.seed ^ mix32(static_cast<std::uint32_t>(rank) * 0x9e3779b9u ^
-                           mix32(static_cast<std::uint32_t>(point) + 131u * call)));
+  const std::uint32_t rank_hash = pause_hash(d, rank, point, call);
   if ((rank_hash & 1u) == 0u) return;
   sleep_ns(mix32(rank_hash ^ (blockIdx.x + 1u) * 0x85ebca6bu) % d.max_ns);
+}
+
+// How long this warp pauses at `point` (0: not at all): each warp of a pausing rank's blocks
+// for its own time, so that the warps of one block leave the point apart.
+__device__ __forceinline__ std::uint32_t warp_pause_ns(DelaySpec d, int rank, DelayPoint point,
+                                                       std::uint32_t call) {
+  const std::uint32_t rank_hash = pause_hash(d, rank, point, call);
+  if ((rank_hash & 1u) == 0u) return 0;
+  const std::uint32_t warp = threadIdx.x / 32;
+  return mix32(rank_hash ^ (blockIdx.x + 1u) * 0x85ebca6bu ^ (warp + 1u) * 0xc2b2ae35u) % d.max_ns;
 }
 
 struct HangInfo {
@@ -316,14 +335,19 @@ __device__ __forceinline__ float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-// Every thread of the block gets the result; `scratch` holds 32 floats.
-template <bool kMax> __device__ __forceinline__ float block_reduce(float v, float* scratch) {
+// Every thread of the block gets the result; `scratch` holds 32 floats. `late_ns`: this warp's
+// pause between the barrier and its read of the warps' values (a seeded delay point; 0: none).
+// `guard_scratch` false: the reduce-scratch-unguarded mutant, no barrier before the writes.
+template <bool kMax>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, std::uint32_t late_ns = 0,
+                                              bool guard_scratch = true) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warps = (blockDim.x + 31) / 32;
   v = kMax ? warp_max(v) : warp_sum(v);
-  __syncthreads();  // scratch may still be read by a previous reduction
+  if (guard_scratch) __syncthreads();  // scratch may still be read by a previous reduction
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
+  if (late_ns != 0) sleep_ns(late_ns);
   float r = lane < warps ? scratch[lane] : 0.0f;
   r = kMax ? warp_max(r) : warp_sum(r);
   return r;

@@ -161,14 +161,20 @@ struct RowReduction {
   unsigned long long exchange_budget = 0;
   std::uint32_t exchanges = 0;  // cluster exchanges made so far
   bool exchange_expired = false;
-  ExchangeDelay delay{};    // the call's seeded delay inside its first exchange
-  bool one_buffer = false;  // the cluster-one-buffer mutant
+  ExchangeDelay delay{};         // the call's seeded delays inside its first reduction and exchange
+  bool one_buffer = false;       // the cluster-one-buffer mutant
+  std::uint32_t reductions = 0;  // block reductions made so far
+  bool scratch_unguarded = false;  // the reduce-scratch-unguarded mutant
 };
 
 // Sum (or max) of `v` over the row's blocks: the block, then the cluster's blocks in
 // cluster rank order. Every thread gets the result.
 template <bool kMax> __device__ __forceinline__ float row_reduce(float v, RowReduction& red) {
-  const float b = block_reduce<kMax>(v, red.scratch);
+  const std::uint32_t late_ns = red.reductions++ == 0
+                                    ? warp_pause_ns(red.delay.spec, red.delay.rank,
+                                                    DelayPoint::in_block_reduce, red.delay.call)
+                                    : 0;
+  const float b = block_reduce<kMax>(v, red.scratch, late_ns, !red.scratch_unguarded);
   if (red.cluster_size == 1) return b;
   return cluster_exchange<kMax>(*red.exchange, b, red.cluster_size, red.exchanges++,
                                 red.exchange_budget, red.exchange_expired, red.delay,

@@ -75,8 +75,10 @@ enum class Mutant : std::uint8_t {
   ce_no_handshake,
   ce_no_join_no_handshake,
   ce_pieces_differ,
-  // Our kernels' synchronisation inside one kernel: the blocks of a row's cluster.
+  // Our kernels' synchronisation inside one kernel: the blocks of a row's cluster, the warps
+  // of a block.
   cluster_one_buffer,
+  reduce_scratch_unguarded,
 };
 
 // Where the catalogue's mutant is built: our kernels (kInKernel) and the sim's models
@@ -104,7 +106,7 @@ struct MutantInfo {
   std::uint16_t layers;         // MutantLayer bits
 };
 
-inline constexpr std::array<MutantInfo, 54> kMutantCatalogue{{
+inline constexpr std::array<MutantInfo, 55> kMutantCatalogue{{
     {Mutant::pdl_wait_missing, "pdl-wait-missing",
      "launched with PDL, grid-dependency wait compiled out",
      "FlashInfer __CUDA_ARCH__ < 1200 guards (PR 3903)", kInSim | kInKernel},
@@ -312,6 +314,13 @@ inline constexpr std::array<MutantInfo, 54> kMutantCatalogue{{
      "two: a block's next send overwrites a value a slower sibling has not read yet",
      "cluster_exchange.cuh's double buffer (a block may send its next value while a slower "
      "block still reads the last one); a block reusing a cluster-shared slot early",
+     kInKernel},
+    {Mutant::reduce_scratch_unguarded, "reduce-scratch-unguarded",
+     "a block reduction writes its warps' partial values into the shared scratch without the "
+     "barrier before: a warp starting the next reduction overwrites a value a slower warp of "
+     "the last one has not read yet",
+     "common.cuh's block_reduce (\"scratch may still be read by a previous reduction\"); a "
+     "reduction that drops a barrier",
      kInKernel},
 }};
 
