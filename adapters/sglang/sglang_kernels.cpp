@@ -143,25 +143,35 @@ k::HangRecord SglangPushKernels::record_hang(const gpu::PendingCall& call, doubl
   std::vector<std::uint32_t> counters(static_cast<std::size_t>(plane().blocks()));
   waiter_.read_back(counters.data(), plane().counters(), counters.size() * 4, "hang: counters");
   const std::uint32_t phase = counters.empty() ? 0 : counters[0] & 1u;
-  std::vector<std::uint8_t> slots(static_cast<std::size_t>(ranks_) * used);
-  for (int src = 0; src < ranks_; ++src)
-    waiter_.read_back(slots.data() + static_cast<std::size_t>(src) * used,
-                      plane().mine() + (phase * ranks_ + src) * plane().slot_bytes(), used,
-                      "hang: slots");
   hang.flag = phase;
-  for (std::uint64_t v = 0; v * kSglangVecBytes < used; ++v) {
-    int awaited = -1, held = 0;
-    for (int src = 0; src < ranks_; ++src) {
-      const bool empty = vector_has_pos_zero(slots.data() + src * used + v * kSglangVecBytes);
-      if (empty && awaited < 0) awaited = src;
-      held += empty ? 0 : 1;
+  // Blocks whose phase differs from block 0's: each block flips its own counter, so a number
+  // here means the rank's blocks disagree on the slots they use.
+  hang.block = static_cast<std::uint32_t>(std::count_if(
+      counters.begin(), counters.end(), [&](std::uint32_t c) { return (c & 1u) != phase; }));
+  std::vector<std::uint8_t> slots(static_cast<std::size_t>(ranks_) * used);
+  for (std::uint32_t p : {phase, phase ^ 1u}) {
+    for (int src = 0; src < ranks_; ++src)
+      waiter_.read_back(slots.data() + static_cast<std::size_t>(src) * used,
+                        plane().mine() + (p * ranks_ + src) * plane().slot_bytes(), used,
+                        "hang: slots");
+    for (std::uint64_t v = 0; v * kSglangVecBytes < used; ++v) {
+      int awaited = -1, held = 0;
+      for (int src = 0; src < ranks_; ++src) {
+        const bool empty = vector_has_pos_zero(slots.data() + src * used + v * kSglangVecBytes);
+        if (empty && awaited < 0) awaited = src;
+        held += empty ? 0 : 1;
+      }
+      if (awaited < 0 || held == 0) continue;
+      if (p != phase) {  // the other phase: counted only
+        ++hang.detail;
+        continue;
+      }
+      if (hang.awaited_slot == static_cast<std::uint32_t>(ranks_)) {
+        hang.awaited_slot = static_cast<std::uint32_t>(awaited);
+        hang.token = static_cast<std::uint32_t>(v);
+      }
+      ++hang.counter;
     }
-    if (awaited < 0 || held == 0) continue;
-    if (hang.awaited_slot == static_cast<std::uint32_t>(ranks_)) {
-      hang.awaited_slot = static_cast<std::uint32_t>(awaited);
-      hang.token = static_cast<std::uint32_t>(v);
-    }
-    ++hang.counter;
   }
   return hang;
 }

@@ -103,10 +103,14 @@ std::string sglang_push_hang_text(const k::HangRecord& r, int ranks) {
                 "phase {} of its push plane held no vector that one slot awaits while "
                 "another holds it (nothing pushed yet, or every vector consumed)",
                 r.flag);
+  // What the other phase holds, and blocks that disagree with block 0 on the phase.
+  const std::string other = fmt::format(
+      "; phase {}: {} vectors held in one slot while another awaits them; {} blocks at phase {}",
+      r.flag ^ 1u, r.detail, r.block, r.flag ^ 1u);
   return fmt::format(
       "kernel hang: rank {} call {}: still running when the host's bound expired (the kernel's "
-      "polls have none), after {} cycles; {}",
-      r.rank, r.call_index, r.cycles_waited, where);
+      "polls have none), after {} cycles; {}{}",
+      r.rank, r.call_index, r.cycles_waited, where, other);
 }
 
 std::vector<std::string> sglang_state_violations(const SglangStateAfterCalls& s) {

@@ -147,6 +147,14 @@ TEST(SglangPushChecks, AHangSaysWhichPeerIsAwaited) {
   r.awaited_slot = 2;  // none found
   const std::string none = fa::sglang_push_hang_text(r, 2);
   EXPECT_NE(none.find("held no vector that one slot awaits"), std::string::npos) << none;
+  // The other phase and the blocks that disagree with block 0 are named too.
+  r.detail = 5;
+  r.block = 3;
+  const std::string other = fa::sglang_push_hang_text(r, 2);
+  EXPECT_NE(other.find("phase 0: 5 vectors held in one slot while another awaits them; 3 blocks "
+                       "at phase 0"),
+            std::string::npos)
+      << other;
 }
 
 TEST(SglangPushFamily, IsRegisteredWithItsProtocolAndRankCounts) {

@@ -160,7 +160,7 @@ struct HangRecord {
   std::uint32_t counter;       // arrival counter / awaited flag value at expiry
   std::uint32_t call_index;    // the host's count of calls on this workspace
   HangSite what;
-  std::uint32_t pad;
+  std::uint32_t detail;  // a protocol's own count for its diagnosis (describe_hang)
   std::uint64_t cycles_waited;
 };
 static_assert(sizeof(HangRecord) == 48);
