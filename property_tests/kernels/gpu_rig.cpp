@@ -362,4 +362,20 @@ Findings Rig::call_sequence(const std::vector<CallSpec>& specs) {
   return f;
 }
 
+std::vector<CallSpec> growing_twoshot_sequence(std::uint32_t delay_seed, protocol::Mutant mutant) {
+  std::vector<CallSpec> specs;
+  for (int tokens : {7, 64, 7, 130, 3, 64}) {
+    CallSpec spec;
+    spec.path = Path::twoshot;
+    spec.mutant = mutant;
+    spec.hidden = 4096;
+    spec.tokens = tokens;
+    spec.trigger = Trigger::early;
+    spec.delay_seed = delay_seed;
+    spec.delay_max_ns = 200'000;
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
 }  // namespace fusioncheck::kernels::testing

@@ -121,4 +121,11 @@ class Rig {
   std::unique_ptr<DeviceLamportScanner> scanner_;
 };
 
+// Two-shot calls that grow and shrink, issued back to back (no host sync between them) with
+// seeded delays (`delay_seed`): a rank may start call k+1's reduce-scatter while a peer still
+// gathers call k. The twoshot-gather-overlap mutant is this sequence's negative control; seeds
+// 1 to kGrowingTwoShotSeeds are the ones the tests run.
+std::vector<CallSpec> growing_twoshot_sequence(std::uint32_t delay_seed, protocol::Mutant mutant);
+inline constexpr std::uint32_t kGrowingTwoShotSeeds = 6;
+
 }  // namespace fusioncheck::kernels::testing
