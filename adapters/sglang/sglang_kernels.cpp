@@ -21,19 +21,6 @@ constexpr std::uint64_t kMinBytes = 128u << 10;       // the smallest plane's sl
 constexpr std::uint64_t kSlotAlign = 128;             // as SGLang's Python aligns its push size
 constexpr std::uint32_t kNegZeroWords = 0x80008000u;  // -0 in both halves of a 32-bit word
 
-bool word_is_pos_zero(const std::uint8_t* at) {
-  std::uint32_t w = 0;
-  std::memcpy(&w, at, 4);
-  return w == 0;
-}
-
-// Whether a 16-byte vector holds a +0 word (the kernels' "not yet pushed", 4-byte atoms).
-bool vector_has_pos_zero(const std::uint8_t* v) {
-  for (int w = 0; w < kSglangVecBytes; w += 4)
-    if (word_is_pos_zero(v + w)) return true;
-  return false;
-}
-
 }  // namespace
 
 SglangPushKernels::SglangPushKernels(k::Bootstrap& bootstrap, const PushApi& api,
@@ -122,6 +109,7 @@ void SglangPushKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   call.hidden = p.hidden;
   call.call_index = call_index;
   call.flag = static_cast<std::uint32_t>(use);  // the stuck call's slot extent, for its record
+  call.twoshot = two_shot;  // its own slot unused: not an awaited one in its record
   waiter_.enqueued(call, stream);
 }
 
@@ -149,29 +137,22 @@ k::HangRecord SglangPushKernels::record_hang(const gpu::PendingCall& call, doubl
   hang.block = static_cast<std::uint32_t>(std::count_if(
       counters.begin(), counters.end(), [&](std::uint32_t c) { return (c & 1u) != phase; }));
   std::vector<std::uint8_t> slots(static_cast<std::size_t>(ranks_) * used);
+  const int unused_slot = call.twoshot ? bootstrap_.rank() : -1;
   for (std::uint32_t p : {phase, phase ^ 1u}) {
     for (int src = 0; src < ranks_; ++src)
       waiter_.read_back(slots.data() + static_cast<std::size_t>(src) * used,
                         plane().mine() + (p * ranks_ + src) * plane().slot_bytes(), used,
                         "hang: slots");
-    for (std::uint64_t v = 0; v * kSglangVecBytes < used; ++v) {
-      int awaited = -1, held = 0;
-      for (int src = 0; src < ranks_; ++src) {
-        const bool empty = vector_has_pos_zero(slots.data() + src * used + v * kSglangVecBytes);
-        if (empty && awaited < 0) awaited = src;
-        held += empty ? 0 : 1;
-      }
-      if (awaited < 0 || held == 0) continue;
-      if (p != phase) {  // the other phase: counted only
-        ++hang.detail;
-        continue;
-      }
-      if (hang.awaited_slot == static_cast<std::uint32_t>(ranks_)) {
-        hang.awaited_slot = static_cast<std::uint32_t>(awaited);
-        hang.token = static_cast<std::uint32_t>(v);
-      }
-      ++hang.counter;
+    const PushSlotScan scan = scan_push_slots(slots.data(), ranks_, used, unused_slot);
+    if (p != phase) {  // the other phase: counted only
+      hang.detail = static_cast<std::uint32_t>(scan.vectors);
+      continue;
     }
+    if (scan.first_awaited >= 0) {
+      hang.awaited_slot = static_cast<std::uint32_t>(scan.first_awaited);
+      hang.token = static_cast<std::uint32_t>(scan.first_vector);
+    }
+    hang.counter = static_cast<std::uint32_t>(scan.vectors);
   }
   return hang;
 }

@@ -92,6 +92,35 @@ std::uint64_t sglang_push_slot_use(std::uint64_t vecs, bool two_shot, int ranks)
   return 2 * div_ceil(vecs, static_cast<std::uint64_t>(ranks)) * kSglangVecBytes;
 }
 
+PushSlotScan scan_push_slots(const std::uint8_t* slots, int ranks, std::uint64_t used,
+                             int unused_slot) {
+  const auto has_pos_zero = [](const std::uint8_t* v) {
+    for (int w = 0; w < kSglangVecBytes; w += 4) {
+      std::uint32_t word = 0;
+      std::memcpy(&word, v + w, 4);
+      if (word == 0) return true;
+    }
+    return false;
+  };
+  PushSlotScan scan;
+  for (std::uint64_t v = 0; (v + 1) * kSglangVecBytes <= used; ++v) {
+    int awaited = -1, held = 0;
+    for (int src = 0; src < ranks; ++src) {
+      if (src == unused_slot) continue;
+      const bool empty = has_pos_zero(slots + src * used + v * kSglangVecBytes);
+      if (empty && awaited < 0) awaited = src;
+      held += empty ? 0 : 1;
+    }
+    if (awaited < 0 || held == 0) continue;
+    if (scan.first_awaited < 0) {
+      scan.first_awaited = awaited;
+      scan.first_vector = v;
+    }
+    ++scan.vectors;
+  }
+  return scan;
+}
+
 std::string sglang_push_hang_text(const k::HangRecord& r, int ranks) {
   const std::string where =
       r.awaited_slot < static_cast<std::uint32_t>(ranks)

@@ -157,6 +157,46 @@ TEST(SglangPushChecks, AHangSaysWhichPeerIsAwaited) {
       << other;
 }
 
+// Slots of `ranks` sources, `vectors` 16-byte vectors each, every word -0 (pushed).
+std::vector<std::uint8_t> pushed_slots(int ranks, int vectors) {
+  std::vector<std::uint8_t> slots(static_cast<std::size_t>(ranks * vectors * fa::kSglangVecBytes));
+  for (std::size_t at = 0; at < slots.size(); at += 4) slots[at + 1] = slots[at + 3] = 0x80;
+  return slots;
+}
+
+void await_vector(std::vector<std::uint8_t>& slots, int vectors, int src, int v) {
+  const std::size_t at = static_cast<std::size_t>((src * vectors + v) * fa::kSglangVecBytes);
+  std::fill(slots.begin() + at, slots.begin() + at + fa::kSglangVecBytes, 0);
+}
+
+TEST(SglangPushChecks, TheSlotScanNamesTheFirstAwaitedPeerAndSkipsAnUnusedSlot) {
+  constexpr int kRanks = 4, kVectors = 6;
+  const std::uint64_t used = kVectors * fa::kSglangVecBytes;
+  auto slots = pushed_slots(kRanks, kVectors);
+  EXPECT_EQ(fa::scan_push_slots(slots.data(), kRanks, used, -1).vectors, 0u);
+  await_vector(slots, kVectors, 2, 3);
+  await_vector(slots, kVectors, 1, 4);
+  fa::PushSlotScan scan = fa::scan_push_slots(slots.data(), kRanks, used, -1);
+  EXPECT_EQ(scan.first_awaited, 2);
+  EXPECT_EQ(scan.first_vector, 3u);
+  EXPECT_EQ(scan.vectors, 2u);
+  // A vector no slot holds was consumed (or never pushed by anyone): not awaited.
+  for (int src = 0; src < kRanks; ++src) await_vector(slots, kVectors, src, 5);
+  EXPECT_EQ(fa::scan_push_slots(slots.data(), kRanks, used, -1).vectors, 2u);
+  // A two-shot call's own slot stays +0 throughout: skipped, it is no awaited peer.
+  auto two_shot = pushed_slots(kRanks, kVectors);
+  for (int v = 0; v < kVectors; ++v) await_vector(two_shot, kVectors, 1, v);
+  EXPECT_EQ(fa::scan_push_slots(two_shot.data(), kRanks, used, 1).vectors, 0u);
+  scan = fa::scan_push_slots(two_shot.data(), kRanks, used, -1);
+  EXPECT_EQ(scan.first_awaited, 1);
+  EXPECT_EQ(scan.vectors, static_cast<std::uint64_t>(kVectors));
+  await_vector(two_shot, kVectors, 3, 2);
+  scan = fa::scan_push_slots(two_shot.data(), kRanks, used, 1);
+  EXPECT_EQ(scan.first_awaited, 3);
+  EXPECT_EQ(scan.first_vector, 2u);
+  EXPECT_EQ(scan.vectors, 1u);
+}
+
 TEST(SglangPushFamily, IsRegisteredWithItsProtocolAndRankCounts) {
   fusioncheck::gpu::KernelRegistry registry;
   fa::add_sglang_kernels(registry);

@@ -44,6 +44,18 @@ int sglang_push_block_size(std::uint64_t vecs, int sm_count, bool two_shot, int 
 // chunks of ceil(vecs / ranks) vectors.
 std::uint64_t sglang_push_slot_use(std::uint64_t vecs, bool two_shot, int ranks);
 
+// One phase of a rank's slots after a stuck call: the vectors one slot still awaits (+0 in a
+// 4-byte word) while another slot holds them. `slots` holds `ranks` slots of `used` bytes, in
+// source order; `unused_slot` (-1: none) is a slot the call never writes (a two-shot call's
+// own, whose partial the owner reads from its input).
+struct PushSlotScan {
+  int first_awaited = -1;  // the slot awaited at the first such vector (-1: none)
+  std::uint64_t first_vector = 0;
+  std::uint64_t vectors = 0;  // how many such vectors
+};
+PushSlotScan scan_push_slots(const std::uint8_t* slots, int ranks, std::uint64_t used,
+                             int unused_slot);
+
 // A hang record of a stuck call (the adapter's: flag the phase, awaited_slot the peer whose slot
 // still holds +0 at vector token while another slot holds it, `ranks` when none does; counter:
 // how many vectors await a peer), as a report says it.
