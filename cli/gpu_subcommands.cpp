@@ -383,6 +383,11 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
           "Draw only this launch variant of the kernel, numbered from 0 (flashinfer: 0 nvcc defaults, 1 FlashInfer's JIT flags)")
       ->check(integer_in<int>(0, gpu::kMaxVariant))
       ->excludes(replay);
+  check
+      ->add_option("--two-streams", o->check.two_streams_percent,
+                   "Share of cases issued from two streams that nothing orders (two users of one "
+                   "communicator); a failing one is a finding (default 0)")
+      ->check(integer_in<int>(0, 100));
   add_kernel_option(check, *o);
   check->callback([o, check, &exit_code] {
     // The file holds the whole case: what draws cases has nothing to do (--max-* still size
@@ -390,7 +395,7 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
     if (!o->check.replay_file.empty())
       refuse_options(*check,
                      {"--seed", "--cases", "--no-delays", "--no-pdl-producer", "--twoshot-percent",
-                      "--hidden"},
+                      "--hidden", "--two-streams"},
                      "with --replay", "the replay file holds the whole case");
     refuse_empty_values(*check);
     check_paths(*o);

@@ -50,6 +50,15 @@ TEST(GpuCase, JsonRoundTripKeepsEveryField) {
   EXPECT_NE(fg::describe(back.calls[0]).find("+producer(20000ns)"), std::string::npos);
 }
 
+TEST(GpuCase, TheTwoStreamsModeTravelsByName) {
+  fg::GpuCase c = full_case();
+  c.mode = fg::IssueMode::two_streams;
+  const auto j = fg::to_json(c);
+  EXPECT_EQ(j["mode"], "two-streams");
+  EXPECT_EQ(fg::case_from_json(j).mode, fg::IssueMode::two_streams);
+  EXPECT_NE(fg::describe_block(c).find("two-streams"), std::string::npos) << fg::describe_block(c);
+}
+
 TEST(GpuCase, FilesWrittenBeforeDelaysAndConsumersStillLoad) {
   auto j = fg::to_json(full_case());
   j.erase("delay_seed");
@@ -183,6 +192,11 @@ TEST(GpuCase, UnrunnableCasesAreRefusedWithTheReason) {
       {"no two-shot form", [](nlohmann::json& j) { j["calls"][2]["twoshot"] = true; }},
       {"not pattern allreduce", [](nlohmann::json& j) { j["calls"][2]["pattern"] = "allreduce"; }},
       {"unknown mode", [](nlohmann::json& j) { j["mode"] = "sometimes"; }},
+      {"mode two-streams needs at least two calls",
+       [](nlohmann::json& j) {
+         j["mode"] = "two-streams";
+         j["calls"] = nlohmann::json::array({j["calls"][0]});
+       }},
       {"norm_out=false needs a quantising pattern",
        [](nlohmann::json& j) { j["calls"][2]["norm_out"] = false; }},
   };

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
@@ -150,6 +152,36 @@ bool every_case_starts_blocks_late(bool focus) {
 TEST(DrawCase, LateBlockFocusDelaysEveryCaseWithManyTokensOneShot) {
   EXPECT_TRUE(every_case_starts_blocks_late(true));
   EXPECT_FALSE(every_case_starts_blocks_late(false));  // control: the usual mix is not all that
+}
+
+// Of the cases drawn with this share of two-stream cases: how many were drawn, and how many
+// are issued from two streams (each must hold two calls at least and be valid).
+std::pair<int, int> two_stream_cases(int percent) {
+  fg::DrawSettings s;
+  s.two_streams_percent = percent;
+  int two = 0, drawn = 0;
+  const bool ok = rc::check("two-stream cases at " + std::to_string(percent) + " %", [&] {
+    const fg::GpuCase c = fg::draw_case(s, fg::KernelTraits{});
+    ++drawn;
+    if (c.mode != fg::IssueMode::two_streams) return;
+    ++two;
+    RC_ASSERT(c.calls.size() >= 2u);
+    RC_ASSERT(fg::case_problem(c).empty());
+  });
+  EXPECT_TRUE(ok);
+  return {drawn, two};
+}
+
+TEST(DrawCase, TwoStreamCasesAreDrawnOnlyWhenAskedAndHoldTwoCallsAtLeast) {
+  const auto none = two_stream_cases(0);
+  EXPECT_GT(none.first, 0);
+  EXPECT_EQ(none.second, 0);
+  const auto all = two_stream_cases(100);
+  EXPECT_GT(all.first, 0);
+  EXPECT_EQ(all.second, all.first);
+  const auto some = two_stream_cases(50);  // both kinds in a mixed run
+  EXPECT_GT(some.second, 0);
+  EXPECT_LT(some.second, some.first);
 }
 
 // Whether every case drawn with these settings holds a rank in a call that another follows,

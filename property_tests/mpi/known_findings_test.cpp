@@ -81,6 +81,33 @@ TEST(KnownFindings, ShippedLedgerReadsWithTheFourFindings) {
   }
 }
 
+// SGLang's ledger: its one entry, a hang of calls from two streams (sglang#31117), and nothing
+// else: the same hang issued from one stream, or a wrong value from two, is new.
+TEST(KnownFindings, ShippedSglangLedgerHoldsTheTwoStreamHangOnly) {
+  const fg::KnownFindings l = fg::read_known_findings(
+      FUSIONCHECK_SOURCE_DIR "/adapters/sglang/known/sglang-0.5.23.json", {"sglang-push"});
+  ASSERT_EQ(l.entries.size(), 1u);
+  const auto& e = l.entries[0];
+  EXPECT_NE(e.upstream.find("sglang#31117"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(FUSIONCHECK_SOURCE_DIR "/" +
+                                      e.writeup.substr(0, e.writeup.find('#'))));
+  fg::GpuCase two = moe_case(4096, 0, 2, fg::IssueMode::two_streams);
+  for (auto& call : two.calls) call.moe_experts = 0;
+  EXPECT_TRUE(fg::matches(e, two, kHang));
+  EXPECT_FALSE(fg::matches(e, two, kWrong));
+  fg::GpuCase one_stream = two;
+  one_stream.mode = fg::IssueMode::back_to_back;
+  EXPECT_FALSE(fg::matches(e, one_stream, kHang));
+  // The shrunk case the GPU wrote (two calls, one on each stream) is the entry's.
+  const json replay = fg::read_replay_json(FUSIONCHECK_SOURCE_DIR
+                                           "/docs/replays/sglang-push-two-streams.json");
+  std::vector<fg::Finding> found;
+  for (const auto& f : replay["findings"]) found.push_back({f["check"], f["message"]});
+  EXPECT_TRUE(fg::matches(e, fg::case_from_json(replay["case"]), found));
+  EXPECT_EQ(fg::entries_for(l, "sglang-push", "0.5.23").size(), 1u);
+  EXPECT_TRUE(fg::entries_for(l, "flashinfer", "0.5.23").empty());
+}
+
 TEST(KnownFindings, ValidLedgerReads) {
   const auto l = parse(ledger({entry()}));
   ASSERT_EQ(l.entries.size(), 1u);

@@ -111,6 +111,8 @@ std::string not_exportable(const gpu::GpuCase& c, const Family& family) {
   if (c.mode == gpu::IssueMode::graph_replay)
     return "graph-replay cases are not exported (the program issues calls back to back or one "
            "by one): set \"mode\" to \"back-to-back\" and check that the replay still fails";
+  if (c.mode == gpu::IssueMode::two_streams)
+    return "two-streams cases are not exported (the program issues every call on one stream)";
   std::set<int> variants;
   for (const gpu::CallSpec& call : c.calls) {
     if (call.unfused) return "an unfused-baseline call (ours only)";

@@ -348,6 +348,8 @@ std::string case_problem(const GpuCase& c) {
       return fmt::format("variant={} is outside [0, {}]", call.variant, kMaxVariant);
   if (c.calls.size() > static_cast<std::size_t>(kMaxCallsPerCase))
     return fmt::format("{} calls; at most {} per case", c.calls.size(), kMaxCallsPerCase);
+  if (c.mode == IssueMode::two_streams && c.calls.size() < 2)
+    return "mode two-streams needs at least two calls (one for each stream)";
   if (c.hidden < 16 || c.hidden % 16 != 0)
     return fmt::format("hidden={} is not a positive multiple of 16", c.hidden);
   if (c.hidden > CaseLimits::kMaxHidden)

@@ -237,6 +237,16 @@ GpuCase draw_case(const DrawSettings& o, const KernelTraits& traits) {
     c.mode = *rc::gen::element(IssueMode::back_to_back, IssueMode::graph_replay);
     ncalls = o.limits.max_calls;  // the kill table raises it to kMaxCallsPerCase for these runs
   }
+  // Two users of one communicator: calls from two streams that nothing orders (not in the
+  // focus runs, which choose their own issue). Drawn only when asked for, so that a seed
+  // draws the same cases as before without the option.
+  const bool two_streams = o.two_streams_percent > 0 && !late_blocks && !held_rank &&
+                           !race_twoshot && o.limits.max_calls >= 2 &&
+                           *rc::gen::inRange(0, 100) < o.two_streams_percent;
+  if (two_streams) {
+    c.mode = IssueMode::two_streams;
+    ncalls = std::max(ncalls, 2);
+  }
   for (int i = 0; i < ncalls; ++i) {
     CallSpec call;
     call.twoshot =
@@ -364,6 +374,7 @@ DrawSettings draw_settings(const CheckOptions& o, int ranks, const GpuPlacement&
   draw.focus_twoshot = o.focus_twoshot;
   draw.focus_late_blocks = o.focus_late_blocks;
   draw.focus_held_rank = o.focus_held_rank;
+  draw.two_streams_percent = o.two_streams_percent;
   return draw;
 }
 

@@ -192,9 +192,28 @@ CaseRunner::CaseRunner(mpi::MpiComm& comm, KernelUnderTest& kernel, const CaseLi
   }
   scan_input_elems_ = elems;
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_check(cudaStreamCreateWithFlags(&second_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_check(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate");
+  cuda_check(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming), "cudaEventCreate");
 }
 
-CaseRunner::~CaseRunner() { cudaStreamDestroy(stream_); }
+CaseRunner::~CaseRunner() {
+  cudaEventDestroy(join_);
+  cudaEventDestroy(fork_);
+  cudaStreamDestroy(second_stream_);
+  cudaStreamDestroy(stream_);
+}
+
+void CaseRunner::fork_second_stream() {
+  cuda_check(cudaEventRecord(fork_, stream_), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(second_stream_, fork_, 0), "cudaStreamWaitEvent");
+}
+
+// Harmless when the second stream holds nothing: the wait is met at once.
+void CaseRunner::join_second_stream() {
+  cuda_check(cudaEventRecord(join_, second_stream_), "cudaEventRecord");
+  cuda_check(cudaStreamWaitEvent(stream_, join_, 0), "cudaStreamWaitEvent");
+}
 
 void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call_index,
                               CallData& call) {
@@ -277,7 +296,8 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
                   static_cast<std::size_t>(c.hidden), scale_bytes);
 }
 
-void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& call) {
+void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& call,
+                             cudaStream_t stream) {
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
   CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
   k::FusedParams p;
@@ -329,18 +349,17 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
     copies.copy[2] = {b.staged_gamma.get(), b.gamma.get(), static_cast<std::size_t>(c.hidden) * 2};
     copies.count = 3;
     if (spec.moe_experts > 0) b.moe->add_producer_copies(copies);
-    k::launch_pdl_producer(copies, spec.producer_delay_ns, stream_);
+    k::launch_pdl_producer(copies, spec.producer_delay_ns, stream);
     p.follows_pdl_producer = true;
   }
   // A kernel without holds of its own is held before its push: this rank's call starts late.
   // (outside_traits: never a call behind its PDL producer, where nothing may come between.)
-  if (held && !held_in_kernel) launch_pause(c.hold.ns, stream_);
-  if (spec.unfused) kernel_.launch_unfused(p, b.allreduce_out.get(), stream_);
-  else kernel_.launch(p, spec.twoshot, stream_);
+  if (held && !held_in_kernel) launch_pause(c.hold.ns, stream);
+  if (spec.unfused) kernel_.launch_unfused(p, b.allreduce_out.get(), stream);
+  else kernel_.launch(p, spec.twoshot, stream);
   if (spec.pdl_consumer)  // a next layer that reads the output before its own wait
     k::launch_pdl_consumer_copy(b.consumed(spec.pattern).get(), b.consumer_copy.get(),
-                                static_cast<std::size_t>(spec.tokens) * c.hidden * 2, true,
-                                stream_);
+                                static_cast<std::size_t>(spec.tokens) * c.hidden * 2, true, stream);
   ++calls_run_;
 }
 
@@ -530,6 +549,7 @@ void CaseRunner::end_capture_and_wait(const char* phase) {
     cudaStreamEndCapture(stream_, &partial);
     if (partial) cudaGraphDestroy(partial);
   }
+  join_second_stream();
   mpi::set_phase(phase);
   kernel_.wait(stream_);
 }
@@ -601,7 +621,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           // Ranks enqueue together: a rank still checking the previous call must not leave
           // its peers spinning through their wait budget (a false hang).
           comm_.barrier("call start");
-          launch_call(c, i, calls[i]);
+          launch_call(c, i, calls[i], stream_);
           mpi::set_phase("waiting for the kernels to finish");
           kernel_.wait(stream_);
         }
@@ -618,13 +638,20 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           Timed timed(times_.kernels);
           comm_.barrier("sequence start");
           if (c.mode == IssueMode::back_to_back) {
-            for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
+            for (int i = 0; i < n; ++i) launch_call(c, i, calls[i], stream_);
+          } else if (c.mode == IssueMode::two_streams) {
+            // As two users of one communicator: nothing orders a call on one stream after
+            // a call on the other.
+            fork_second_stream();
+            for (int i = 0; i < n; ++i)
+              launch_call(c, i, calls[i], i % 2 ? second_stream_ : stream_);
+            join_second_stream();
           } else {
             if (graph_exec == nullptr) {
               cudaGraph_t graph = nullptr;
               cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
                          "cudaStreamBeginCapture");
-              for (int i = 0; i < n; ++i) launch_call(c, i, calls[i]);
+              for (int i = 0; i < n; ++i) launch_call(c, i, calls[i], stream_);
               cuda_check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
               try {
                 kernel_.after_capture();

@@ -69,7 +69,11 @@ class CaseRunner {
   struct RankReport;
 
   void prepare_call(const GpuCase& c, int position, std::uint64_t call_index, CallData& call);
-  void launch_call(const GpuCase& c, int position, const CallData& call);
+  void launch_call(const GpuCase& c, int position, const CallData& call, cudaStream_t stream);
+  // IssueMode::two_streams: the second stream starts after the inputs' uploads (fork) and
+  // the first waits for it before the calls are awaited (join).
+  void fork_second_stream();
+  void join_second_stream();
   std::uint64_t check_outputs(const GpuCase& c, int position, const CallData& call,
                               std::vector<Finding>& out);
   bool check_calls(const GpuCase& c, int first, int count, const std::vector<CallData>& calls,
@@ -82,6 +86,8 @@ class CaseRunner {
   CaseLimits limits_;
   std::vector<std::unique_ptr<CallBuffers>> buffers_;
   cudaStream_t stream_{};
+  cudaStream_t second_stream_{};  // the odd calls of a two-streams case
+  cudaEvent_t fork_{}, join_{};
   int calls_run_ = 0;
   PhaseTimes times_;
   ProtocolChecks* protocol_ = nullptr;  // the kernel's (KernelUnderTest::protocol_checks)

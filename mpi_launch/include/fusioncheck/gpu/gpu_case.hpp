@@ -21,10 +21,13 @@ enum class IssueMode : std::uint8_t {
   checked_each_call,  // sync + invariants after every call
   back_to_back,       // all calls enqueued without a host sync, checked at the end
   graph_replay,       // captured once in a CUDA graph, replayed with fresh inputs
+  // Even calls on one stream, odd calls on a second, nothing ordering the two (two users of
+  // one communicator, as sglang#31117 reports for SGLang's push kernel), checked at the end.
+  two_streams,
 };
 // Their names in replay files and ledgers, by IssueMode value.
 inline constexpr const char* kIssueModeNames[] = {"checked-each-call", "back-to-back",
-                                                  "graph-replay"};
+                                                  "graph-replay", "two-streams"};
 
 struct CallSpec {
   bool twoshot = false;
@@ -203,6 +206,7 @@ struct DrawSettings {
   bool focus_twoshot = false;
   bool focus_late_blocks = false;  // CheckOptions::focus_late_blocks
   bool focus_held_rank = false;    // CheckOptions::focus_held_rank
+  int two_streams_percent = 0;     // CheckOptions::two_streams_percent
 };
 // One case, inside the traits (gpu_check.cpp). RapidCheck generators: call it inside a
 // property (or rc::gen::exec), so that the case shrinks as a whole. `traits.hidden_sizes`

@@ -46,6 +46,10 @@ struct CheckOptions {
   // mutant_needs_held_rank): every case holds one, in a call that is not its last, of a case of
   // at least two calls issued without a host sync between them.
   bool focus_held_rank = false;
+  // Share of cases issued from two streams (IssueMode::two_streams: at least two calls, one
+  // stream's calls unordered against the other's); 0: none. A case so drawn that fails is a
+  // finding: the family needs its calls ordered on one stream (docs/usage.md).
+  int two_streams_percent = 0;
   std::string replay_file;  // run this case only
   // Runs of the replayed case, stopping at the first that fails: a finding that depends on
   // timing (a race under PDL or delays) may need several runs in one process to show again.
