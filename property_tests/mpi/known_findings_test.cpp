@@ -99,8 +99,8 @@ TEST(KnownFindings, ShippedSglangLedgerHoldsTheTwoStreamHangOnly) {
   one_stream.mode = fg::IssueMode::back_to_back;
   EXPECT_FALSE(fg::matches(e, one_stream, kHang));
   // The shrunk case the GPU wrote (two calls, one on each stream) is the entry's.
-  const json replay = fg::read_replay_json(FUSIONCHECK_SOURCE_DIR
-                                           "/docs/replays/sglang-push-two-streams.json");
+  const json replay =
+      fg::read_replay_json(FUSIONCHECK_SOURCE_DIR "/docs/replays/sglang-push-two-streams.json");
   std::vector<fg::Finding> found;
   for (const auto& f : replay["findings"]) found.push_back({f["check"], f["message"]});
   EXPECT_TRUE(fg::matches(e, fg::case_from_json(replay["case"]), found));
