@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 
 #include "fusioncheck/gpu/gpu_case.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"

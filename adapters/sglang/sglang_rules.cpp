@@ -17,6 +17,13 @@ namespace {
 
 std::uint64_t div_ceil(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
+// The 32-bit word at `at` (the kernels' atom: +0 there is "not yet pushed").
+std::uint32_t word_at(const std::uint8_t* at) {
+  std::uint32_t word = 0;
+  std::memcpy(&word, at, 4);
+  return word;
+}
+
 }  // namespace
 
 std::vector<gpu::KernelVariant> sglang_push_variants() {
@@ -95,11 +102,8 @@ std::uint64_t sglang_push_slot_use(std::uint64_t vecs, bool two_shot, int ranks)
 PushSlotScan scan_push_slots(const std::uint8_t* slots, int ranks, std::uint64_t used,
                              int unused_slot) {
   const auto has_pos_zero = [](const std::uint8_t* v) {
-    for (int w = 0; w < kSglangVecBytes; w += 4) {
-      std::uint32_t word = 0;
-      std::memcpy(&word, v + w, 4);
-      if (word == 0) return true;
-    }
+    for (int w = 0; w < kSglangVecBytes; w += 4)
+      if (word_at(v + w) == 0) return true;
     return false;
   };
   PushSlotScan scan;
@@ -155,8 +159,7 @@ std::vector<std::string> sglang_state_violations(const SglangStateAfterCalls& s)
     }
   const std::uint64_t slot_bytes = s.used;
   for (std::size_t at = 0; at + 4 <= s.slots.size(); at += 4) {
-    std::uint32_t word = 0;
-    std::memcpy(&word, &s.slots[at], 4);
+    const std::uint32_t word = word_at(&s.slots[at]);
     if (word == 0) continue;
     const std::uint64_t slot = slot_bytes == 0 ? 0 : at / slot_bytes;
     out.push_back(fmt::format(
