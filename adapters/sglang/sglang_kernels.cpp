@@ -112,9 +112,9 @@ void SglangPushKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   waiter_.enqueued(call, stream);
 }
 
-void SglangPushKernels::wait(cudaStream_t stream) {
+void SglangPushKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
   waiter_.wait(
-      stream, bootstrap_.rank(),
+      stream, start, bootstrap_.rank(),
       [this](const gpu::PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_stuck_call(); });
 }

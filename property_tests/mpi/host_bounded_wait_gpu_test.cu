@@ -15,6 +15,15 @@ namespace fg = fusioncheck::gpu;
 
 namespace {
 
+// Spins for `ns` of the GPU's global timer (a call that is slow but ends).
+__global__ void slow_kernel(std::uint64_t ns) {
+  std::uint64_t t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 // Spins until *go != 0, bounded (~20 s at 2 GHz) so that a failing test still ends.
 __global__ void stuck_kernel(const volatile int* go) {
   const long long start = clock64();
@@ -69,7 +78,7 @@ TEST_F(HostWait, AStuckKernelIsRecordedAndReleasedWhileTheHogStreamIsBlocked) {
   bool released = false;
   const auto start = std::chrono::steady_clock::now();
   waiter.wait(
-      stream_, 0,
+      stream_, fg::WaitStart::this_rank_enqueued, 0,
       [&](const fg::PendingCall& call, double seconds) {
         waiter.read_back(&seen, go_, sizeof(int), "read the flag beside the stuck kernel");
         return fg::hang_base(0, call, seconds);
@@ -111,7 +120,8 @@ TEST_F(HostWait, CallsQueuedBehindTheStuckOneAreReleasedToo) {
   waiter.enqueued(fg::PendingCall{}, stream_);
   int releases = 0;
   waiter.wait(
-      stream_, 0, [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
+      stream_, fg::WaitStart::this_rank_enqueued, 0,
+      [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
       [&] {
         ++releases;
         waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4);
@@ -136,7 +146,7 @@ TEST_F(HostWait, AKernelTheReleaseCannotEndIsReportedAndTheDeviceMarkedStuck) {
     const auto start = std::chrono::steady_clock::now();
     EXPECT_THROW(
         waiter.wait(
-            stream_, 0,
+            stream_, fg::WaitStart::this_rank_enqueued, 0,
             [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
             [&] { waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4); }),
         fusioncheck::kernels::CudaError);
@@ -163,7 +173,47 @@ TEST_F(HostWait, AKernelThatFinishesInTimeIsNotReleased) {
   waiter.enqueued(fg::PendingCall{}, stream_);
   bool released = false;
   waiter.wait(
-      stream_, 0, [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
+      stream_, fg::WaitStart::this_rank_enqueued, 0,
+      [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
+      [&] { released = true; });
+  EXPECT_FALSE(released);
+  EXPECT_EQ(waiter.hang().valid, 0u);
+}
+
+// Once every rank has enqueued, the budget is short: a stuck call is recorded and released
+// within a fraction of the 2 s a wait that starts right after this rank's enqueue allows.
+TEST_F(HostWait, AfterEveryRankEnqueuedAStuckCallIsReleasedWithinItsShortBudget) {
+  fg::HostBoundedWait waiter("test kernel");
+  stuck_kernel<<<1, 32, 0, stream_>>>(go_);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  waiter.enqueued(fg::PendingCall{}, stream_);
+  double recorded_after = 0;
+  const auto start = std::chrono::steady_clock::now();
+  waiter.wait(
+      stream_, fg::WaitStart::every_rank_enqueued, 0,
+      [&](const fg::PendingCall& call, double s) {
+        recorded_after = s;
+        return fg::hang_base(0, call, s);
+      },
+      [&] { waiter.fill(reinterpret_cast<std::uint8_t*>(go_), sizeof(int), 1u, 4); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(waiter.hang().valid, 1u);
+  EXPECT_GE(recorded_after, 0.25);
+  EXPECT_LT(seconds, 1.0);
+}
+
+// The negative control of the short budget: a call that runs 100 ms, slow beside any call a
+// case draws, ends on its own and is not released.
+TEST_F(HostWait, AfterEveryRankEnqueuedASlowCallThatEndsIsNotReleased) {
+  fg::HostBoundedWait waiter("test kernel");
+  slow_kernel<<<1, 1, 0, stream_>>>(100'000'000);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  waiter.enqueued(fg::PendingCall{}, stream_);
+  bool released = false;
+  waiter.wait(
+      stream_, fg::WaitStart::every_rank_enqueued, 0,
+      [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
       [&] { released = true; });
   EXPECT_FALSE(released);
   EXPECT_EQ(waiter.hang().valid, 0u);

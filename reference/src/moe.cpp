@@ -10,74 +10,40 @@ namespace fusioncheck::reference {
 namespace {
 
 namespace el = elements;
-
-// The generators' streams of one rank's MoE parts.
-enum class Part : int { expert_rows = 0, token_rows = 1, scales = 2, routing = 3 };
-int moe_stream(int rank, Part part) { return kMoeStreamBase + rank * 8 + static_cast<int>(part); }
+namespace me = moe_elements;
+using me::Part;
 
 constexpr std::uint64_t kDrop = 5, kPadding = 6;  // purposes of the routing draws
 // Loops over this many elements and more run on several threads (OpenMP, where built with it):
 // every element is computed alone, so the result does not depend on the split.
 constexpr std::int64_t kParallel = 1 << 14;
 
-// An exact term: m * 2^e with the value drawn at `value_index` of its stream and the exponent of
-// the token's element `element` (shared with every rank's input of that element).
-float exact_term(std::uint64_t stream_pre, std::uint64_t common_pre, std::uint64_t value_index,
-                 std::uint64_t element, std::int64_t max_m) {
-  const std::uint64_t h = el::element_hash(stream_pre, value_index);
-  if (el::purpose_draw(h, el::kNegZero) % 64 == 0) return -0.0f;
-  const auto e =
-      static_cast<int>(el::purpose_draw(el::element_hash(common_pre, element), el::kExponent) % 10);
-  const auto modulus = static_cast<std::uint64_t>(2 * max_m + 1);
-  return el::exact_value(
-      static_cast<std::int64_t>(el::purpose_draw(h, el::kValue) % modulus) - max_m, e);
-}
-
-// A scale: 1 or 2 for exact inputs, else in (0, 1] with 24 random bits.
-float scale_value(std::uint64_t stream_pre, std::uint64_t index, bool exact) {
-  const std::uint64_t d = el::purpose_draw(el::element_hash(stream_pre, index), el::kValue);
-  if (exact) return static_cast<float>(1 + d % 2);
-  return static_cast<float>(((d >> 8) & 0xffffffu) + 1) * 0x1p-24f;
-}
-
 struct Draws {
   const MoeConfig& moe;
-  DType dtype;
   int tokens, hidden, rank;
-  bool exact;
-  std::int64_t max_m;
-  SpecialsSpec specials;
-  std::uint64_t common_pre;
-  std::uint64_t pre(Part part) const {
-    return el::stream_prefix(specials.seed, specials.call_index, moe_stream(rank, part));
-  }
-  // Element `value_index` of a stream, for the token element `element`, as T bits.
-  std::uint16_t value(std::uint64_t stream_pre, std::uint64_t value_index,
-                      std::uint64_t element) const {
-    const float v = exact ? exact_term(stream_pre, common_pre, value_index, element, max_m)
-                          : el::random_element(specials, dtype, stream_pre, value_index);
-    return el::float_to_bits16(dtype, v);
-  }
+  me::Draws element;
+  ExactSpec spec;
+  std::uint64_t pre(Part part) const { return moe_stream_prefix(spec, rank, part); }
 };
 
-std::uint16_t nan_bits(DType t) { return t == DType::f16 ? 0x7e00u : 0x7fc0u; }
-
-void make_reduction(const Draws& d, MoeInputs& in) {
+void make_reduction(const Draws& d, bool rows_too, MoeInputs& in) {
   const auto elems = static_cast<std::size_t>(d.tokens) * d.hidden;
   const auto experts = static_cast<std::size_t>(d.moe.experts);
-  in.expert_rows = Tensor(d.dtype, experts * elems);
-  auto rows = in.expert_rows.bits16();
-  const std::uint64_t rows_pre = d.pre(Part::expert_rows);
-  const auto count = static_cast<std::int64_t>(experts * elems);
+  if (rows_too) {
+    in.expert_rows = Tensor(d.element.dtype, experts * elems);
+    auto rows = in.expert_rows.bits16();
+    const std::uint64_t rows_pre = d.pre(Part::expert_rows);
+    const auto count = static_cast<std::int64_t>(experts * elems);
 #pragma omp parallel for schedule(static) if (count >= kParallel)
-  for (std::int64_t k = 0; k < count; ++k) {
-    const auto u = static_cast<std::size_t>(k);
-    rows[u] = d.value(rows_pre, u, u % elems);
+    for (std::int64_t k = 0; k < count; ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      rows[u] = d.element.value(rows_pre, u, u % elems);
+    }
   }
   const std::uint64_t scales_pre = d.pre(Part::scales);
   in.reduction_scales.resize(experts * static_cast<std::size_t>(d.tokens));
   for (std::size_t i = 0; i < in.reduction_scales.size(); ++i)
-    in.reduction_scales[i] = scale_value(scales_pre, i, d.exact);
+    in.reduction_scales[i] = me::scale_value(scales_pre, i, d.element.exact);
 }
 
 // The permuted rows of a finalize call: a seeded permutation of [0, rows) whose first
@@ -100,41 +66,29 @@ void make_routing(const Draws& d, MoeInputs& in) {
     if (el::purpose_draw(el::element_hash(pre, i), kDrop) % 8 != 0) in.permuted_index[i] = order[i];
 }
 
-void make_finalize(const Draws& d, MoeInputs& in) {
+void make_finalize(const Draws& d, bool rows_too, MoeInputs& in) {
   make_routing(d, in);
   const auto hidden = static_cast<std::size_t>(d.hidden);
   const auto top_k = static_cast<std::size_t>(d.moe.experts);
-  std::vector<int> token_of(static_cast<std::size_t>(in.rows), -1);
-  for (std::size_t i = 0; i < in.permuted_index.size(); ++i)
-    if (in.permuted_index[i] >= 0)
-      token_of[static_cast<std::size_t>(in.permuted_index[i])] = static_cast<int>(i / top_k);
-  in.expert_rows = Tensor(d.dtype, static_cast<std::size_t>(in.rows) * hidden);
-  auto rows = in.expert_rows.bits16();
-  const std::uint64_t rows_pre = d.pre(Part::expert_rows);
-  const auto count = static_cast<std::int64_t>(token_of.size() * hidden);
+  if (rows_too) {
+    const std::vector<int> token_of = moe_row_tokens(d.moe, in);
+    in.expert_rows = Tensor(d.element.dtype, static_cast<std::size_t>(in.rows) * hidden);
+    auto rows = in.expert_rows.bits16();
+    const std::uint64_t rows_pre = d.pre(Part::expert_rows);
+    const auto count = static_cast<std::int64_t>(token_of.size() * hidden);
 #pragma omp parallel for schedule(static) if (count >= kParallel)
-  for (std::int64_t k = 0; k < count; ++k) {
-    const auto u = static_cast<std::size_t>(k);
-    const std::size_t p = u / hidden, j = u % hidden;
-    rows[u] = token_of[p] < 0
-                  ? nan_bits(d.dtype)
-                  : d.value(rows_pre, u, static_cast<std::size_t>(token_of[p]) * hidden + j);
+    for (std::int64_t k = 0; k < count; ++k) {
+      const auto u = static_cast<std::size_t>(k);
+      rows[u] = me::permuted_row_element(d.element, rows_pre, token_of.data(), hidden, u);
+    }
   }
   if (d.moe.expert_scales) {
-    in.topk_scales = Tensor(d.dtype, static_cast<std::size_t>(d.tokens) * top_k);
+    in.topk_scales = Tensor(d.element.dtype, static_cast<std::size_t>(d.tokens) * top_k);
     const std::uint64_t scales_pre = d.pre(Part::scales);
     for (std::size_t i = 0; i < in.topk_scales.size(); ++i)
       in.topk_scales.bits16()[i] =
-          el::float_to_bits16(d.dtype, scale_value(scales_pre, i, d.exact));
+          el::float_to_bits16(d.element.dtype, me::scale_value(scales_pre, i, d.element.exact));
   }
-}
-
-// T(float(a) + float(b)) on bits.
-std::uint16_t add_t(DType t, std::uint16_t a, std::uint16_t b) {
-  return static_cast<std::uint16_t>(float_to_bits(t, bits_to_float(t, a) + bits_to_float(t, b)));
-}
-std::uint16_t scaled_t(DType t, std::uint16_t x, float scale) {
-  return static_cast<std::uint16_t>(float_to_bits(t, bits_to_float(t, x) * scale));
 }
 
 }  // namespace
@@ -150,29 +104,45 @@ void validate(const MoeConfig& moe, DType dtype) {
                                 " is not finite and positive");
 }
 
-MoeInputs make_moe_inputs(const MoeConfig& moe, DType dtype, int tokens, int hidden,
-                          const ExactSpec& spec, const SpecialsSpec& specials, bool exact,
-                          int rank) {
+me::Draws moe_draws(const MoeConfig& moe, DType dtype, const ExactSpec& spec,
+                    const SpecialsSpec& specials, bool exact) {
   validate(moe, dtype);
   // Each rank's reduced value within the exact bound: (4E + 1) terms of at most max_m.
   const std::int64_t bound = el::exact_max_m(dtype, spec.ranks) / (4 * moe.experts + 1);
-  SpecialsSpec s = specials;
-  s.seed = spec.seed;
-  s.call_index = spec.call_index;
-  const Draws d{moe,
-                dtype,
-                tokens,
-                hidden,
-                rank,
-                exact,
-                std::max<std::int64_t>(1, bound),
-                s,
-                el::stream_prefix(spec.seed, spec.call_index, el::kCommonStream)};
+  me::Draws d;
+  d.dtype = dtype;
+  d.exact = exact;
+  d.max_m = std::max<std::int64_t>(1, bound);
+  d.specials = specials;
+  d.specials.seed = spec.seed;
+  d.specials.call_index = spec.call_index;
+  d.common_pre = el::stream_prefix(spec.seed, spec.call_index, el::kCommonStream);
+  return d;
+}
+
+std::uint64_t moe_stream_prefix(const ExactSpec& spec, int rank, me::Part part) {
+  return el::stream_prefix(spec.seed, spec.call_index, me::part_stream(rank, part));
+}
+
+std::vector<int> moe_row_tokens(const MoeConfig& moe, const MoeInputs& in) {
+  const auto top_k = static_cast<std::size_t>(moe.experts);
+  std::vector<int> token_of(static_cast<std::size_t>(in.rows), -1);
+  for (std::size_t i = 0; i < in.permuted_index.size(); ++i)
+    if (in.permuted_index[i] >= 0)
+      token_of[static_cast<std::size_t>(in.permuted_index[i])] = static_cast<int>(i / top_k);
+  return token_of;
+}
+
+MoeInputs make_moe_inputs(const MoeConfig& moe, DType dtype, int tokens, int hidden,
+                          const ExactSpec& spec, const SpecialsSpec& specials, bool exact, int rank,
+                          MoeParts parts) {
+  const Draws d{moe, tokens, hidden, rank, moe_draws(moe, dtype, spec, specials, exact), spec};
+  const bool rows_too = parts == MoeParts::all;
   MoeInputs in;
-  if (moe.kind == MoeKind::reduction) make_reduction(d, in);
-  else make_finalize(d, in);
+  if (moe.kind == MoeKind::reduction) make_reduction(d, rows_too, in);
+  else make_finalize(d, rows_too, in);
   const bool token_rows = moe.kind == MoeKind::reduction || moe.shared_expert;
-  if (token_rows) {
+  if (token_rows && rows_too) {
     const auto elems = static_cast<std::size_t>(tokens) * hidden;
     in.token_rows = Tensor(dtype, elems);
     const std::uint64_t pre = d.pre(Part::token_rows);
@@ -181,7 +151,7 @@ MoeInputs make_moe_inputs(const MoeConfig& moe, DType dtype, int tokens, int hid
 #pragma omp parallel for schedule(static) if (count >= kParallel)
     for (std::int64_t k = 0; k < count; ++k)
       out[static_cast<std::size_t>(k)] =
-          d.value(pre, static_cast<std::size_t>(k), static_cast<std::size_t>(k));
+          d.element.value(pre, static_cast<std::size_t>(k), static_cast<std::size_t>(k));
   }
   return in;
 }
@@ -190,42 +160,33 @@ Tensor moe_combine(const MoeConfig& moe, DType dtype, int tokens, int hidden, co
   validate(moe, dtype);
   const auto h = static_cast<std::size_t>(hidden);
   const auto elems = static_cast<std::size_t>(tokens) * h;
-  const auto experts = static_cast<std::size_t>(moe.experts);
-  Tensor out(dtype, elems);  // +0
+  Tensor out(dtype, elems);
   auto acc = out.bits16();
-  const auto rows = in.expert_rows.bits16();
   const auto count = static_cast<std::int64_t>(elems);
   if (moe.kind == MoeKind::reduction) {
+    const me::ReductionView v{dtype,
+                              moe.experts,
+                              static_cast<std::size_t>(tokens),
+                              h,
+                              in.expert_rows.bits16().data(),
+                              in.reduction_scales.data(),
+                              in.token_rows.bits16().data()};
 #pragma omp parallel for schedule(static) if (count >= kParallel)
-    for (std::int64_t k = 0; k < count; ++k) {  // each element in the kernel's expert order
-      const auto i = static_cast<std::size_t>(k);
-      for (std::size_t e = 0; e < experts; ++e) {
-        const float s = in.reduction_scales[e * static_cast<std::size_t>(tokens) + i / h];
-        acc[i] = add_t(dtype, acc[i], scaled_t(dtype, rows[e * elems + i], s));
-      }
-      acc[i] = add_t(dtype, acc[i], in.token_rows.bits16()[i]);
-    }
+    for (std::int64_t k = 0; k < count; ++k)
+      acc[static_cast<std::size_t>(k)] = me::reduce_element(v, static_cast<std::size_t>(k));
   } else {
+    const me::FinalizeView v{dtype,
+                             moe.experts,
+                             h,
+                             in.expert_rows.bits16().data(),
+                             in.permuted_index.data(),
+                             moe.expert_scales ? in.topk_scales.bits16().data() : nullptr,
+                             moe.routed_scaling,
+                             moe.shared_expert ? in.token_rows.bits16().data() : nullptr};
 #pragma omp parallel for schedule(static) if (count >= kParallel)
-    for (std::int64_t k = 0; k < count; ++k) {
-      const auto i = static_cast<std::size_t>(k);
-      const std::size_t t = i / h, j = i % h;
-      for (std::size_t k = 0; k < experts; ++k) {
-        const std::int32_t p = in.permuted_index[t * experts + k];
-        if (p == -1) continue;
-        const std::uint16_t x = rows[static_cast<std::size_t>(p) * h + j];
-        acc[i] =
-            moe.expert_scales
-                ? add_t(dtype, acc[i],
-                        scaled_t(dtype, x,
-                                 bits_to_float(dtype, in.topk_scales.bits16()[t * experts + k])))
-                : add_t(dtype, acc[i], x);
-      }
-      if (moe.routed_scaling != 1.0f) acc[i] = scaled_t(dtype, acc[i], moe.routed_scaling);
-      if (moe.shared_expert) acc[i] = add_t(dtype, acc[i], in.token_rows.bits16()[i]);
-    }
+    for (std::int64_t k = 0; k < count; ++k)
+      acc[static_cast<std::size_t>(k)] = me::finalize_element(v, static_cast<std::size_t>(k));
   }
-  for (std::uint16_t& bits : acc) bits = static_cast<std::uint16_t>(canonicalize(dtype, bits));
   return out;
 }
 

@@ -374,9 +374,9 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   waiter_.enqueued(call, stream);
 }
 
-void FlashInferKernels::wait(cudaStream_t stream) {
+void FlashInferKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
   waiter_.wait(
-      stream, current_->rank(),
+      stream, start, current_->rank(),
       [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_current_call(); });
 }

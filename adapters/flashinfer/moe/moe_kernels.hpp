@@ -61,7 +61,7 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
   kernels::ControlState read_state(kernels::LamportCopy lamport) override {
     return current_->read_state(lamport);
   }
-  void wait(cudaStream_t stream) override;
+  void wait(cudaStream_t stream, gpu::WaitStart start) override;
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }
   void reset() override;

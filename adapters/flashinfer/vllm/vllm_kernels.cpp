@@ -198,9 +198,9 @@ void FlashInferVllmKernels::after_capture() {
     throw k::LaunchFailed(std::string("vLLM register_graph_buffers: ") + error);
 }
 
-void FlashInferVllmKernels::wait(cudaStream_t stream) {
+void FlashInferVllmKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
   waiter_.wait(
-      stream, ws().rank(),
+      stream, start, ws().rank(),
       [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_stuck_call(); });
 }

@@ -14,8 +14,7 @@ namespace fusioncheck::gpu {
 namespace k = kernels;
 
 namespace {
-// As our kernels' ~1 s budget, with room for a slow peer; the release needs only copies.
-constexpr auto kWaitBudget = std::chrono::seconds(2);
+// The release needs only copies.
 constexpr auto kReleaseBudget = std::chrono::seconds(10);
 constexpr auto kReleaseRetry = std::chrono::milliseconds(500);  // then released again
 constexpr std::uint64_t kStagingBytes = 1u << 20;
@@ -84,10 +83,10 @@ void HostBoundedWait::done() {
   pending_.clear();
 }
 
-void HostBoundedWait::wait(cudaStream_t stream, int rank, const Record& record,
-                           const std::function<void()>& release) {
+void HostBoundedWait::wait(cudaStream_t stream, WaitStart wait_start, int rank,
+                           const Record& record, const std::function<void()>& release) {
   const auto start = Clock::now();
-  if (finished_by(stream, start + kWaitBudget)) return done();
+  if (finished_by(stream, start + wait_budget(wait_start))) return done();
   // The record's read-back and the release share one budget, whatever their size: the peers
   // wait for this rank's report with their own (MPI) bound.
   copies_deadline_ = Clock::now() + kReleaseBudget;

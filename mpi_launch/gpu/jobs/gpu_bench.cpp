@@ -278,7 +278,7 @@ class BenchRunner {
   // an error of the run: the bench is not a check).
   void wait_all(const Column& v) {
     if (v.other()) {
-      other_->wait(stream_);
+      other_->wait(stream_, WaitStart::this_rank_enqueued);
       if (other_->hang_record().valid)
         throw RunFailure("bench: " + k::describe(other_->hang_record()));
       return;

@@ -43,7 +43,8 @@ RankPolls profile_calls(mpi::MpiComm& comm, const WaitProfileOptions& o, KernelU
     cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
     kernel.launch(p, false, stream);
     cuda_check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    kernel.wait(stream);  // bounded: a hung call is recorded and released
+    kernel.wait(stream,
+                WaitStart::this_rank_enqueued);  // bounded: a hung call is recorded and released
     if (const k::HangRecord hang = kernel.hang_record(); hang.valid != 0) throw k::KernelHang(hang);
     std::vector<PollSiteTime> polls = kernel.take_poll_profile();
     if (call < 0) continue;

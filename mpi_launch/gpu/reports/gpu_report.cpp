@@ -1,6 +1,7 @@
 #include "fusioncheck/gpu/gpu_report.hpp"
 
 #include "fusioncheck/gpu/errors.hpp"
+#include "fusioncheck/gpu/wait_start.hpp"
 #include "fusioncheck/files/whole_file.hpp"
 
 #include <fmt/core.h>
@@ -88,9 +89,11 @@ std::string time_breakdown(const CheckResult& r) {
   return fmt::format(
       "time per case, rank 0, ms: inputs {:.2f}, uploads {:.2f}, barrier+kernels {:.2f}, "
       "reference {:.2f}, invariants {:.2f}, report exchange {:.2f}, other (case generation and "
-      "broadcast, workspace set-up) {:.2f}",
+      "broadcast, workspace set-up) {:.2f}; longest wait that ended without a hang {:.1f} ms "
+      "(the host's hang bound, for kernels whose polls have none: {} ms)",
       ms(t.inputs), ms(t.uploads), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange),
-      ms(other));
+      ms(other), 1e3 * t.longest_finished_wait,
+      wait_budget(WaitStart::every_rank_enqueued).count());
 }
 
 std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks) {
@@ -153,7 +156,8 @@ nlohmann::json to_json(const CheckResult& r) {
             {"kernels", r.times.kernels},
             {"reference", r.times.reference},
             {"invariants", r.times.invariants},
-            {"exchange", r.times.exchange}}}};
+            {"exchange", r.times.exchange}}},
+          {"longest_finished_wait_seconds", r.times.longest_finished_wait}};
 }
 
 std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,

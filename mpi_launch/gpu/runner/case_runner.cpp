@@ -241,6 +241,9 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
     partial.first_row = static_cast<int>(share.first);
     partial.rows = static_cast<int>(share.count);
     partial.residual_rows_only = true;
+  } else if (moe) {  // the rank inputs are the MoE reductions (MoeBuffers::prepare): none drawn
+    partial.complete_ranks.assign(static_cast<std::size_t>(c.ranks), false);
+    partial.rows = 0;
   }
   call.complete_inputs = scan_needs_all;
   call.own_input_in_scan_copy = !scan_needs_all && evidence == InputEvidence::own_input_on_gpu;
@@ -551,7 +554,20 @@ void CaseRunner::end_capture_and_wait(const char* phase) {
   }
   join_second_stream();
   mpi::set_phase(phase);
-  kernel_.wait(stream_);
+  kernel_.wait(stream_, WaitStart::this_rank_enqueued);  // the peers may be elsewhere
+}
+
+// The wait's budget starts once every rank has enqueued its calls: a peer whose host is slow
+// to launch (a module loaded lazily) cannot make a call that waits for it look hung.
+void CaseRunner::wait_for_every_rank() {
+  comm_.barrier("every rank's calls enqueued");
+  mpi::set_phase("waiting for the kernels to finish");
+  const auto start = std::chrono::steady_clock::now();
+  kernel_.wait(stream_, WaitStart::every_rank_enqueued);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (kernel_.hang_record().valid == 0)
+    times_.longest_finished_wait = std::max(times_.longest_finished_wait, seconds);
 }
 
 CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused,
@@ -622,8 +638,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           // its peers spinning through their wait budget (a false hang).
           comm_.barrier("call start");
           launch_call(c, i, calls[i], stream_);
-          mpi::set_phase("waiting for the kernels to finish");
-          kernel_.wait(stream_);
+          wait_for_every_rank();
         }
         if (check_calls(c, i, 1, calls, findings)) break;
       }
@@ -671,8 +686,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
             }
             cuda_check(cudaGraphLaunch(graph_exec, stream_), "cudaGraphLaunch");
           }
-          mpi::set_phase("waiting for the kernels to finish");
-          kernel_.wait(stream_);
+          wait_for_every_rank();
         }
         stop = check_calls(c, 0, n, calls, findings);
       }

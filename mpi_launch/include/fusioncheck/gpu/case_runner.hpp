@@ -42,6 +42,10 @@ struct PhaseTimes {
   double reference = 0;   // output download, Eigen reference, comparison, consumer copy
   double invariants = 0;  // workspace read-back and the per-rank invariant scan
   double exchange = 0;    // gathering every rank's report and the verdict (MPI)
+  // Not a sum: the longest wait for a case's kernels that ended without a hang, how close
+  // calls that finish came to the hang bound (wait_budget(WaitStart::every_rank_enqueued)
+  // for kernels whose polls have no bound of their own).
+  double longest_finished_wait = 0;
 };
 
 // The reference's configuration of one call of a case on a kernel of these traits: its sum
@@ -80,6 +84,7 @@ class CaseRunner {
                    std::vector<Finding>& out);
   CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);
   void end_capture_and_wait(const char* phase);
+  void wait_for_every_rank();  // a barrier, then the kernel's wait (times the wait)
 
   mpi::MpiComm& comm_;
   KernelUnderTest& kernel_;

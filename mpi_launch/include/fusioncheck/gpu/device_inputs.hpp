@@ -13,6 +13,7 @@
 
 #include "fusioncheck/protocol/vocabulary.hpp"
 #include "fusioncheck/reference/generator_elements.hpp"
+#include "fusioncheck/reference/moe.hpp"
 
 namespace fusioncheck::gpu {
 
@@ -27,5 +28,34 @@ void generate_on_device(const reference::ExactSpec& spec, int input_stream, prot
 void generate_on_device(const reference::SpecialsSpec& spec, int input_stream,
                         protocol::DType dtype, std::size_t elems, std::uint16_t* out,
                         std::uint16_t* copy, cudaStream_t stream);
+
+// A MoE call's big inputs on the GPU: one rank's expert rows and token rows, the parts
+// reference::make_moe_inputs makes whole on the host (MoeParts::all), and the rank's reduction
+// of them (reference::moe_combine), by the same per-element functions (moe_elements.hpp). The
+// small parts (scales, routing) come from the host (MoeParts::small_only), uploaded before.
+// property_tests/mpi/device_inputs_gpu_test.cpp compares the two bit for bit.
+struct MoeOnDevice {
+  reference::MoeConfig moe;
+  reference::moe_elements::Draws draws;  // reference::moe_draws
+  std::uint64_t rows_pre = 0;            // reference::moe_stream_prefix of the expert rows
+  std::uint64_t token_rows_pre = 0;      // and of the token rows
+  int tokens = 0, hidden = 0;
+  int rows = 0;  // finalize: the permuted rows (MoeInputs::rows)
+  // Written: the expert rows, the token rows (null where the call has none: a finalize call
+  // without a shared expert), the reduction [tokens][hidden].
+  std::uint16_t* expert_rows = nullptr;
+  std::uint16_t* token_rows = nullptr;
+  std::uint16_t* reduction = nullptr;
+  // Read: the reduction kernel's scales [E][tokens]; the finalize kernel's routing
+  // [tokens][top_k], its scales (null: none) and each permuted row's token
+  // (reference::moe_row_tokens).
+  const float* reduction_scales = nullptr;
+  const std::int32_t* permuted_index = nullptr;
+  const std::uint16_t* topk_scales = nullptr;
+  const int* row_tokens = nullptr;
+};
+// Ordered on `stream`. std::invalid_argument for a call whose buffers are missing (the
+// caller's error); CudaError when a launch fails.
+void generate_moe_on_device(const MoeOnDevice& call, cudaStream_t stream);
 
 }  // namespace fusioncheck::gpu

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fusioncheck/gpu/wait_start.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/types.hpp"
 
@@ -40,11 +41,12 @@ class HostBoundedWait {
   // After enqueueing a call on `stream`: records its event (outside a capture).
   void enqueued(PendingCall call, cudaStream_t stream);
   bool idle() const { return pending_.empty(); }
-  // Waits for `stream` (2 s). When the budget expires: `record` builds the hang record of the
-  // stuck call from its buffers (read with read_back while the kernel runs), `release` lets the
-  // kernel finish (fill), then the wait goes on (10 s) and throws CudaError if it still runs.
+  // Waits for `stream` (wait_budget(start)). When the budget expires: `record` builds the hang
+  // record of the stuck call from its buffers (read with read_back while the kernel runs),
+  // `release` lets the kernel finish (fill), then the wait goes on (10 s) and throws CudaError
+  // if it still runs.
   using Record = std::function<kernels::HangRecord(const PendingCall& stuck, double seconds)>;
-  void wait(cudaStream_t stream, int rank, const Record& record,
+  void wait(cudaStream_t stream, WaitStart start, int rank, const Record& record,
             const std::function<void()>& release);
   kernels::HangRecord hang() const { return hang_; }
   void clear_hang() { hang_ = kernels::HangRecord{}; }

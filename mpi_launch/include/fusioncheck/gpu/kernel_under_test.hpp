@@ -15,6 +15,7 @@
 
 #include "fusioncheck/gpu/mutant_id.hpp"
 #include "fusioncheck/gpu/protocol_checks.hpp"
+#include "fusioncheck/gpu/wait_start.hpp"
 #include "fusioncheck/kernels/lamport_scan.hpp"
 #include "fusioncheck/kernels/launch.hpp"
 #include "fusioncheck/kernels/workspace.hpp"
@@ -213,8 +214,9 @@ class KernelUnderTest {
   }
   // Waits for the calls enqueued on `stream`. Our kernels bound their own polls (a hang is
   // recorded, the kernel exits); an adapter for a kernel whose polls are unbounded bounds
-  // the wait here, records the hang and releases the kernel.
-  virtual void wait(cudaStream_t stream);
+  // the wait here (HostBoundedWait, wait_budget(start)), records the hang and releases the
+  // kernel.
+  virtual void wait(cudaStream_t stream, WaitStart start);
   virtual kernels::HangRecord hang_record() = 0;
   virtual void clear_hang_record() = 0;
   // Collective: drops the protocol state (after a failure it is not trusted), so the next

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "fusioncheck/reference/generator_elements.hpp"
+#include "fusioncheck/reference/moe_elements.hpp"
 #include "fusioncheck/reference/tensor.hpp"
 
 namespace fusioncheck::reference {
@@ -39,7 +40,6 @@ enum class MoeKind : std::uint8_t { reduction, finalize };
 
 inline constexpr int kMaxMoeExperts = 16;     // active experts or top_k
 inline constexpr int kMaxMoePaddedRows = 16;  // permuted rows past tokens x top_k
-inline constexpr int kMoeStreamBase = 2000;   // generators' stream ids of the MoE parts
 
 struct MoeConfig {
   MoeKind kind = MoeKind::reduction;
@@ -62,11 +62,25 @@ struct MoeInputs {
 // scaling that is not finite and positive.
 void validate(const MoeConfig& moe, DType dtype);
 
+// Which parts make_moe_inputs makes: all, or the small ones (the scales and the routing),
+// leaving expert_rows and token_rows empty for a GPU that generates them (moe_elements.hpp).
+enum class MoeParts : std::uint8_t { all, small_only };
+
 // One rank's MoE inputs of a call. `exact`: exact inputs (spec.ranks sets the bound), else
 // random values with specials (specials.seed / call_index must equal spec's).
 MoeInputs make_moe_inputs(const MoeConfig& moe, DType dtype, int tokens, int hidden,
-                          const ExactSpec& spec, const SpecialsSpec& specials, bool exact,
-                          int rank);
+                          const ExactSpec& spec, const SpecialsSpec& specials, bool exact, int rank,
+                          MoeParts parts = MoeParts::all);
+
+// What the call's expert and token rows are drawn from, and the stream of one of a rank's
+// parts: the arguments of moe_elements' per-element functions.
+moe_elements::Draws moe_draws(const MoeConfig& moe, DType dtype, const ExactSpec& spec,
+                              const SpecialsSpec& specials, bool exact);
+std::uint64_t moe_stream_prefix(const ExactSpec& spec, int rank, moe_elements::Part part);
+
+// The finalize kernel's permuted rows: for each row, the token whose expert output it holds
+// (-1: no (token, k) pair references it), from the routing in `in`.
+std::vector<int> moe_row_tokens(const MoeConfig& moe, const MoeInputs& in);
 
 // The rank's allreduce input the kernel pushes: [tokens][hidden], canonicalised.
 Tensor moe_combine(const MoeConfig& moe, DType dtype, int tokens, int hidden, const MoeInputs& in);
