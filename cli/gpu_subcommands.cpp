@@ -384,6 +384,13 @@ void add_check(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code) 
       ->check(integer_in<int>(0, gpu::kMaxVariant))
       ->excludes(replay);
   check
+      ->add_flag("--shrink-known", o->check.shrink_known,
+                 "With --known: shrink the first case of each known finding before its replay "
+                 "is written (else it is written as drawn; the ledger's writeup holds the "
+                 "minimal case)")
+      ->needs("--known")
+      ->excludes(replay);
+  check
       ->add_option("--two-streams", o->check.two_streams_percent,
                    "Share of cases issued from two streams that nothing orders (two users of one "
                    "communicator); a failing one is a finding (default 0)")

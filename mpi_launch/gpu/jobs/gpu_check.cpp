@@ -483,10 +483,10 @@ void keep_minimal_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCa
   }
 }
 
-// Rank 0: a shrunk case that matched a ledger entry: its replay beside --replay-out, named by
-// the entry's id, and one line.
+// Rank 0: the first case that matched a ledger entry (shrunk, or as drawn): its replay beside
+// --replay-out, named by the entry's id, and one line.
 void keep_known_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCase& failure,
-                        const CaseVerdict& verdict, const KnownFinding& entry,
+                        const CaseVerdict& verdict, const KnownFinding& entry, bool shrunk,
                         KnownFindingTally& tally) {
   std::string file;
   if (!o.replay_out.empty()) {
@@ -497,17 +497,19 @@ void keep_known_failure(mpi::MpiComm& comm, const CheckOptions& o, const GpuCase
                  replay_command(comm.size(), o, file));
     tally.replay_file = file;
   }
-  fmt::print("  known {}, reproduced (shrunk to {} calls, hidden {}): [{}] {}{}\n", entry.id,
-             failure.calls.size(), failure.hidden, verdict.findings.front().check,
-             verdict.findings.front().message, file.empty() ? "" : "; replay " + file);
+  fmt::print("  known {}, reproduced ({} {} calls, hidden {}): [{}] {}{}\n", entry.id,
+             shrunk ? "shrunk to" : "as drawn:", failure.calls.size(), failure.hidden,
+             verdict.findings.front().check, verdict.findings.front().message,
+             file.empty() ? "" : "; replay " + file);
   std::fflush(stdout);
 }
 
 // Rank 0 without --replay: RapidCheck draws the cases and shrinks a failing one; every rank
-// runs each case. A failing case that matches a ledger entry for the first time is shrunk,
-// matched again and kept; later cases of that entry pass as known, without shrinking (or
-// with --no-shrink, at once). The search then goes on with a seed of its own for the cases
-// not yet drawn, until the cases are drawn or a finding is new.
+// runs each case. A failing case that matches a ledger entry counts as known and the search
+// goes on; the entry's first one is kept as drawn (a check) or, with shrink_known, shrunk,
+// matched again and kept, the search then going on with a seed of its own for the cases not
+// yet drawn, until the cases are drawn or a finding is new. A kill table (no shrinking)
+// keeps none.
 void search_cases(mpi::MpiComm& comm, const CheckOptions& o, const DrawSettings& draw,
                   const KernelTraits& traits, const std::string& kernel_name, CaseCounter& cases,
                   KnownFindingRun& known, CheckResult& result) {
@@ -544,8 +546,13 @@ void search_cases(mpi::MpiComm& comm, const CheckOptions& o, const DrawSettings&
         known.count_trigger(c);
       }
       if (!v.failed()) return;
-      if (const int e = known.match(c, v.findings); e >= 0 && (confirmed[e] || !o.shrink)) {
-        if (!shrinking) ++known.tallies[static_cast<std::size_t>(e)].failed_cases;
+      if (const int e = known.match(c, v.findings);
+          e >= 0 && (confirmed[e] || !o.shrink || !o.shrink_known)) {
+        if (shrinking) return;  // a new finding's shrinking does not drift into a known one
+        auto& tally = known.tallies[static_cast<std::size_t>(e)];
+        ++tally.failed_cases;
+        if (!confirmed[e] && o.shrink)
+          keep_known_failure(comm, o, c, v, known.entries[e], false, tally);
         confirmed[e] = true;
         return;  // a known finding: the case counts, the search goes on
       }
@@ -566,7 +573,7 @@ void search_cases(mpi::MpiComm& comm, const CheckOptions& o, const DrawSettings&
       confirmed[e] = true;
       result.cases_to_first_failure = 0;  // the first failure counts a new finding's
       result.seconds_to_first_failure = 0;
-      keep_known_failure(comm, o, *last_failure, last_verdict, known.entries[e], tally);
+      keep_known_failure(comm, o, *last_failure, last_verdict, known.entries[e], true, tally);
       continue;
     }
     result.failed = result.new_finding = true;

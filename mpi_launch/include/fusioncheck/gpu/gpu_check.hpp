@@ -56,9 +56,11 @@ struct CheckOptions {
   int replay_runs = 20;
   std::string replay_out = "fusioncheck-gpu-counterexample.json";
   // A ledger of known findings: a failing case that matches an entry for the kernel's family
-  // and release is shrunk once (its replay written beside replay_out, named by the id), then
-  // counted as known, and the run goes on drawing cases; null: every finding is new.
+  // and release is counted as known, and the run goes on drawing cases; the entry's first such
+  // case is written beside replay_out (named by the id) as drawn, or shrunk first with
+  // shrink_known; null: every finding is new.
   std::shared_ptr<const KnownFindings> known;
+  bool shrink_known = false;
   // With a ledger: an entry whose trigger was drawn but that never failed fails the run
   // ("absent": fixed upstream?).
   bool strict = false;
