@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "fusioncheck/kernels/cuda_check.hpp"
 #include "fusioncheck/kernels/lamport_scan.hpp"
@@ -173,8 +175,23 @@ DeviceLamportScanner::~DeviceLamportScanner() = default;
 LamportScan DeviceLamportScanner::scan(const Workspace& workspace,
                                        const LamportScanRequest& request) {
   const WorkspaceConfig& config = workspace.config();
-  const int elem_bytes = config.fp32_lamport ? 4 : 2;
-  const std::uint64_t per_buffer = config.comm_size / elem_bytes;
+  LamportBuffersOnDevice buffers;
+  buffers.own = workspace.lamport_device();
+  buffers.comm_size = config.comm_size;
+  buffers.elem_bytes = config.fp32_lamport ? 4 : 2;
+  if (request.slots == SlotScan::my_slot_everywhere)
+    for (int r = 0; r < request.ranks && r < protocol::kMaxRanks; ++r)
+      buffers.ranks[static_cast<std::size_t>(r)] = workspace.lamport_device(r);
+  return scan(buffers, request);
+}
+
+LamportScan DeviceLamportScanner::scan(const LamportBuffersOnDevice& buffers,
+                                       const LamportScanRequest& request) {
+  const int elem_bytes = buffers.elem_bytes;
+  if (buffers.own == nullptr || (elem_bytes != 2 && elem_bytes != 4))
+    throw std::invalid_argument("Lamport scan on the device: no buffers, or elements of " +
+                                std::to_string(elem_bytes) + " bytes");
+  const std::uint64_t per_buffer = buffers.comm_size / static_cast<std::uint64_t>(elem_bytes);
   const int n = static_cast<int>(request.inputs.size());  // host inputs (none with a device_input)
   if (per_buffer >= (1ull << 32))
     throw InvalidLaunch("Lamport scan: a buffer of 2^32 elements or more");
@@ -202,7 +219,7 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace,
     FC_CUDA_CHECK(cudaMemcpy(scratch_->inputs, scratch_->host_inputs,
                              input_elems * sizeof(std::uint16_t), cudaMemcpyHostToDevice));
   device::ScanArgs args;
-  args.lamport = workspace.lamport_device();
+  args.lamport = buffers.own;
   args.per_buffer = per_buffer;
   args.data_buffer = request.data_buffer;
   args.slots = static_cast<int>(scan.slots.size());  // compared only when they fit, as on the host
@@ -211,10 +228,15 @@ LamportScan DeviceLamportScanner::scan(const Workspace& workspace,
   args.bf16 = request.dtype == DType::bf16;
   if (mine) {
     args.my_slot = request.rank;
-    for (int r = 0; r < request.ranks; ++r)
+    for (int r = 0; r < request.ranks; ++r) {
+      const void* rank_buffers = buffers.ranks[static_cast<std::size_t>(r)];
+      if (rank_buffers == nullptr)
+        throw std::invalid_argument("Lamport scan on the device: rank " + std::to_string(r) +
+                                    "'s buffers are not mapped here");
       args.data_buffers[r] =
-          static_cast<const std::uint8_t*>(workspace.lamport_device(r)) +
+          static_cast<const std::uint8_t*>(rank_buffers) +
           static_cast<std::uint64_t>(request.data_buffer) * per_buffer * elem_bytes;
+    }
   }
   args.out = scratch_->counters;
   constexpr int kThreads = 256;

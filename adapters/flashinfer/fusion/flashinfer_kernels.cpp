@@ -124,6 +124,16 @@ std::uint8_t* FiWorkspace::barrier_flags() const {
   return static_cast<std::uint8_t*>(shared_) + barrier_offset_;
 }
 
+k::LamportBuffersOnDevice FiWorkspace::lamport_buffers() const {
+  k::LamportBuffersOnDevice b;
+  b.own = lamport();
+  b.comm_size = comm_size_;
+  b.elem_bytes = 2;  // 16-bit Lamport buffers only (fusion_traits: no fp32 Lamport)
+  for (int r = 0; r < ranks_; ++r)
+    b.ranks[static_cast<std::size_t>(r)] = r == rank_ ? lamport() : peer_lamport(r);
+  return b;
+}
+
 k::ControlState FiWorkspace::read_state(k::LamportCopy copy) const {
   FC_CUDA_CHECK(cudaDeviceSynchronize());
   k::ControlState s;
@@ -437,6 +447,11 @@ k::HangRecord FlashInferKernels::record_hang(const PendingCall& call, double sec
 }
 
 void FlashInferKernels::release_current_call() { release_lamport(*current_, waiter_); }
+
+k::LamportScan FlashInferKernels::scan_lamport(const k::LamportScanRequest& request) {
+  if (!scanner_) scanner_ = std::make_unique<k::DeviceLamportScanner>();
+  return scanner_->scan(current_->lamport_buffers(), request);
+}
 
 void FlashInferKernels::reset() {
   reset_on_every_rank(bootstrap_, "FlashInfer workspace", [this] {

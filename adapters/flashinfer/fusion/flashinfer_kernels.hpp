@@ -14,6 +14,7 @@
 #include "fusioncheck/adapters/flashinfer.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 #include "fusioncheck/kernels/ipc.hpp"
+#include "fusioncheck/kernels/lamport_scan.hpp"
 
 namespace fusioncheck::adapters::fi {
 
@@ -34,6 +35,7 @@ class FiWorkspace {
   void* ctrl() const { return static_cast<std::uint8_t*>(private_) + 8; }
   std::uint8_t* lamport() const;            // my 3 x comm_size bytes
   std::uint8_t* peer_lamport(int r) const;  // rank r's 3 x comm_size bytes, mapped here
+  kernels::LamportBuffersOnDevice lamport_buffers() const;  // for the device scanner
   // Every element of my Lamport buffers -0 again (16-bit), then synchronises the device; the
   // caller makes it collective (a barrier after it, all ranks idle).
   void fill_lamport_sentinel();
@@ -104,6 +106,8 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   kernels::ControlState read_state(kernels::LamportCopy lamport) override {
     return current_->read_state(lamport);
   }
+  // On the GPU, where the buffers are: only the counts cross PCIe.
+  kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) override;
   void wait(cudaStream_t stream, gpu::WaitStart start) override;
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }
@@ -124,6 +128,7 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   FiWorkspace* current_ = nullptr;
   std::map<float, float*> scales_;  // FP8 / NVFP4 scales in device memory
   HostBoundedWait waiter_{"FlashInfer kernel"};
+  std::unique_ptr<kernels::DeviceLamportScanner> scanner_;  // made on the first scan
   std::uint32_t calls_ = 0;
   int cc_major_ = 0;  // compute capability of this rank's GPU, read on the first launch
 };

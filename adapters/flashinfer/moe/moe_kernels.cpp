@@ -227,6 +227,11 @@ void FlashInferMoeKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
       [this] { release_lamport(*current_, waiter_); });
 }
 
+k::LamportScan FlashInferMoeKernels::scan_lamport(const k::LamportScanRequest& request) {
+  if (!scanner_) scanner_ = std::make_unique<k::DeviceLamportScanner>();
+  return scanner_->scan(current_->lamport_buffers(), request);
+}
+
 void FlashInferMoeKernels::reset() {
   reset_on_every_rank(bootstrap_, "FlashInfer MoE workspace", [this] {
     workspaces_.clear();

@@ -61,6 +61,8 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
   kernels::ControlState read_state(kernels::LamportCopy lamport) override {
     return current_->read_state(lamport);
   }
+  // On the GPU, where the buffers are: only the counts cross PCIe.
+  kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) override;
   void wait(cudaStream_t stream, gpu::WaitStart start) override;
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }
@@ -80,6 +82,7 @@ class FlashInferMoeKernels final : public gpu::KernelUnderTest {
   std::map<std::uint64_t, std::unique_ptr<FiWorkspace>> workspaces_;  // by comm_size
   FiWorkspace* current_ = nullptr;
   HostBoundedWait waiter_{"FlashInfer MoE kernel"};
+  std::unique_ptr<kernels::DeviceLamportScanner> scanner_;  // made on the first scan
   std::uint32_t calls_ = 0;
   int cc_major_ = 0;  // compute capability of this rank's GPU, read on the first launch
 };

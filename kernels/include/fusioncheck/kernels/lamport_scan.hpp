@@ -97,6 +97,16 @@ std::vector<std::string> lamport_violations(int r, const LamportScan& scan);
 // fp32 Lamport buffer the value is widened first. Returned in the low elem_bytes bytes.
 std::uint32_t pushed_lamport_bits(std::uint16_t input_bits, DType dtype, int elem_bytes);
 
+// Where a rank's three Lamport buffers lie in its GPU's memory (comm_size bytes each, one
+// after the other), and, for my_slot_everywhere, every rank's (mapped here; [rank] is own).
+// Our Workspace and other projects' workspaces alike.
+struct LamportBuffersOnDevice {
+  const void* own = nullptr;
+  std::uint64_t comm_size = 0;
+  int elem_bytes = 2;
+  std::array<const void*, protocol::kMaxRanks> ranks{};
+};
+
 // Scans a workspace's Lamport buffers on its GPU (defined in fusioncheck_kernels, CUDA
 // builds only). Keeps device and pinned scratch between scans; synchronises the device.
 // Errors throw CudaError (types.hpp).
@@ -108,6 +118,8 @@ class DeviceLamportScanner {
   DeviceLamportScanner& operator=(const DeviceLamportScanner&) = delete;
 
   LamportScan scan(const Workspace& workspace, const LamportScanRequest& request);
+  // std::invalid_argument for buffers missing where the request reads them.
+  LamportScan scan(const LamportBuffersOnDevice& buffers, const LamportScanRequest& request);
 
  private:
   struct Scratch;
