@@ -208,3 +208,58 @@ TEST(MoeReference, RejectsWhatNoCallHas) {
 
 }  // namespace
 }  // namespace fusioncheck::reference
+
+namespace fusioncheck::reference {
+namespace {
+
+namespace me = moe_elements;
+
+// The per-element functions the host and the GPU share (moe_elements.hpp) against the
+// reference's element conversions (element.hpp): every 16-bit pattern widens to the same
+// float bits (NaN payloads included), and a sum or product of two patterns rounds to the same
+// bits, for a sweep of pairs with specials among them.
+TEST(MoeElements, ConversionsAndRoundingAgreeWithTheReferenceElements) {
+  for (DType t : {DType::bf16, DType::f16}) {
+    for (std::uint32_t b = 0; b <= 0xffffu; ++b) {
+      const float got = me::bits16_to_float(t, static_cast<std::uint16_t>(b));
+      const float want = bits_to_float(t, b);
+      ASSERT_EQ(elements::float_bits(got), elements::float_bits(want)) << dtype_name(t) << " " << b;
+    }
+    std::uint64_t h = 0x5eed;
+    int compared = 0;
+    for (int i = 0; i < 200000; ++i) {
+      h = elements::splitmix64(h);
+      const auto a = static_cast<std::uint16_t>(h), c = static_cast<std::uint16_t>(h >> 16);
+      const float s = elements::bits_float(static_cast<std::uint32_t>(h >> 32));
+      if (std::isnan(bits_to_float(t, a)) || std::isnan(bits_to_float(t, c)) || std::isnan(s))
+        continue;  // a NaN's bits are the arithmetic's choice (moe_device_inputs_gpu_test)
+      const auto sum =
+          static_cast<std::uint16_t>(float_to_bits(t, bits_to_float(t, a) + bits_to_float(t, c)));
+      const auto product = static_cast<std::uint16_t>(float_to_bits(t, bits_to_float(t, a) * s));
+      if (!std::isnan(bits_to_float(t, sum))) ASSERT_EQ(me::add_t(t, a, c), sum) << a << " " << c;
+      if (!std::isnan(bits_to_float(t, product)))
+        ASSERT_EQ(me::scaled_t(t, a, s), product) << a << " " << s;
+      ++compared;
+    }
+    EXPECT_GT(compared, 100000);
+  }
+}
+
+// The negative control: a rounding that truncates instead (what a wrong conversion would do)
+// differs from add_t on some of the same pairs.
+TEST(MoeElements, ATruncatingSumDiffers) {
+  int differ = 0;
+  std::uint64_t h = 0x5eed;
+  for (int i = 0; i < 1000; ++i) {
+    h = elements::splitmix64(h);
+    const auto a = static_cast<std::uint16_t>(h & 0x3fff),
+               c = static_cast<std::uint16_t>((h >> 16) & 0x3fff);
+    const float sum = bits_to_float(DType::bf16, a) + bits_to_float(DType::bf16, c);
+    const auto truncated = static_cast<std::uint16_t>(elements::float_bits(sum) >> 16);
+    differ += me::add_t(DType::bf16, a, c) != truncated;
+  }
+  EXPECT_GT(differ, 0);
+}
+
+}  // namespace
+}  // namespace fusioncheck::reference
