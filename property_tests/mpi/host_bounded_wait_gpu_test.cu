@@ -10,19 +10,11 @@
 
 #include "fusioncheck/gpu/host_bounded_wait.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
+#include "fusioncheck/kernels/launch.hpp"
 
 namespace fg = fusioncheck::gpu;
 
 namespace {
-
-// Spins for `ns` of the GPU's global timer (a call that is slow but ends).
-__global__ void slow_kernel(std::uint64_t ns) {
-  std::uint64_t t0 = 0, t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
 
 // Spins until *go != 0, bounded (~20 s at 2 GHz) so that a failing test still ends.
 __global__ void stuck_kernel(const volatile int* go) {
@@ -207,8 +199,7 @@ TEST_F(HostWait, AfterEveryRankEnqueuedAStuckCallIsReleasedWithinItsShortBudget)
 // case draws, ends on its own and is not released.
 TEST_F(HostWait, AfterEveryRankEnqueuedASlowCallThatEndsIsNotReleased) {
   fg::HostBoundedWait waiter("test kernel");
-  slow_kernel<<<1, 1, 0, stream_>>>(100'000'000);
-  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  fusioncheck::kernels::launch_spin(100'000'000, stream_);
   waiter.enqueued(fg::PendingCall{}, stream_);
   bool released = false;
   waiter.wait(

@@ -2,7 +2,7 @@
 // One element of a rank's MoE inputs and of its reduction of them (moe.hpp), written once for
 // the host and the GPU (FC_HD): reference/src/moe.cpp loops over these, and the GPU suite
 // generates a call's expert and token rows and reduces them on the device with the same
-// functions (mpi_launch/gpu/cases/moe_device_inputs.cu), so that the two agree bit for bit.
+// functions (mpi_launch/gpu/cases/device_inputs.cu), so that the two agree bit for bit.
 // Sums and products round once per operation: the device build turns off contraction into
 // fused multiply-adds (--fmad=false), which a T rounding between them would not survive.
 #include <cstddef>
