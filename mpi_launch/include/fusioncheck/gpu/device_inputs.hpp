@@ -33,7 +33,7 @@ void generate_on_device(const reference::SpecialsSpec& spec, int input_stream,
 // reference::make_moe_inputs makes whole on the host (MoeParts::all), and the rank's reduction
 // of them (reference::moe_combine), by the same per-element functions (moe_elements.hpp). The
 // small parts (scales, routing) come from the host (MoeParts::small_only), uploaded before.
-// property_tests/mpi/device_inputs_gpu_test.cpp compares the two bit for bit.
+// property_tests/mpi/moe_device_inputs_gpu_test.cpp compares the two bit for bit.
 struct MoeOnDevice {
   reference::MoeConfig moe;
   reference::moe_elements::Draws draws;  // reference::moe_draws
