@@ -1,12 +1,14 @@
 // The host-bounded wait (host_bounded_wait.hpp) beside a kernel that never finishes on its
 // own: the hang is recorded and the kernel released through copies that queue behind nothing,
 // even when the SM hog's stream is blocked by the stuck kernel (it holds every SM); calls
-// queued behind it are released too; one the release cannot end is reported within a bound.
+// queued behind it are released too; one the release cannot end is reported within a bound; a
+// word awaited for a value the host does not know is released by sweeping its candidates.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include "fusioncheck/gpu/host_bounded_wait.hpp"
 #include "fusioncheck/kernels/cuda_check.hpp"
@@ -33,6 +35,13 @@ __global__ void consuming_kernel(volatile int* go) {
 __global__ void unreleasable_kernel(const volatile int* end) {
   const long long start = clock64();
   while (*end == 0 && clock64() - start < (1ll << 35)) {}
+}
+
+// Like a FlashInfer kernel's block 0 at its end: waits until *counter == awaited (the grid's
+// size, which the host does not know), bounded as above.
+__global__ void counter_kernel(const volatile int* counter, int awaited) {
+  const long long start = clock64();
+  while (*counter != awaited && clock64() - start < (1ll << 35)) {}
 }
 
 class HostWait : public ::testing::Test {
@@ -208,6 +217,53 @@ TEST_F(HostWait, AfterEveryRankEnqueuedASlowCallThatEndsIsNotReleased) {
       [&] { released = true; });
   EXPECT_FALSE(released);
   EXPECT_EQ(waiter.hang().valid, 0u);
+}
+
+// A counter awaited for a value the host does not know (at most the SM count): the first
+// release leaves it, later ones sweep every candidate, and one of them ends the call.
+TEST_F(HostWait, ACounterAwaitedForAnUnknownValueIsReleasedBySweepingItsCandidates) {
+  fg::HostBoundedWait waiter("test kernel");
+  counter_kernel<<<1, 1, 0, stream_>>>(go_, sms_ / 2 + 3);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  waiter.enqueued(fg::PendingCall{}, stream_);
+  std::vector<int> attempts;
+  waiter.wait(
+      stream_, fg::WaitStart::every_rank_enqueued, 0,
+      [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
+      [&] {
+        attempts.push_back(waiter.release_attempt());
+        if (waiter.release_attempt() > 0) waiter.sweep(go_, 1, sms_, "sweep the counter");
+      });
+  EXPECT_EQ(waiter.hang().valid, 1u);
+  EXPECT_EQ(attempts, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(fusioncheck::kernels::device_stuck());
+}
+
+// Its negative control: a sweep that stops short of the awaited value ends nothing, and the
+// wait gives up within its budget.
+TEST_F(HostWait, ASweepShortOfTheAwaitedValueDoesNotReleaseTheCounter) {
+  const int awaited = sms_ / 2 + 3;
+  {
+    fg::HostBoundedWait waiter("test kernel");
+    counter_kernel<<<1, 1, 0, stream_>>>(go_, awaited);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    waiter.enqueued(fg::PendingCall{}, stream_);
+    EXPECT_THROW(
+        waiter.wait(
+            stream_, fg::WaitStart::every_rank_enqueued, 0,
+            [&](const fg::PendingCall& call, double s) { return fg::hang_base(0, call, s); },
+            [&] { waiter.sweep(go_, 1, awaited - 1, "sweep short of the value"); }),
+        fusioncheck::kernels::CudaError);
+    EXPECT_TRUE(fusioncheck::kernels::device_stuck());
+    // Ends the kernel for the next test.
+    cudaStream_t side = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(go_, &awaited, sizeof(int), cudaMemcpyHostToDevice, side),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    cudaStreamDestroy(side);
+  }
+  fusioncheck::kernels::device_stuck_flag().store(false);
 }
 
 }  // namespace

@@ -416,12 +416,20 @@ k::HangRecord lamport_hang_record(const FiWorkspace& ws, HostBoundedWait& waiter
 // A value that is no sentinel (bf16 1.0, fp16 1.875) in every element of this rank's Lamport
 // buffers and of its peers' (mapped here): a kernel that polls a peer's buffer (FlashInfer's MoE
 // finalize kernel) is released only there, and that peer may have finished its calls and never
-// release anything. A flag value (3) that no barrier waits for.
+// release anything. A flag value (3) that no barrier waits for. From the second release on,
+// the block counter (ctrl word 0) too: a kernel ends with its block 0 waiting until the counter
+// equals its grid's size, and two calls in flight on one workspace (calls from two streams)
+// count each other's blocks past that value. The launchers' grids are at most the SM count.
 void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter) {
   waiter.fill(ws.lamport(), 3 * ws.comm_size(), 0x3F80u, 2);
   for (int r = 0; r < ws.ranks(); ++r)
     if (r != ws.rank()) waiter.fill(ws.peer_lamport(r), 3 * ws.comm_size(), 0x3F80u, 2);
   waiter.fill(ws.barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * ws.ranks() * 4, 3u, 4);
+  if (waiter.release_attempt() == 0) return;
+  int device = 0, sm_count = 0;
+  FC_CUDA_CHECK(cudaGetDevice(&device));
+  FC_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  waiter.sweep(static_cast<std::int32_t*>(ws.ctrl()), 1, sm_count, "release: block counter");
 }
 
 k::HangRecord FlashInferKernels::record_hang(const PendingCall& call, double seconds) {

@@ -95,8 +95,10 @@ void HostBoundedWait::wait(cudaStream_t stream, WaitStart wait_start, int rank,
   // released state, and one of them may wait for a slot that its own reset cleared.
   const auto release_end = Clock::now() + kReleaseBudget;
   copies_deadline_ = release_end;
+  release_attempt_ = 0;
   do {
     release();
+    ++release_attempt_;
     if (finished_by(stream, std::min(release_end, Clock::now() + kReleaseRetry))) {
       copies_deadline_ = Clock::time_point::max();
       return done();
@@ -143,6 +145,16 @@ void HostBoundedWait::write(void* dst, const void* src, std::size_t bytes, const
     const std::size_t n = std::min<std::size_t>(kStagingBytes, bytes - off);
     std::memcpy(staging_, in + off, n);
     k::cuda_check(cudaMemcpyAsync(out + off, staging_, n, cudaMemcpyHostToDevice, copies_), what);
+    copies_done(what);
+  }
+}
+
+void HostBoundedWait::sweep(std::int32_t* word, std::int32_t first, std::int32_t last,
+                            const char* what) {
+  for (std::int32_t value = first; value <= last; ++value) {
+    std::memcpy(staging_, &value, sizeof(value));
+    k::cuda_check(cudaMemcpyAsync(word, staging_, sizeof(value), cudaMemcpyHostToDevice, copies_),
+                  what);
     copies_done(what);
   }
 }

@@ -48,6 +48,10 @@ class HostBoundedWait {
   using Record = std::function<kernels::HangRecord(const PendingCall& stuck, double seconds)>;
   void wait(cudaStream_t stream, WaitStart start, int rank, const Record& record,
             const std::function<void()>& release);
+  // Which release of the current hang `release` is running: 0 for the first, then 1, 2, ...
+  // (every 500 ms while the call runs), so that an adapter can release harder when the first
+  // did not end it.
+  int release_attempt() const { return release_attempt_; }
   kernels::HangRecord hang() const { return hang_; }
   void clear_hang() { hang_ = kernels::HangRecord{}; }
 
@@ -56,6 +60,10 @@ class HostBoundedWait {
   void read_back(void* dst, const void* src, std::size_t bytes, const char* what);
   void fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
   void write(void* dst, const void* src, std::size_t bytes, const char* what);
+  // Writes first, first + 1, ..., last into `word`, one copy each, each waited for: a kernel
+  // that polls the word for one value the host does not know (a block counter awaiting its
+  // grid's size) sees every candidate.
+  void sweep(std::int32_t* word, std::int32_t first, std::int32_t last, const char* what);
   // An SM hog on the side stream (launch_sm_hog), beside the next call on another stream.
   void stagger_next_start(std::uint32_t spread_ns);
 
@@ -75,6 +83,7 @@ class HostBoundedWait {
   // copies outside a hang have their own budget each).
   Clock::time_point copies_deadline_ = Clock::time_point::max();
   int sm_count_ = 0;  // of this rank's GPU, read on the first hog
+  int release_attempt_ = 0;
   std::vector<PendingCall> pending_;
   std::vector<cudaEvent_t> spare_events_;
   kernels::HangRecord hang_{};
