@@ -44,6 +44,16 @@ __global__ void counter_kernel(const volatile int* counter, int awaited) {
   while (*counter != awaited && clock64() - start < (1ll << 35)) {}
 }
 
+// Ends a kernel spinning on `stream` by writing `value` into `word` from a stream of its own,
+// then waits for `stream`: the next test starts on an idle GPU.
+void end_spinning_kernel(int* word, int value, cudaStream_t stream) {
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(word, &value, sizeof(int), cudaMemcpyHostToDevice, side), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(side);
+}
+
 class HostWait : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -156,12 +166,7 @@ TEST_F(HostWait, AKernelTheReleaseCannotEndIsReportedAndTheDeviceMarkedStuck) {
     EXPECT_LT(seconds, 15.0);
     EXPECT_TRUE(fusioncheck::kernels::device_stuck());
     // Ends the kernel for the next test; the wait's own objects are then destroyed.
-    int one = 1;
-    cudaStream_t side = nullptr;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(end, &one, sizeof(int), cudaMemcpyHostToDevice, side), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    cudaStreamDestroy(side);
+    end_spinning_kernel(end, 1, stream_);
   }
   fusioncheck::kernels::device_stuck_flag().store(false);
   cudaFree(end);
@@ -255,13 +260,7 @@ TEST_F(HostWait, ASweepShortOfTheAwaitedValueDoesNotReleaseTheCounter) {
             [&] { waiter.sweep(go_, 1, awaited - 1, "sweep short of the value"); }),
         fusioncheck::kernels::CudaError);
     EXPECT_TRUE(fusioncheck::kernels::device_stuck());
-    // Ends the kernel for the next test.
-    cudaStream_t side = nullptr;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(go_, &awaited, sizeof(int), cudaMemcpyHostToDevice, side),
-              cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    cudaStreamDestroy(side);
+    end_spinning_kernel(go_, awaited, stream_);  // for the next test
   }
   fusioncheck::kernels::device_stuck_flag().store(false);
 }

@@ -425,11 +425,9 @@ void release_lamport(FiWorkspace& ws, HostBoundedWait& waiter) {
   for (int r = 0; r < ws.ranks(); ++r)
     if (r != ws.rank()) waiter.fill(ws.peer_lamport(r), 3 * ws.comm_size(), 0x3F80u, 2);
   waiter.fill(ws.barrier_flags(), static_cast<std::uint64_t>(kBarrierRows) * ws.ranks() * 4, 3u, 4);
-  if (waiter.release_attempt() == 0) return;
-  int device = 0, sm_count = 0;
-  FC_CUDA_CHECK(cudaGetDevice(&device));
-  FC_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  waiter.sweep(static_cast<std::int32_t*>(ws.ctrl()), 1, sm_count, "release: block counter");
+  if (waiter.release_attempt() > 0)
+    waiter.sweep(static_cast<std::int32_t*>(ws.ctrl()), 1, waiter.sm_count(),
+                 "release: block counter");
 }
 
 k::HangRecord FlashInferKernels::record_hang(const PendingCall& call, double seconds) {

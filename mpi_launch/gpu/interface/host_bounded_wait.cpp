@@ -202,13 +202,17 @@ void reset_on_every_rank(k::Bootstrap& bootstrap, const std::string& kernel,
   bootstrap.barrier((kernel + " reset: all ranks released").c_str());
 }
 
-void HostBoundedWait::stagger_next_start(std::uint32_t spread_ns) {
+int HostBoundedWait::sm_count() {
   if (sm_count_ == 0) {
     int device = 0;
     FC_CUDA_CHECK(cudaGetDevice(&device));
     FC_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
   }
-  launch_sm_hog(spread_ns, sm_count_, side_);
+  return sm_count_;
+}
+
+void HostBoundedWait::stagger_next_start(std::uint32_t spread_ns) {
+  launch_sm_hog(spread_ns, sm_count(), side_);
 }
 
 void pause_before(const k::FusedParams& p, std::uint32_t call_index, cudaStream_t stream,

@@ -66,6 +66,8 @@ class HostBoundedWait {
   void sweep(std::int32_t* word, std::int32_t first, std::int32_t last, const char* what);
   // An SM hog on the side stream (launch_sm_hog), beside the next call on another stream.
   void stagger_next_start(std::uint32_t spread_ns);
+  // This rank's GPU's SM count (read once).
+  int sm_count();
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -82,7 +84,7 @@ class HostBoundedWait {
   // The end of the budget every copy of one hang's record and release shares (set by wait;
   // copies outside a hang have their own budget each).
   Clock::time_point copies_deadline_ = Clock::time_point::max();
-  int sm_count_ = 0;  // of this rank's GPU, read on the first hog
+  int sm_count_ = 0;  // of this rank's GPU, read on first use
   int release_attempt_ = 0;
   std::vector<PendingCall> pending_;
   std::vector<cudaEvent_t> spare_events_;
