@@ -1,8 +1,11 @@
 // The copy-engine ring of FlashInfer's PCIe allreduce (pcie_ipc_ce_ring.cuh, 0.7.4:
-// ce_ring_all_reduce_flat, ce_pick_pieces): its launch variants, its pieces per chunk, and its
-// invariants C1-C2 (docs/protocols.md, "Copy-engine ring") over the area a rank reads back.
-// Plain C++, built with or without FlashInfer's headers.
+// ce_ring_all_reduce_flat, ce_pick_pieces): its launch variants, its pieces per chunk, the flags a
+// release writes, and its invariants C1-C2 (docs/protocols.md, "Copy-engine ring") over the area a
+// rank reads back. Plain C++, built with or without FlashInfer's headers.
 #include <fmt/core.h>
+
+#include <cstring>
+#include <stdexcept>
 
 #include "pcie_ce_rules.hpp"
 
@@ -13,8 +16,23 @@ namespace {
 constexpr int kCeMaxPieces = 4;     // the header's
 constexpr int kPackElems = 8;       // 16-bit elements per 16-byte pack
 constexpr int kCeAddThreads = 256;  // the header's add kernel block
+// How far past its wait count a released flag is set: fewer than 2^30 queued waits all pass,
+// and the flag stays ahead of each in a wrap-safe comparison.
+constexpr std::uint32_t kReleaseAhead = 1u << 30;
 
 }  // namespace
+
+std::vector<std::uint8_t> flashinfer_pcie_ce_release_flags(const std::vector<std::int32_t>& waits,
+                                                           int flag_stride) {
+  if (flag_stride < 4) throw std::invalid_argument("a copy-engine flag slot holds 4 bytes");
+  const auto stride = static_cast<std::size_t>(flag_stride);
+  std::vector<std::uint8_t> flags(waits.size() * stride);
+  for (std::size_t slot = 0; slot < waits.size(); ++slot) {
+    const std::uint32_t ahead = static_cast<std::uint32_t>(waits[slot]) + kReleaseAhead;
+    std::memcpy(&flags[slot * stride], &ahead, 4);
+  }
+  return flags;
+}
 
 int flashinfer_pcie_ce_pieces(int ranks, std::int64_t numel, int pieces_hint) {
   const std::int64_t shard = numel / ranks;

@@ -135,8 +135,9 @@ void FlashInferPcieKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
 // Lets a stuck kernel finish: a value no sentinel test reads as unwritten (bf16 1.0, fp16 1.875;
 // not -0, which a sentinel test without the sign bit still takes for +0) in every element of both
 // scratch regions, and every barrier slot far past any generation; the runner then resets.
-// A copy-engine ring call waits in one-thread kernels: every flag slot is given the count its
-// waiter reached (read back), every binary flag 1.
+// A copy-engine ring call waits in one-thread kernels, each adding one to its slot's wait count
+// before it spins: every flag slot is set far past the count read back, so one release also
+// lets the waits queued behind the stuck one pass, and every binary flag is set to 1.
 void FlashInferPcieKernels::release_stuck_call() {
   waiter_.fill(ws().region(1), 2 * ws().layout().scratch_bytes, 0x3F80u, 2);
   const PcieSignalLayout layout = ws().signal_layout();
@@ -149,9 +150,7 @@ void FlashInferPcieKernels::release_stuck_call() {
   std::vector<std::int32_t> wait(slots);
   waiter_.read_back(wait.data(), ws().ce_area() + l.ce_flag_bytes + slots * 4, slots * 4,
                     "release: copy-engine wait counts");
-  std::vector<std::uint8_t> flags(slots * static_cast<std::size_t>(l.ce_flag_stride));
-  for (std::size_t s = 0; s < slots; ++s)
-    std::memcpy(&flags[s * static_cast<std::size_t>(l.ce_flag_stride)], &wait[s], 4);
+  const std::vector<std::uint8_t> flags = flashinfer_pcie_ce_release_flags(wait, l.ce_flag_stride);
   waiter_.write(ws().ce_area(), flags.data(), flags.size(), "release: copy-engine flags");
   waiter_.fill(ws().binary_flags(), ws().binary_flag_bytes(), 1u, 4);
 }

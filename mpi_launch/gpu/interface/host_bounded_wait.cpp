@@ -120,9 +120,13 @@ void HostBoundedWait::copies_done(const char* what) {
     const cudaError_t e = cudaEventQuery(copied_);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) k::cuda_check(e, what);
-    if (Clock::now() >= deadline)
+    if (Clock::now() >= deadline) {
+      // The stuck work holds back even the copies: nothing may now wait for the device to go
+      // idle (a cudaFree on the way out would never return), as after a failed release.
+      k::mark_device_stuck();
       throw k::CudaError(kernel_ + ": " + what + " did not complete within its " +
                          std::to_string(kReleaseBudget.count()) + " s beside the stuck kernel");
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }

@@ -56,7 +56,7 @@ class HostBoundedWait {
   void clear_hang() { hang_ = kernels::HangRecord{}; }
 
   // Copies beside a running kernel (the copy engine, not an SM), on a stream of their own;
-  // each ends within the release budget or throws CudaError.
+  // each ends within the release budget or throws CudaError with the device marked stuck.
   void read_back(void* dst, const void* src, std::size_t bytes, const char* what);
   void fill(std::uint8_t* dst, std::uint64_t bytes, std::uint32_t value, int width);
   void write(void* dst, const void* src, std::size_t bytes, const char* what);

@@ -115,6 +115,11 @@ std::vector<PcieVariant> flashinfer_pcie_variants(int ranks, bool with_copy_engi
 // The copy-engine ring's pieces per chunk for a call of `numel` 16-bit elements (its
 // ce_pick_pieces: a pure function of the shape).
 int flashinfer_pcie_ce_pieces(int ranks, std::int64_t numel, int pieces_hint);
+// The ring's flag slots as the host's release writes them (`flag_stride` bytes apart): each
+// flag 2^30 past its slot's wait count, so that every wait queued on the slot passes at once
+// under the header's wrap-safe comparison (a wait adds one to the count, then spins).
+std::vector<std::uint8_t> flashinfer_pcie_ce_release_flags(const std::vector<std::int32_t>& waits,
+                                                           int flag_stride);
 // Which scratch region a kernel variant stages in (its all_reduce(): 0 block, 1 pack; -1: the
 // copy-engine ring, its own area) and whether that region is left all +0 after every call
 // (only sentinel kernels stage there).
