@@ -149,42 +149,47 @@ TEST(FlashInferPcieCe, TheExpectationFollowsTheCalls) {
   EXPECT_THROW((void)fa::pcie_state_violations(s), std::invalid_argument);
 }
 
-// The header's wait: a wait kernel adds one to its slot's count, then spins until the flag has
-// reached that count in a wrap-safe comparison (generation_reached).
-bool wait_passes(std::uint32_t flag, std::uint32_t count) {
-  return static_cast<std::int32_t>(flag - count) >= 0;
-}
-
-std::uint32_t flag_at(const std::vector<std::uint8_t>& flags, int stride, int slot) {
-  std::uint32_t v = 0;
-  std::memcpy(&v, &flags[static_cast<std::size_t>(slot) * static_cast<std::size_t>(stride)], 4);
-  return v;
-}
-
-// One release lets the stuck wait and every wait queued behind it on the slot pass, wherever
-// the counts stand (near the int32 wrap too); only the flag words of each slot are written.
-TEST(FlashInferPcieCe, OneReleasePassesEveryQueuedWait) {
-  const std::vector<std::int32_t> waits = {0, 7, 2147483600, -5};
-  const int stride = 128;
-  const auto flags = fa::flashinfer_pcie_ce_release_flags(waits, stride);
-  ASSERT_EQ(flags.size(), waits.size() * stride);
-  for (int slot = 0; slot < static_cast<int>(waits.size()); ++slot) {
-    const auto count = static_cast<std::uint32_t>(waits[static_cast<std::size_t>(slot)]);
-    const std::uint32_t flag = flag_at(flags, stride, slot);
-    for (std::uint32_t queued : {1u, 2u, 40u, 100000u, 1u << 29})
-      EXPECT_TRUE(wait_passes(flag, count + queued)) << "slot " << slot << ", wait " << queued;
-    for (int b = 4; b < stride; ++b)
-      EXPECT_EQ(flags[static_cast<std::size_t>(slot * stride + b)], 0) << "slot " << slot;
+// How many of the waits queued on the slots stay held with `flags` written (5 per slot): a wait
+// kernel adds one to its slot's count, then spins until the flag has reached it.
+int queued_waits_held(const std::vector<std::uint8_t>& flags,
+                      const std::vector<std::int32_t>& waits, int stride) {
+  int held = 0;
+  for (std::size_t slot = 0; slot < waits.size(); ++slot) {
+    std::int32_t flag = 0;
+    std::memcpy(&flag, &flags[slot * static_cast<std::size_t>(stride)], 4);
+    for (std::uint32_t queued : {1u, 2u, 40u, 100000u, 1u << 29}) {
+      const auto count =
+          static_cast<std::int32_t>(static_cast<std::uint32_t>(waits[slot]) + queued);
+      if (!fa::flashinfer_pcie_ce_flag_reached(flag, count)) ++held;
+    }
   }
-  EXPECT_THROW((void)fa::flashinfer_pcie_ce_release_flags(waits, 2), std::invalid_argument);
+  return held;
 }
 
-// Negative control: a release that writes each slot's count itself lets the stuck wait pass
-// and holds the next one queued behind it, which the check above must see.
+const std::vector<std::int32_t> kWaits = {0, 7, 2147483600, -5};  // near the int32 wrap too
+constexpr int kStride = 128;
+
+// One release lets the stuck wait and every wait queued behind it on the slot pass; only the
+// flag word of each slot is written.
+TEST(FlashInferPcieCe, OneReleasePassesEveryQueuedWait) {
+  const auto flags = fa::flashinfer_pcie_ce_release_flags(kWaits, kStride);
+  ASSERT_EQ(flags.size(), kWaits.size() * kStride);
+  EXPECT_EQ(queued_waits_held(flags, kWaits, kStride), 0);
+  for (std::size_t slot = 0; slot < kWaits.size(); ++slot)
+    for (std::size_t b = 4; b < kStride; ++b)
+      EXPECT_EQ(flags[slot * kStride + b], 0) << "slot " << slot;
+  EXPECT_THROW((void)fa::flashinfer_pcie_ce_release_flags(kWaits, 2), std::invalid_argument);
+}
+
+// Negative control: flags written at each slot's count free the stuck wait alone; the check
+// above must see the next one held.
 TEST(FlashInferPcieCe, ReleasingToTheCountHoldsTheNextWait) {
-  const std::uint32_t count = 7;
-  EXPECT_TRUE(wait_passes(count, count));
-  EXPECT_FALSE(wait_passes(count, count + 1));
+  std::vector<std::uint8_t> flags(kWaits.size() * kStride);
+  for (std::size_t slot = 0; slot < kWaits.size(); ++slot)
+    std::memcpy(&flags[slot * kStride], &kWaits[slot], 4);
+  for (std::size_t slot = 0; slot < kWaits.size(); ++slot)
+    EXPECT_TRUE(fa::flashinfer_pcie_ce_flag_reached(kWaits[slot], kWaits[slot]));
+  EXPECT_EQ(queued_waits_held(flags, kWaits, kStride), 5 * static_cast<int>(kWaits.size()));
 }
 
 }  // namespace

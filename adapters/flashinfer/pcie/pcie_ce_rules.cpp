@@ -22,6 +22,11 @@ constexpr std::uint32_t kReleaseAhead = 1u << 30;
 
 }  // namespace
 
+bool flashinfer_pcie_ce_flag_reached(std::int32_t flag, std::int32_t count) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(flag) -
+                                   static_cast<std::uint32_t>(count)) >= 0;
+}
+
 std::vector<std::uint8_t> flashinfer_pcie_ce_release_flags(const std::vector<std::int32_t>& waits,
                                                            int flag_stride) {
   if (flag_stride < 4) throw std::invalid_argument("a copy-engine flag slot holds 4 bytes");

@@ -208,9 +208,7 @@ k::HangRecord FlashInferPcieKernels::record_ce_hang(const PendingCall& call, dou
   for (std::size_t s = 0; s < slots; ++s) {
     std::int32_t flag = 0;
     std::memcpy(&flag, &flags[s * static_cast<std::size_t>(l.ce_flag_stride)], 4);
-    if (static_cast<std::int32_t>(static_cast<std::uint32_t>(flag) -
-                                  static_cast<std::uint32_t>(wait[s])) >= 0)
-      continue;
+    if (flashinfer_pcie_ce_flag_reached(flag, wait[s])) continue;
     const int r = ws().rank();
     const bool handshake = static_cast<int>(s) == l.ce_handshake_slot;
     hang.block = static_cast<std::uint32_t>(s);

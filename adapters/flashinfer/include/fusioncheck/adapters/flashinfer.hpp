@@ -115,6 +115,9 @@ std::vector<PcieVariant> flashinfer_pcie_variants(int ranks, bool with_copy_engi
 // The copy-engine ring's pieces per chunk for a call of `numel` 16-bit elements (its
 // ce_pick_pieces: a pure function of the shape).
 int flashinfer_pcie_ce_pieces(int ranks, std::int64_t numel, int pieces_hint);
+// Whether a ring wait for `count` passes with its flag at `flag`: the header's wrap-safe
+// comparison (generation_reached).
+bool flashinfer_pcie_ce_flag_reached(std::int32_t flag, std::int32_t count);
 // The ring's flag slots as the host's release writes them (`flag_stride` bytes apart): each
 // flag 2^30 past its slot's wait count, so that every wait queued on the slot passes at once
 // under the header's wrap-safe comparison (a wait adds one to the count, then spins).
