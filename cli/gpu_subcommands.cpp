@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -643,6 +644,11 @@ void add_kernels(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code
 
 void add_gpu_subcommands(CLI::App& gpu, std::shared_ptr<const gpu::KernelRegistry> registry,
                          const std::string& program, int& exit_code) {
+  // Before any CUDA call: a hardware queue per stream (the runtime's default is 8 for all of a
+  // process's streams). The host's release copies run on a stream of their own; sharing a queue
+  // with a stream stuck behind a spinning kernel (a copy-engine ring's side streams, the
+  // hog's) they would wait for the kernel they are to release. A value the user set is kept.
+  (void)setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   auto o = std::make_shared<GpuCliOptions>();
   o->registry = std::move(registry);
   o->program = program;

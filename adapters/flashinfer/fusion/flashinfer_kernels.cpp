@@ -82,12 +82,7 @@ FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size,
 
   // Private: [guard u64][int ctrl[5], pad][guard u64], then the pointer table.
   FC_CUDA_CHECK(cudaMalloc(&private_, kPrivateBytes + (3 * ranks_ + 1) * sizeof(void*)));
-  std::uint8_t priv[kPrivateBytes] = {};
-  const std::int32_t ctrl[kCtrlWords] = {0, 0, 0, static_cast<std::int32_t>(comm_size), 0};
-  std::memcpy(priv, &protocol::kGuardWord, 8);
-  std::memcpy(priv + 8, ctrl, sizeof(ctrl));
-  std::memcpy(priv + kPrivateBytes - 8, &protocol::kGuardWord, 8);
-  FC_CUDA_CHECK(cudaMemcpy(private_, priv, kPrivateBytes, cudaMemcpyHostToDevice));
+  write_private_words();
 
   peers_ = std::make_unique<k::PeerMappings>(bootstrap, shared_);
   std::vector<void*> table;
@@ -100,6 +95,30 @@ FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size,
       cudaMemcpy(table_, table.data(), table.size() * sizeof(void*), cudaMemcpyHostToDevice));
   FC_CUDA_CHECK(cudaDeviceSynchronize());
   bootstrap.barrier("FlashInfer workspace initialised");  // invariant 12: nobody pushes before this
+}
+
+void FiWorkspace::write_private_words() {
+  std::uint8_t priv[kPrivateBytes] = {};
+  const std::int32_t ctrl[kCtrlWords] = {0, 0, 0, static_cast<std::int32_t>(comm_size_), 0};
+  std::memcpy(priv, &protocol::kGuardWord, 8);
+  std::memcpy(priv + 8, ctrl, sizeof(ctrl));
+  std::memcpy(priv + kPrivateBytes - 8, &protocol::kGuardWord, 8);
+  FC_CUDA_CHECK(cudaMemcpy(private_, priv, kPrivateBytes, cudaMemcpyHostToDevice));
+}
+
+// The constructor's state again without a host image of the allocation (hundreds of MB for
+// the largest size classes): zeros and guards by small copies, the -0 sentinel through the
+// waiter's pinned staging buffer. The mappings stay: they are not protocol state.
+void FiWorkspace::restore_initial_state(HostBoundedWait& copies) {
+  FC_CUDA_CHECK(cudaDeviceSynchronize());  // nothing of ours still writes the buffers
+  auto* base = static_cast<std::uint8_t*>(shared_);
+  FC_CUDA_CHECK(cudaMemset(base, 0, lamport_offset_));  // guards 0-2, two-shot data, flags
+  copies.fill(lamport(), 3 * comm_size_, protocol::kNegZero16, 2);
+  const std::vector<std::uint64_t> guard(kGuardBytes / 8, protocol::kGuardWord);
+  for (std::uint64_t g : guard_offsets_)
+    FC_CUDA_CHECK(cudaMemcpy(base + g, guard.data(), kGuardBytes, cudaMemcpyHostToDevice));
+  write_private_words();
+  FC_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 FiWorkspace::~FiWorkspace() {
@@ -460,9 +479,10 @@ k::LamportScan FlashInferKernels::scan_lamport(const k::LamportScanRequest& requ
 }
 
 void FlashInferKernels::reset() {
+  // Only the failing case's workspace: the others hold what their last (passing) calls left,
+  // a state their next calls start from as they would in any run.
   reset_on_every_rank(bootstrap_, "FlashInfer workspace", [this] {
-    workspaces_.clear();
-    current_ = nullptr;
+    if (current_ != nullptr) current_->restore_initial_state(waiter_);
   });
 }
 

@@ -40,11 +40,15 @@ class FiWorkspace {
   // caller makes it collective (a barrier after it, all ranks idle).
   void fill_lamport_sentinel();
   std::uint8_t* barrier_flags() const;  // my int[256][N]
+  // Collective through the caller (all ranks idle before it, a barrier after it): every
+  // buffer of mine as the constructor left it, the peers' mappings kept.
+  void restore_initial_state(HostBoundedWait& copies);
   // The state for the invariant checks (synchronises the device first).
   kernels::ControlState read_state(kernels::LamportCopy copy) const;
 
  private:
   static constexpr std::uint64_t kPrivateBytes = 48;  // guard, ctrl[5] + pad, guard
+  void write_private_words();
   int ranks_ = 0, rank_ = 0;
   std::uint64_t comm_size_ = 0;
   std::uint64_t lamport_offset_ = 0, barrier_offset_ = 0;  // in every rank's shared allocation

@@ -219,8 +219,8 @@ class KernelUnderTest {
   virtual void wait(cudaStream_t stream, WaitStart start);
   virtual kernels::HangRecord hang_record() = 0;
   virtual void clear_hang_record() = 0;
-  // Collective: drops the protocol state (after a failure it is not trusted), so the next
-  // case starts on a freshly initialised workspace.
+  // Collective: drops the protocol state the failing case left (after a failure it is not
+  // trusted), so the next case starts from an initial state.
   virtual void reset() = 0;
   // The kernel's synchronisation protocol as the case runner checks it (protocol_checks.hpp),
   // owned by the kernel and made on first use for this rank. By default the Lamport protocol

@@ -15,10 +15,12 @@ enum class WaitStart {
   every_rank_enqueued,
 };
 
-// 2 s from this rank's enqueue; 250 ms once every rank has enqueued (about fifty times the
-// longest call a case draws: 2048 tokens with a 2 ms hold at each of its blocks' polls).
+// 2 s from this rank's enqueue; 100 ms once every rank has enqueued: several times the longest
+// case a draw makes (a few calls of 2048 tokens, each with a 2 ms hold at its blocks' polls),
+// and short enough that a family whose known finding is a hang stays fast to check.
+// `gpu check` prints the longest wait that ended without a hang beside it.
 inline std::chrono::milliseconds wait_budget(WaitStart start) {
-  return start == WaitStart::every_rank_enqueued ? std::chrono::milliseconds(250)
+  return start == WaitStart::every_rank_enqueued ? std::chrono::milliseconds(100)
                                                  : std::chrono::milliseconds(2000);
 }
 
