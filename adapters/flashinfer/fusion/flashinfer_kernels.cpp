@@ -107,13 +107,13 @@ void FiWorkspace::write_private_words() {
 }
 
 // The constructor's state again without a host image of the allocation (hundreds of MB for
-// the largest size classes): zeros and guards by small copies, the -0 sentinel through the
-// waiter's pinned staging buffer. The mappings stay: they are not protocol state.
-void FiWorkspace::restore_initial_state(HostBoundedWait& copies) {
+// the largest size classes): zeros and guards by small copies, the -0 sentinel by a device
+// fill. The mappings stay: they are not protocol state.
+void FiWorkspace::restore_initial_state() {
   FC_CUDA_CHECK(cudaDeviceSynchronize());  // nothing of ours still writes the buffers
   auto* base = static_cast<std::uint8_t*>(shared_);
   FC_CUDA_CHECK(cudaMemset(base, 0, lamport_offset_));  // guards 0-2, two-shot data, flags
-  copies.fill(lamport(), 3 * comm_size_, protocol::kNegZero16, 2);
+  gpu::fill16_on_device(lamport(), 3 * comm_size_, protocol::kNegZero16, nullptr);
   const std::vector<std::uint64_t> guard(kGuardBytes / 8, protocol::kGuardWord);
   for (std::uint64_t g : guard_offsets_)
     FC_CUDA_CHECK(cudaMemcpy(base + g, guard.data(), kGuardBytes, cudaMemcpyHostToDevice));
@@ -482,7 +482,7 @@ void FlashInferKernels::reset() {
   // Only the failing case's workspace: the others hold what their last (passing) calls left,
   // a state their next calls start from as they would in any run.
   reset_on_every_rank(bootstrap_, "FlashInfer workspace", [this] {
-    if (current_ != nullptr) current_->restore_initial_state(waiter_);
+    if (current_ != nullptr) current_->restore_initial_state();
   });
 }
 

@@ -42,7 +42,7 @@ class FiWorkspace {
   std::uint8_t* barrier_flags() const;  // my int[256][N]
   // Collective through the caller (all ranks idle before it, a barrier after it): every
   // buffer of mine as the constructor left it, the peers' mappings kept.
-  void restore_initial_state(HostBoundedWait& copies);
+  void restore_initial_state();
   // The state for the invariant checks (synchronises the device first).
   kernels::ControlState read_state(kernels::LamportCopy copy) const;
 

@@ -236,7 +236,7 @@ void FlashInferMoeKernels::reset() {
   // Only the failing case's workspace: the others hold what their last (passing) calls left,
   // a state their next calls start from as they would in any run.
   reset_on_every_rank(bootstrap_, "FlashInfer MoE workspace", [this] {
-    if (current_ != nullptr) current_->restore_initial_state(waiter_);
+    if (current_ != nullptr) current_->restore_initial_state();
   });
 }
 

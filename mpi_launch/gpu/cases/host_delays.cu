@@ -1,5 +1,8 @@
-// The seeded delays of the host-bounded wait (host_bounded_wait.hpp): pauses and SM hogs.
+// The seeded delays of the host-bounded wait (host_bounded_wait.hpp): pauses and SM hogs; and
+// the device-side fill an adapter restores its sentinels with.
 #include "fusioncheck/gpu/host_bounded_wait.hpp"
+
+#include <algorithm>
 
 #include "fusioncheck/kernels/cuda_check.hpp"
 
@@ -24,6 +27,13 @@ __global__ void pause_kernel(std::uint32_t ns) { spin_for(ns); }
 // busy GPU would start them.
 __global__ void hog_kernel(std::uint32_t spread_ns) {
   spin_for(static_cast<std::uint64_t>(spread_ns) * blockIdx.x / gridDim.x);
+}
+
+__global__ void fill16_kernel(std::uint16_t* dst, std::uint64_t count, std::uint16_t value) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < count; i += stride)
+    dst[i] = value;
 }
 
 std::uint32_t mix(std::uint32_t x) {
@@ -73,6 +83,14 @@ void preload_device_kernels() {
                       "host-bounded wait: loading the SM hog kernel");
   kernels::cuda_check(cudaFuncGetAttributes(&attributes, pause_kernel),
                       "host-bounded wait: loading the pause kernel");
+}
+
+void fill16_on_device(void* dst, std::uint64_t bytes, std::uint16_t value, cudaStream_t stream) {
+  const std::uint64_t count = bytes / 2;
+  if (count == 0) return;
+  const auto blocks = static_cast<unsigned>(std::min<std::uint64_t>((count + 255) / 256, 4096));
+  fill16_kernel<<<blocks, 256, 0, stream>>>(static_cast<std::uint16_t*>(dst), count, value);
+  kernels::cuda_check(cudaGetLastError(), "device fill kernel");
 }
 
 void launch_pause(std::uint32_t ns, cudaStream_t stream) {

@@ -132,6 +132,9 @@ bool staggered_start_for(std::uint32_t seed, int rank, std::uint32_t call_index)
 // Occupies every SM and frees them one by one over spread_ns, on `stream` (another stream
 // than the kernel's): the kernel launched next starts its blocks spread over that time.
 void launch_sm_hog(std::uint32_t spread_ns, int sm_count, cudaStream_t stream);
+// Enqueues a kernel writing `value` into every 16-bit element of bytes / 2 at dst: an
+// adapter's sentinel fill at device speed, where no kernel of its own is running.
+void fill16_on_device(void* dst, std::uint64_t bytes, std::uint16_t value, cudaStream_t stream);
 // Enqueues a one-thread kernel that spins for `ns` nanoseconds (bounded by its argument).
 void launch_pause(std::uint32_t ns, cudaStream_t stream);
 // Loads the two kernels above now: loaded lazily at their first launch, they would wait for
