@@ -169,6 +169,7 @@ int run_check_command(mpi::MpiComm& comm, const GpuCliOptions& o) {
   const gpu::CheckResult& r = job.result;
   if (comm.rank() == 0) {
     fmt::print("{}\n{}\n", gpu::summary_line(r, comm.size()), gpu::time_breakdown(r));
+    if (const std::string note = gpu::wait_margin_note(r); !note.empty()) fmt::print("{}\n", note);
     for (const auto& [why, n] : r.refusals) fmt::print("  refused {} cases: {}...\n", n, why);
     if (!r.known.empty()) fmt::print("{}\n", gpu::known_findings_line(r));
     if (r.failed) fmt::print("{}", gpu::failure_report(r, job.placement, comm.size()));

@@ -416,6 +416,23 @@ TEST(TimeBreakdown, EveryPhasePerCaseAndTheRestAsOther) {
     EXPECT_NE(line.find(part), std::string::npos) << part << " missing in\n" << line;
 }
 
+// A wait that ended on its own within 4x of the bound is named with its case; one well
+// under it is not (the negative control).
+TEST(TimeBreakdown, AWaitNearTheHangBoundIsNamedWithItsCase) {
+  fg::CheckResult r;
+  fg::GpuCase c;
+  c.hidden = 7168;
+  c.calls.resize(3);
+  r.times.longest_wait_case = c;
+  r.times.longest_finished_wait = 0.0824;
+  const std::string note = fg::wait_margin_note(r);
+  EXPECT_NE(note.find("after 82.4 ms"), std::string::npos) << note;
+  EXPECT_NE(note.find("250 ms bound"), std::string::npos) << note;
+  EXPECT_NE(note.find(fg::describe(c)), std::string::npos) << note;
+  r.times.longest_finished_wait = 0.0121;
+  EXPECT_EQ(fg::wait_margin_note(r), "");
+}
+
 // Which survivors a kill table excuses, per setup; every other survivor fails the run.
 TEST(KillTable, ExpectedSurvivorsDependOnTheSetup) {
   fg::GpuPlacement h200_mps;

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 namespace fusioncheck::gpu {
@@ -96,6 +97,17 @@ std::string time_breakdown(const CheckResult& r) {
       wait_budget(WaitStart::every_rank_enqueued).count());
 }
 
+std::string wait_margin_note(const CheckResult& r) {
+  const double bound =
+      std::chrono::duration<double>(wait_budget(WaitStart::every_rank_enqueued)).count();
+  const double longest = r.times.longest_finished_wait;
+  if (longest * 4 < bound || !r.times.longest_wait_case) return "";
+  return fmt::format(
+      "near the hang bound: a case's kernels ended on their own after {:.1f} ms, more than a "
+      "quarter of the host's {:.0f} ms bound; the case: {}",
+      1e3 * longest, 1e3 * bound, describe(*r.times.longest_wait_case));
+}
+
 std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks) {
   std::string out =
       fmt::format("\nFAILED: {}{}\n", r.minimal ? "the smallest failing case" : "the run",
@@ -157,7 +169,9 @@ nlohmann::json to_json(const CheckResult& r) {
             {"reference", r.times.reference},
             {"invariants", r.times.invariants},
             {"exchange", r.times.exchange}}},
-          {"longest_finished_wait_seconds", r.times.longest_finished_wait}};
+          {"longest_finished_wait_seconds", r.times.longest_finished_wait},
+          {"longest_finished_wait_case",
+           r.times.longest_wait_case ? to_json(*r.times.longest_wait_case) : nlohmann::json()}};
 }
 
 std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,

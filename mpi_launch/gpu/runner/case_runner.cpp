@@ -559,15 +559,17 @@ void CaseRunner::end_capture_and_wait(const char* phase) {
 
 // The wait's budget starts once every rank has enqueued its calls: a peer whose host is slow
 // to launch (a module loaded lazily) cannot make a call that waits for it look hung.
-void CaseRunner::wait_for_every_rank() {
+void CaseRunner::wait_for_every_rank(const GpuCase& c) {
   comm_.barrier("every rank's calls enqueued");
   mpi::set_phase("waiting for the kernels to finish");
   const auto start = std::chrono::steady_clock::now();
   kernel_.wait(stream_, WaitStart::every_rank_enqueued);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (kernel_.hang_record().valid == 0)
-    times_.longest_finished_wait = std::max(times_.longest_finished_wait, seconds);
+  if (kernel_.hang_record().valid == 0 && seconds > times_.longest_finished_wait) {
+    times_.longest_finished_wait = seconds;
+    times_.longest_wait_case = c;
+  }
 }
 
 CaseVerdict CaseRunner::gather_verdict(std::vector<Finding> mine, bool refused,
@@ -638,7 +640,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           // its peers spinning through their wait budget (a false hang).
           comm_.barrier("call start");
           launch_call(c, i, calls[i], stream_);
-          wait_for_every_rank();
+          wait_for_every_rank(c);
         }
         if (check_calls(c, i, 1, calls, findings)) break;
       }
@@ -686,7 +688,7 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
             }
             cuda_check(cudaGraphLaunch(graph_exec, stream_), "cudaGraphLaunch");
           }
-          wait_for_every_rank();
+          wait_for_every_rank(c);
         }
         stop = check_calls(c, 0, n, calls, findings);
       }

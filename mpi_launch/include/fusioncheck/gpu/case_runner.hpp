@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,8 @@ struct PhaseTimes {
   // calls that finish came to the hang bound (wait_budget(WaitStart::every_rank_enqueued)
   // for kernels whose polls have no bound of their own).
   double longest_finished_wait = 0;
+  // The case that waited that long (its draws say why: holds, delays, sizes), for the report.
+  std::optional<GpuCase> longest_wait_case;
 };
 
 // The reference's configuration of one call of a case on a kernel of these traits: its sum
@@ -84,7 +87,8 @@ class CaseRunner {
                    std::vector<Finding>& out);
   CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);
   void end_capture_and_wait(const char* phase);
-  void wait_for_every_rank();  // a barrier, then the kernel's wait (times the wait)
+  // A barrier, then the kernel's wait for case c's calls (times the wait).
+  void wait_for_every_rank(const GpuCase& c);
 
   mpi::MpiComm& comm_;
   KernelUnderTest& kernel_;

@@ -14,6 +14,10 @@ std::string summary_line(const CheckResult& r, int ranks);
 std::string known_findings_line(const CheckResult& r);
 // Where rank 0's time went, per case (what bounds the checked-cases rate).
 std::string time_breakdown(const CheckResult& r);
+// "" unless the longest wait that ended without a hang came within 4x of the host's hang
+// bound; then one line with that wait, the bound and the case (a slower or busier GPU may
+// turn such a case into a false hang).
+std::string wait_margin_note(const CheckResult& r);
 // A failed run as one labelled block: the setup (ranks, GPUs), the minimal case field by
 // field and call by call, the findings, the replay file and the command that replays it.
 std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks);

@@ -16,9 +16,9 @@ enum class WaitStart {
 };
 
 // 2 s from this rank's enqueue; 250 ms once every rank has enqueued: three times the longest
-// case that ended on its own in 10,000 MoE cases (82 ms: held blocks that run in several
-// waves add up their holds), and fifty times the usual longest (about 12 ms).
-// `gpu check` prints the longest wait that ended without a hang beside it.
+// wait that ended on its own in 10,000 MoE cases (82 ms), twenty times the usual longest
+// (about 12 ms; docs/results.md). `gpu check` prints the longest wait beside it and names the
+// case when it comes within 4x.
 inline std::chrono::milliseconds wait_budget(WaitStart start) {
   return start == WaitStart::every_rank_enqueued ? std::chrono::milliseconds(250)
                                                  : std::chrono::milliseconds(2000);
