@@ -36,15 +36,19 @@ bool is_zip_archive(const std::string& path) {
 
 bool wheels_supported() { return true; }
 
-namespace {
-
+// Not in the anonymous namespace: Wheel::Archive, a class of the header, holds a Zip.
+namespace wheel_detail {
 struct ZipCloser {
   void operator()(zip_t* z) const { zip_discard(z); }
 };
+}  // namespace wheel_detail
+using Zip = std::unique_ptr<zip_t, wheel_detail::ZipCloser>;
+
+namespace {
+
 struct ZipFileCloser {
   void operator()(zip_file_t* f) const { zip_fclose(f); }
 };
-using Zip = std::unique_ptr<zip_t, ZipCloser>;
 using ZipFile = std::unique_ptr<zip_file_t, ZipFileCloser>;
 
 Zip open_wheel(const std::string& wheel) {

@@ -14,15 +14,20 @@
 #include "fusioncheck/kernels/validate.hpp"
 
 namespace fusioncheck::kernels {
+// Byte layout of the allocation every peer sees (one cudaMalloc, one IPC handle):
+// [guard][Lamport 3 x comm_size][guard][two-shot data][guard][barrier flags][guard].
+// Not in the anonymous namespace: Workspace::Impl, a class of the header, holds one.
+namespace workspace_detail {
+struct SharedLayout {
+  std::uint64_t lamport, guard1, twoshot, guard2, barrier, guard3, total;
+};
+}  // namespace workspace_detail
+using workspace_detail::SharedLayout;
+
 namespace {
 
 constexpr std::uint64_t kGuardBytes = 256;
 
-// Byte layout of the allocation every peer sees (one cudaMalloc, one IPC handle):
-// [guard][Lamport 3 x comm_size][guard][two-shot data][guard][barrier flags][guard]
-struct SharedLayout {
-  std::uint64_t lamport, guard1, twoshot, guard2, barrier, guard3, total;
-};
 SharedLayout shared_layout(std::uint64_t comm_size) {
   SharedLayout l{};
   l.lamport = kGuardBytes;
