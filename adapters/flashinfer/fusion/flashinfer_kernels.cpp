@@ -71,18 +71,9 @@ FiWorkspace::FiWorkspace(k::Bootstrap& bootstrap, std::uint64_t comm_size,
   barrier_offset_ = layout.barrier;
   for (int g = 0; g < 4; ++g) guard_offsets_[g] = layout.guards[g];
   FC_CUDA_CHECK(cudaMalloc(&shared_, layout.total));
-  // Guards, zeroed two-shot data and barrier flags, every Lamport element -0 (16-bit).
-  std::vector<std::uint8_t> host(layout.total, 0);
-  for (std::uint64_t i = 0; i < 3 * comm_size; i += 2)
-    std::memcpy(&host[layout.lamport + i], &protocol::kNegZero16, 2);
-  for (std::uint64_t g : layout.guards)
-    for (std::uint64_t i = 0; i < kGuardBytes; i += 8)
-      std::memcpy(&host[g + i], &protocol::kGuardWord, 8);
-  FC_CUDA_CHECK(cudaMemcpy(shared_, host.data(), layout.total, cudaMemcpyHostToDevice));
-
   // Private: [guard u64][int ctrl[5], pad][guard u64], then the pointer table.
   FC_CUDA_CHECK(cudaMalloc(&private_, kPrivateBytes + (3 * ranks_ + 1) * sizeof(void*)));
-  write_private_words();
+  restore_initial_state();
 
   peers_ = std::make_unique<k::PeerMappings>(bootstrap, shared_);
   std::vector<void*> table;
@@ -106,14 +97,14 @@ void FiWorkspace::write_private_words() {
   FC_CUDA_CHECK(cudaMemcpy(private_, priv, kPrivateBytes, cudaMemcpyHostToDevice));
 }
 
-// The constructor's state again without a host image of the allocation (hundreds of MB for
-// the largest size classes): zeros and guards by small copies, the -0 sentinel by a device
-// fill. The mappings stay: they are not protocol state.
+// Guards, zeroed two-shot data and barrier flags, every Lamport element -0 (16-bit), the
+// control words: by small copies and a device fill, no host image of the allocation (hundreds
+// of MB for the largest size classes). The peers' mappings are not protocol state.
 void FiWorkspace::restore_initial_state() {
   FC_CUDA_CHECK(cudaDeviceSynchronize());  // nothing of ours still writes the buffers
   auto* base = static_cast<std::uint8_t*>(shared_);
   FC_CUDA_CHECK(cudaMemset(base, 0, lamport_offset_));  // guards 0-2, two-shot data, flags
-  gpu::fill16_on_device(lamport(), 3 * comm_size_, protocol::kNegZero16, nullptr);
+  fill_lamport_sentinel();
   const std::vector<std::uint64_t> guard(kGuardBytes / 8, protocol::kGuardWord);
   for (std::uint64_t g : guard_offsets_)
     FC_CUDA_CHECK(cudaMemcpy(base + g, guard.data(), kGuardBytes, cudaMemcpyHostToDevice));
@@ -135,8 +126,7 @@ std::uint8_t* FiWorkspace::peer_lamport(int r) const { return peers_->of(r) + la
 
 void FiWorkspace::fill_lamport_sentinel() {
   FC_CUDA_CHECK(cudaDeviceSynchronize());  // nothing of ours still writes them
-  const std::vector<std::uint16_t> host(3 * comm_size_ / 2, protocol::kNegZero16);
-  FC_CUDA_CHECK(cudaMemcpy(lamport(), host.data(), 3 * comm_size_, cudaMemcpyHostToDevice));
+  gpu::fill16_on_device(lamport(), 3 * comm_size_, protocol::kNegZero16, nullptr);
   FC_CUDA_CHECK(cudaDeviceSynchronize());
 }
 std::uint8_t* FiWorkspace::barrier_flags() const {

@@ -41,7 +41,7 @@ class FiWorkspace {
   void fill_lamport_sentinel();
   std::uint8_t* barrier_flags() const;  // my int[256][N]
   // Collective through the caller (all ranks idle before it, a barrier after it): every
-  // buffer of mine as the constructor left it, the peers' mappings kept.
+  // buffer of mine in its initial state (the constructor's), the peers' mappings kept.
   void restore_initial_state();
   // The state for the invariant checks (synchronises the device first).
   kernels::ControlState read_state(kernels::LamportCopy copy) const;

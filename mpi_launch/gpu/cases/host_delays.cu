@@ -83,6 +83,8 @@ void preload_device_kernels() {
                       "host-bounded wait: loading the SM hog kernel");
   kernels::cuda_check(cudaFuncGetAttributes(&attributes, pause_kernel),
                       "host-bounded wait: loading the pause kernel");
+  kernels::cuda_check(cudaFuncGetAttributes(&attributes, fill16_kernel),
+                      "host-bounded wait: loading the fill kernel");
 }
 
 void fill16_on_device(void* dst, std::uint64_t bytes, std::uint16_t value, cudaStream_t stream) {

@@ -137,7 +137,7 @@ void launch_sm_hog(std::uint32_t spread_ns, int sm_count, cudaStream_t stream);
 void fill16_on_device(void* dst, std::uint64_t bytes, std::uint16_t value, cudaStream_t stream);
 // Enqueues a one-thread kernel that spins for `ns` nanoseconds (bounded by its argument).
 void launch_pause(std::uint32_t ns, cudaStream_t stream);
-// Loads the two kernels above now: loaded lazily at their first launch, they would wait for
+// Loads the three kernels above now: loaded lazily at their first launch, they would wait for
 // every kernel of the context to finish, one that spins without bound included.
 void preload_device_kernels();
 
