@@ -112,9 +112,9 @@ void SglangPushKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   waiter_.enqueued(call, stream);
 }
 
-void SglangPushKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
+void SglangPushKernels::wait(cudaStream_t stream, const gpu::WaitBudget& budget) {
   waiter_.wait(
-      stream, start, bootstrap_.rank(),
+      stream, budget, bootstrap_.rank(),
       [this](const gpu::PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_stuck_call(); });
 }

@@ -64,7 +64,7 @@ class SglangPushKernels final : public gpu::KernelUnderTest, public gpu::Protoco
   void begin_case(const gpu::GpuCase& c) override;
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy) override { return {}; }  // no Lamport
-  void wait(cudaStream_t stream, gpu::WaitStart start) override;
+  void wait(cudaStream_t stream, const gpu::WaitBudget& budget) override;
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }
   void reset() override;

@@ -14,6 +14,7 @@
 #include "fusioncheck/gpu/row_share.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
+#include "fusioncheck/gpu/wait_start.hpp"
 #include "gpu_case_fixtures.hpp"
 
 #include <filesystem>
@@ -412,25 +413,54 @@ TEST(TimeBreakdown, EveryPhasePerCaseAndTheRestAsOther) {
                            "other (case generation and broadcast, "
                            "workspace set-up) 25.00",
                            "longest wait that ended without a hang 12.5 ms (the host's hang bound, "
-                           "for kernels whose polls have none: 250 ms)"})
+                           "for kernels whose polls have none: 100 ms plus the case's pauses)"})
     EXPECT_NE(line.find(part), std::string::npos) << part << " missing in\n" << line;
 }
 
-// A wait that ended on its own within 4x of the bound is named with its case; one well
+// A wait that ended on its own within 4x of its case's bound is named with its case; one well
 // under it is not (the negative control).
 TEST(TimeBreakdown, AWaitNearTheHangBoundIsNamedWithItsCase) {
   fg::CheckResult r;
   fg::GpuCase c;
   c.hidden = 7168;
   c.calls.resize(3);
-  r.times.longest_wait_case = c;
-  r.times.longest_finished_wait = 0.0824;
+  r.times.closest_wait_case = c;
+  r.times.closest_wait = 0.0824;
+  r.times.closest_wait_bound = 0.25;
   const std::string note = fg::wait_margin_note(r);
   EXPECT_NE(note.find("after 82.4 ms"), std::string::npos) << note;
-  EXPECT_NE(note.find("250 ms bound"), std::string::npos) << note;
+  EXPECT_NE(note.find("250 ms bound for that case"), std::string::npos) << note;
   EXPECT_NE(note.find(fg::describe(c)), std::string::npos) << note;
-  r.times.longest_finished_wait = 0.0121;
+  r.times.closest_wait = 0.0121;
   EXPECT_EQ(fg::wait_margin_note(r), "");
+}
+
+// The bound allows a case's pauses in full: a hold and an in-kernel delay at every visit of a
+// block, each pause before a call and each PDL producer's delay once; a case without any
+// allows nothing beyond the base.
+TEST(WaitBudget, ACaseAllowsItsSeededPausesOnTopOfTheBase) {
+  fg::GpuCase c;
+  c.calls.resize(3);
+  EXPECT_EQ(fg::seeded_pause_allowance(c).count(), 0);
+  EXPECT_EQ(fg::wait_budget({fg::WaitStart::every_rank_enqueued}),
+            fg::base_wait_budget(fg::WaitStart::every_rank_enqueued));
+  c.hold.rank = 1;
+  c.hold.ns = 2'000'000;
+  EXPECT_EQ(fg::seeded_pause_allowance(c).count(), 2'000'000LL * fg::kPauseVisitsPerWait);
+  c.delay_seed = 7;
+  c.delay_max_ns = 20'000;
+  c.calls[1].producer_delay_ns = 50'000;
+  const long long want =
+      2'000'000LL * fg::kPauseVisitsPerWait + 20'000LL * (fg::kPauseVisitsPerWait + 3) + 50'000;
+  EXPECT_EQ(fg::seeded_pause_allowance(c).count(), want);
+  const fg::WaitBudget budget(fg::WaitStart::every_rank_enqueued, fg::seeded_pause_allowance(c));
+  EXPECT_EQ(fg::wait_budget(budget), fg::base_wait_budget(fg::WaitStart::every_rank_enqueued) +
+                                         std::chrono::nanoseconds(want));
+  // The 82 ms wait of a case held 2 ms at its polls (docs/results.md) is well inside its bound.
+  c.delay_seed = 0;
+  c.calls[1].producer_delay_ns = 0;
+  EXPECT_GT(fg::wait_budget({fg::WaitStart::every_rank_enqueued, fg::seeded_pause_allowance(c)}),
+            std::chrono::milliseconds(4 * 82));
 }
 
 // Which survivors a kill table excuses, per setup; every other survivor fails the run.

@@ -393,9 +393,9 @@ void FlashInferKernels::launch(const k::FusedParams& p, bool twoshot, cudaStream
   waiter_.enqueued(call, stream);
 }
 
-void FlashInferKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
+void FlashInferKernels::wait(cudaStream_t stream, const gpu::WaitBudget& budget) {
   waiter_.wait(
-      stream, start, current_->rank(),
+      stream, budget, current_->rank(),
       [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_current_call(); });
 }

@@ -112,7 +112,7 @@ class FlashInferKernels final : public gpu::KernelUnderTest {
   }
   // On the GPU, where the buffers are: only the counts cross PCIe.
   kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) override;
-  void wait(cudaStream_t stream, gpu::WaitStart start) override;
+  void wait(cudaStream_t stream, const gpu::WaitBudget& budget) override;
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }
   void reset() override;

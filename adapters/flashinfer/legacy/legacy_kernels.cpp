@@ -157,9 +157,9 @@ k::LamportScan FlashInferLegacyKernels::scan_lamport(const k::LamportScanRequest
   return scan;
 }
 
-void FlashInferLegacyKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
+void FlashInferLegacyKernels::wait(cudaStream_t stream, const gpu::WaitBudget& budget) {
   waiter_.wait(
-      stream, start, ws().rank(),
+      stream, budget, ws().rank(),
       [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       // Lets the stuck kernel finish: a value that is no sentinel (bf16 1.0, fp16 1.875) in
       // every element of this rank's buffers; the runner resets the workspace afterwards.

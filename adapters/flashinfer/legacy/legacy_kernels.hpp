@@ -22,7 +22,7 @@ class FlashInferLegacyKernels final : public gpu::KernelUnderTest {
   void launch(const kernels::FusedParams& params, bool twoshot, cudaStream_t stream) override;
   kernels::ControlState read_state(kernels::LamportCopy lamport) override;
   kernels::LamportScan scan_lamport(const kernels::LamportScanRequest& request) override;
-  void wait(cudaStream_t stream, gpu::WaitStart start) override;
+  void wait(cudaStream_t stream, const gpu::WaitBudget& budget) override;
   kernels::HangRecord hang_record() override { return waiter_.hang(); }
   void clear_hang_record() override { waiter_.clear_hang(); }
   void reset() override;

@@ -218,9 +218,9 @@ std::vector<std::string> FlashInferMoeKernels::case_notes(const gpu::GpuCase& c)
   return flashinfer_moe_case_notes(c, patch_);
 }
 
-void FlashInferMoeKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
+void FlashInferMoeKernels::wait(cudaStream_t stream, const gpu::WaitBudget& budget) {
   waiter_.wait(
-      stream, start, current_->rank(),
+      stream, budget, current_->rank(),
       [this](const PendingCall& call, double seconds) {
         return lamport_hang_record(*current_, waiter_, call, seconds);
       },

@@ -125,9 +125,9 @@ void FlashInferPcieKernels::launch(const k::FusedParams& p, bool twoshot, cudaSt
   waiter_.enqueued(call, stream);
 }
 
-void FlashInferPcieKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
+void FlashInferPcieKernels::wait(cudaStream_t stream, const gpu::WaitBudget& budget) {
   waiter_.wait(
-      stream, start, ws().rank(),
+      stream, budget, ws().rank(),
       [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_stuck_call(); });
 }

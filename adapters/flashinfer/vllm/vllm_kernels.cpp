@@ -198,9 +198,9 @@ void FlashInferVllmKernels::after_capture() {
     throw k::LaunchFailed(std::string("vLLM register_graph_buffers: ") + error);
 }
 
-void FlashInferVllmKernels::wait(cudaStream_t stream, gpu::WaitStart start) {
+void FlashInferVllmKernels::wait(cudaStream_t stream, const gpu::WaitBudget& budget) {
   waiter_.wait(
-      stream, start, ws().rank(),
+      stream, budget, ws().rank(),
       [this](const PendingCall& call, double seconds) { return record_hang(call, seconds); },
       [this] { release_stuck_call(); });
 }

@@ -341,6 +341,15 @@ std::string moe_problem(const CallSpec& call) {
 
 }  // namespace
 
+std::chrono::nanoseconds seeded_pause_allowance(const GpuCase& c) {
+  std::uint64_t ns = 0;
+  if (c.hold.active()) ns += std::uint64_t{c.hold.ns} * kPauseVisitsPerWait;
+  if (c.delay_seed != 0)
+    ns += std::uint64_t{c.delay_max_ns} * (kPauseVisitsPerWait + c.calls.size());
+  for (const CallSpec& call : c.calls) ns += call.producer_delay_ns;
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+}
+
 std::string case_problem(const GpuCase& c) {
   if (c.calls.empty()) return "a case needs at least one call";
   for (const CallSpec& call : c.calls)

@@ -83,10 +83,10 @@ void HostBoundedWait::done() {
   pending_.clear();
 }
 
-void HostBoundedWait::wait(cudaStream_t stream, WaitStart wait_start, int rank,
+void HostBoundedWait::wait(cudaStream_t stream, const WaitBudget& budget, int rank,
                            const Record& record, const std::function<void()>& release) {
   const auto start = Clock::now();
-  if (finished_by(stream, start + wait_budget(wait_start))) return done();
+  if (finished_by(stream, start + wait_budget(budget))) return done();
   // The record's read-back and the release share one budget, whatever their size: the peers
   // wait for this rank's report with their own (MPI) bound.
   copies_deadline_ = Clock::now() + kReleaseBudget;

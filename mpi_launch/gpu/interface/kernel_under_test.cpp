@@ -11,8 +11,8 @@
 
 namespace fusioncheck::gpu {
 
-void KernelUnderTest::wait(cudaStream_t stream, WaitStart start) {
-  (void)start;  // our kernels' polls end on their own budget
+void KernelUnderTest::wait(cudaStream_t stream, const WaitBudget& budget) {
+  (void)budget;  // our kernels' polls end on their own budget
   kernels::cuda_check(cudaStreamSynchronize(stream), "kernel");
 }
 

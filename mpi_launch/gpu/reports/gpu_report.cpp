@@ -91,21 +91,19 @@ std::string time_breakdown(const CheckResult& r) {
       "time per case, rank 0, ms: inputs {:.2f}, uploads {:.2f}, barrier+kernels {:.2f}, "
       "reference {:.2f}, invariants {:.2f}, report exchange {:.2f}, other (case generation and "
       "broadcast, workspace set-up) {:.2f}; longest wait that ended without a hang {:.1f} ms "
-      "(the host's hang bound, for kernels whose polls have none: {} ms)",
+      "(the host's hang bound, for kernels whose polls have none: {} ms plus the case's pauses)",
       ms(t.inputs), ms(t.uploads), ms(t.kernels), ms(t.reference), ms(t.invariants), ms(t.exchange),
       ms(other), 1e3 * t.longest_finished_wait,
-      wait_budget(WaitStart::every_rank_enqueued).count());
+      base_wait_budget(WaitStart::every_rank_enqueued).count());
 }
 
 std::string wait_margin_note(const CheckResult& r) {
-  const double bound =
-      std::chrono::duration<double>(wait_budget(WaitStart::every_rank_enqueued)).count();
-  const double longest = r.times.longest_finished_wait;
-  if (longest * 4 < bound || !r.times.longest_wait_case) return "";
+  const PhaseTimes& t = r.times;
+  if (!t.closest_wait_case || t.closest_wait * 4 < t.closest_wait_bound) return "";
   return fmt::format(
       "near the hang bound: a case's kernels ended on their own after {:.1f} ms, more than a "
-      "quarter of the host's {:.0f} ms bound; the case: {}",
-      1e3 * longest, 1e3 * bound, describe(*r.times.longest_wait_case));
+      "quarter of the host's {:.0f} ms bound for that case; the case: {}",
+      1e3 * t.closest_wait, 1e3 * t.closest_wait_bound, describe(*t.closest_wait_case));
 }
 
 std::string failure_report(const CheckResult& r, const GpuPlacement& placement, int ranks) {
@@ -170,8 +168,11 @@ nlohmann::json to_json(const CheckResult& r) {
             {"invariants", r.times.invariants},
             {"exchange", r.times.exchange}}},
           {"longest_finished_wait_seconds", r.times.longest_finished_wait},
-          {"longest_finished_wait_case",
-           r.times.longest_wait_case ? to_json(*r.times.longest_wait_case) : nlohmann::json()}};
+          {"closest_finished_wait",
+           r.times.closest_wait_case ? nlohmann::json{{"seconds", r.times.closest_wait},
+                                                      {"bound_seconds", r.times.closest_wait_bound},
+                                                      {"case", to_json(*r.times.closest_wait_case)}}
+                                     : nlohmann::json()}};
 }
 
 std::string junit_xml(const std::string& suite, const std::vector<CheckResult>& runs,

@@ -159,6 +159,15 @@ struct CaseRunner::CallBuffers {
   }
 };
 
+// What one call's outputs must be on this rank's share of its rows (checked_rows): computed
+// while the kernels run, compared once they have finished.
+struct CaseRunner::Expected {
+  RowShare share;
+  bool all_rows = true;
+  ref::FusedConfig config;  // of the share
+  ref::FusedOutputs want;
+};
+
 struct CaseRunner::CallData {
   ref::FusedConfig config;
   // On the host: every input whole (complete_inputs), or only the checked rows of every
@@ -168,6 +177,7 @@ struct CaseRunner::CallData {
   bool complete_inputs = true;
   bool own_input_in_scan_copy = false;
   std::uint64_t call_index = 0;
+  std::optional<Expected> expected;  // expect_outputs, once the call is enqueued
 };
 
 // What every rank contributes after a call (or a sequence of calls), gathered in one
@@ -220,6 +230,7 @@ void CaseRunner::prepare_call(const GpuCase& c, int position, std::uint64_t call
   const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
   call.config = reference_config(c, spec, kernel_.traits());
   call.call_index = call_index;
+  call.expected.reset();  // this call's inputs are new
   // What this rank needs of each input: its own and the residual whole on the GPU, gamma
   // whole, and its checked rows of every rank's input and of the residual on the host (the
   // reference). The GPU generates the own input and the residual itself (device_inputs.hpp),
@@ -366,6 +377,42 @@ void CaseRunner::launch_call(const GpuCase& c, int position, const CallData& cal
   ++calls_run_;
 }
 
+CaseRunner::Expected CaseRunner::expect_outputs(const GpuCase& c, int position,
+                                                const CallData& call) const {
+  const CallSpec& spec = c.calls[static_cast<std::size_t>(position)];
+  const bool rotated = kernel_.traits().rotated_reduction;
+  Expected e;
+  e.share = checked_rows(c, spec, comm_.rank(), rotated);
+  e.all_rows = e.share.count == static_cast<std::size_t>(spec.tokens);
+  e.config = call.config;
+  if (rotated) e.config.sum_from = comm_.rank();
+  e.config.tokens = static_cast<int>(e.share.count);
+  e.config.first_row = static_cast<int>(e.share.first);  // the share's place in the call's parts
+  e.config.call_tokens = spec.tokens;
+  if (e.share.count == 0) return e;
+  if (e.all_rows) e.want = ref::compute_fused(e.config, call.inputs);
+  else
+    e.want = ref::compute_fused(
+        e.config, slice_rows(call.inputs, e.share, static_cast<std::size_t>(c.hidden)));
+  return e;
+}
+
+// The reference outputs of calls [first, first + count), computed on the host while their
+// kernels run. One that throws is computed again where its outputs are checked, after the
+// wait, so that its error leaves no kernel running.
+void CaseRunner::expect_calls(const GpuCase& c, int first, int count,
+                              std::vector<CallData>& calls) {
+  Timed timed(times_.reference);
+  for (int i = first; i < first + count; ++i) {
+    CallData& call = calls[static_cast<std::size_t>(i)];
+    try {
+      call.expected = expect_outputs(c, i, call);
+    } catch (const std::exception&) {
+      call.expected.reset();
+    }
+  }
+}
+
 // Checks this rank's share of one call's outputs against the reference (row_share); returns
 // the hash of its whole outputs for the cross-rank agreement.
 std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const CallData& call,
@@ -374,20 +421,13 @@ std::uint64_t CaseRunner::check_outputs(const GpuCase& c, int position, const Ca
   const CallBuffers& b = *buffers_[static_cast<std::size_t>(position)];
   const std::size_t hidden = static_cast<std::size_t>(c.hidden);
   const std::size_t elems = static_cast<std::size_t>(spec.tokens) * hidden;
-  const bool rotated = kernel_.traits().rotated_reduction;
-  const RowShare share = checked_rows(c, spec, comm_.rank(), rotated);
-  const bool all_rows = share.count == static_cast<std::size_t>(spec.tokens);
-  ref::FusedConfig rc = call.config;  // of the share
-  if (rotated) rc.sum_from = comm_.rank();
-  rc.tokens = static_cast<int>(share.count);
-  rc.first_row = static_cast<int>(share.first);  // the share's place in the call's parts
-  rc.call_tokens = spec.tokens;
-  ref::FusedOutputs want;
-  ref::FusedInputs share_inputs;
-  if (share.count > 0) {
-    if (!all_rows) share_inputs = slice_rows(call.inputs, share, hidden);
-    want = ref::compute_fused(rc, all_rows ? call.inputs : share_inputs);
-  }
+  std::optional<Expected> computed;
+  if (!call.expected) computed = expect_outputs(c, position, call);
+  const Expected& expected = call.expected ? *call.expected : *computed;
+  const RowShare& share = expected.share;
+  const bool all_rows = expected.all_rows;
+  const ref::FusedConfig& rc = expected.config;
+  const ref::FusedOutputs& want = expected.want;
   const ref::Tensor& gamma = call.inputs.gamma;
   auto download = [&](const DeviceBuffer& buffer) {
     ref::Tensor t(rc.dtype, elems);
@@ -558,17 +598,31 @@ void CaseRunner::end_capture_and_wait(const char* phase) {
 }
 
 // The wait's budget starts once every rank has enqueued its calls: a peer whose host is slow
-// to launch (a module loaded lazily) cannot make a call that waits for it look hung.
-void CaseRunner::wait_for_every_rank(const GpuCase& c) {
-  comm_.barrier("every rank's calls enqueued");
+// to launch (a module loaded lazily) cannot make a call that waits for it look hung. It
+// allows the case's own pauses in full on top of the base. The host computes the calls'
+// reference outputs while their kernels run.
+void CaseRunner::wait_for_every_rank(const GpuCase& c, int first, int count,
+                                     std::vector<CallData>& calls) {
+  {
+    Timed timed(times_.kernels);
+    comm_.barrier("every rank's calls enqueued");
+  }
+  mpi::set_phase("computing the reference while the kernels run");
+  expect_calls(c, first, count, calls);
+  Timed timed(times_.kernels);
   mpi::set_phase("waiting for the kernels to finish");
+  const WaitBudget budget(WaitStart::every_rank_enqueued, seeded_pause_allowance(c));
   const auto start = std::chrono::steady_clock::now();
-  kernel_.wait(stream_, WaitStart::every_rank_enqueued);
+  kernel_.wait(stream_, budget);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (kernel_.hang_record().valid == 0 && seconds > times_.longest_finished_wait) {
-    times_.longest_finished_wait = seconds;
-    times_.longest_wait_case = c;
+  if (kernel_.hang_record().valid != 0) return;
+  times_.longest_finished_wait = std::max(times_.longest_finished_wait, seconds);
+  const double bound = std::chrono::duration<double>(wait_budget(budget)).count();
+  if (seconds * times_.closest_wait_bound >= times_.closest_wait * bound) {  // a larger share
+    times_.closest_wait = seconds;
+    times_.closest_wait_bound = bound;
+    times_.closest_wait_case = c;
   }
 }
 
@@ -640,8 +694,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
           // its peers spinning through their wait budget (a false hang).
           comm_.barrier("call start");
           launch_call(c, i, calls[i], stream_);
-          wait_for_every_rank(c);
         }
+        wait_for_every_rank(c, i, 1, calls);
         if (check_calls(c, i, 1, calls, findings)) break;
       }
     } else {
@@ -688,8 +742,8 @@ CaseVerdict CaseRunner::run(const GpuCase& c) {
             }
             cuda_check(cudaGraphLaunch(graph_exec, stream_), "cudaGraphLaunch");
           }
-          wait_for_every_rank(c);
         }
+        wait_for_every_rank(c, 0, n, calls);
         stop = check_calls(c, 0, n, calls, findings);
       }
       if (graph_exec) cudaGraphExecDestroy(graph_exec);

@@ -39,16 +39,19 @@ struct PhaseTimes {
                           // of every input; the whole own input and residual where the GPU
                           // does not make them)
   double uploads = 0;     // copying them to the GPU or launching its generator, the output canaries
-  double kernels = 0;     // barrier before the launch, launch, waiting for the kernels
-  double reference = 0;   // output download, Eigen reference, comparison, consumer copy
+  double kernels = 0;     // barriers, launch, the wait for the kernels left after the reference
+  double reference = 0;   // Eigen reference (while the kernels run), output download,
+                          // comparison, consumer copy
   double invariants = 0;  // workspace read-back and the per-rank invariant scan
   double exchange = 0;    // gathering every rank's report and the verdict (MPI)
-  // Not a sum: the longest wait for a case's kernels that ended without a hang, how close
-  // calls that finish came to the hang bound (wait_budget(WaitStart::every_rank_enqueued)
-  // for kernels whose polls have no bound of their own).
+  // Not sums: the longest wait for a case's kernels that ended without a hang, and the one
+  // that came closest to its own hang bound (wait_budget: the base and the case's pauses, for
+  // kernels whose polls have no bound of their own), with that bound and the case (its draws
+  // say why: holds, delays, sizes), for the report.
   double longest_finished_wait = 0;
-  // The case that waited that long (its draws say why: holds, delays, sizes), for the report.
-  std::optional<GpuCase> longest_wait_case;
+  double closest_wait = 0;
+  double closest_wait_bound = 0;
+  std::optional<GpuCase> closest_wait_case;
 };
 
 // The reference's configuration of one call of a case on a kernel of these traits: its sum
@@ -71,6 +74,7 @@ class CaseRunner {
 
  private:
   struct CallBuffers;
+  struct Expected;
   struct CallData;
 
   struct RankReport;
@@ -81,14 +85,17 @@ class CaseRunner {
   // the first waits for it before the calls are awaited (join).
   void fork_second_stream();
   void join_second_stream();
+  Expected expect_outputs(const GpuCase& c, int position, const CallData& call) const;
+  void expect_calls(const GpuCase& c, int first, int count, std::vector<CallData>& calls);
   std::uint64_t check_outputs(const GpuCase& c, int position, const CallData& call,
                               std::vector<Finding>& out);
   bool check_calls(const GpuCase& c, int first, int count, const std::vector<CallData>& calls,
                    std::vector<Finding>& out);
   CaseVerdict gather_verdict(std::vector<Finding> mine, bool refused, const std::string& refusal);
   void end_capture_and_wait(const char* phase);
-  // A barrier, then the kernel's wait for case c's calls (times the wait).
-  void wait_for_every_rank(const GpuCase& c);
+  // A barrier, the reference outputs of calls [first, first + count), then the kernel's wait
+  // for case c's calls (times the wait).
+  void wait_for_every_rank(const GpuCase& c, int first, int count, std::vector<CallData>& calls);
 
   mpi::MpiComm& comm_;
   KernelUnderTest& kernel_;

@@ -4,6 +4,7 @@
 // failure. A case is a short sequence of calls on one workspace; each call's inputs are a
 // pure function of (case seed, call index, rank), so every rank's input for every call is
 // distinguishable and every rank can compute the reference of every call.
+#include <chrono>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -132,6 +133,13 @@ std::string describe_block(const GpuCase& c, const std::string& indent = "  ");
 void showValue(const GpuCase& c, std::ostream& os);
 // Why a case cannot run as written (a replay file edited by hand, say); "" if it can.
 std::string case_problem(const GpuCase& c);
+// How much longer than its kernels alone a case's calls may run because of the pauses it
+// draws, for the host's hang bound (WaitBudget::case_pauses): a hold and an in-kernel delay
+// counted kPauseVisitsPerWait times (a block meets them at every poll or sync site it passes,
+// once per token it loops over: up to about 64 times in one FlashInfer MoE call at the
+// largest default sizes), every pause before a call and every PDL producer's delay once.
+inline constexpr int kPauseVisitsPerWait = 128;
+std::chrono::nanoseconds seeded_pause_allowance(const GpuCase& c);
 // Why a case is outside what a kernel supports (KernelTraits), naming the first reason;
 // "" if it is inside. Generated and smoke cases are inside; a replay file may be outside on
 // purpose (e.g. -0 inputs for a kernel that hangs on them).

@@ -41,12 +41,12 @@ class HostBoundedWait {
   // After enqueueing a call on `stream`: records its event (outside a capture).
   void enqueued(PendingCall call, cudaStream_t stream);
   bool idle() const { return pending_.empty(); }
-  // Waits for `stream` (wait_budget(start)). When the budget expires: `record` builds the hang
+  // Waits for `stream` (wait_budget(budget)). When it expires: `record` builds the hang
   // record of the stuck call from its buffers (read with read_back while the kernel runs),
   // `release` lets the kernel finish (fill), then the wait goes on (10 s) and throws CudaError
   // if it still runs.
   using Record = std::function<kernels::HangRecord(const PendingCall& stuck, double seconds)>;
-  void wait(cudaStream_t stream, WaitStart start, int rank, const Record& record,
+  void wait(cudaStream_t stream, const WaitBudget& budget, int rank, const Record& record,
             const std::function<void()>& release);
   // Which release of the current hang `release` is running: 0 for the first, then 1, 2, ...
   // (every 500 ms while the call runs), so that an adapter can release harder when the first

@@ -214,9 +214,9 @@ class KernelUnderTest {
   }
   // Waits for the calls enqueued on `stream`. Our kernels bound their own polls (a hang is
   // recorded, the kernel exits); an adapter for a kernel whose polls are unbounded bounds
-  // the wait here (HostBoundedWait, wait_budget(start)), records the hang and releases the
+  // the wait here (HostBoundedWait, wait_budget(budget)), records the hang and releases the
   // kernel.
-  virtual void wait(cudaStream_t stream, WaitStart start);
+  virtual void wait(cudaStream_t stream, const WaitBudget& budget);
   virtual kernels::HangRecord hang_record() = 0;
   virtual void clear_hang_record() = 0;
   // Collective: drops the protocol state the failing case left (after a failure it is not
