@@ -11,6 +11,8 @@
 #                             typed, relative to the folder a script was started from (DIR)
 #   fc_bin BUILD_DIR          prints the fusioncheck binary of a build (BUILD_DIR/bin/fusioncheck)
 #   fc_configure_default      configures build/default as README's two commands share it
+#   fc_tests_not_in PRESET OTHER   a ctest -I spec of PRESET's tests that OTHER does not run
+#                             (empty when there are none)
 #   fc_gpu_archs              the GPUs' CUDA architectures (90;120), empty without a GPU
 #   fc_build_flashinfer_copies BUILD   adds FlashInfer's patched copies to a build (kill tables)
 #   fc_use_carried_debs       machines without a network: unpacks .debs/ into /tmp/fcdeps
@@ -80,6 +82,21 @@ fc_gpu_archs() {
 # that GPU and every rank count. Beside the pinned FlashInfer, one older release (its compile
 # probes find what it lacks): --kernel flashinfer@<release>. The patched copies are not
 # compiled here: the kill table's machine adds them (fc_build_flashinfer_copies).
+# The tests of test preset $1 whose names test preset $2 does not list, as a ctest -I
+# argument ("0,0,0,N,M,..."; empty when there are none): every test then runs in one of the two.
+fc_tests_not_in() {
+  local others
+  others=$(cd "$FC_ROOT" && ctest --preset "$2" -N) || return 1
+  (cd "$FC_ROOT" && ctest --preset "$1" -N) | awk -v others="$others" '
+    BEGIN { n = split(others, lines, "\n")
+            for (i = 1; i <= n; i++) if (lines[i] ~ /Test +#[0-9]+: /) {
+              sub(/^.*Test +#[0-9]+: /, "", lines[i]); split(lines[i], w, " "); seen[w[1]] = 1 } }
+    /Test +#[0-9]+: / { num = $0; sub(/^.*Test +#/, "", num); sub(/:.*$/, "", num)
+                        name = $0; sub(/^.*Test +#[0-9]+: /, "", name); split(name, w, " ")
+                        if (!(w[1] in seen)) list = list "," num }
+    END { if (list != "") print "0,0,0" list }'
+}
+
 fc_configure_default() {
   local args=(-DFUSIONCHECK_FLASHINFER_RELEASES="$(tr -d '[:space:]' <"$FC_ROOT/ci/old_flashinfer_release")")
   local archs
