@@ -58,6 +58,7 @@ struct GpuCliOptions {
 // first), ends the rank with a diagnosis. A launcher's SIGTERM is answered the same way.
 template <typename Job> int run_on_ranks(const GpuCliOptions& options, Job job) {
   gpu::load_modules_eagerly_before_cuda();
+  gpu::hardware_queues_before_cuda();
   if (options.check.kernel.share_sms || options.smoke.kernel.share_sms ||
       (options.bench.compare && options.bench.compare->share_sms) ||
       (options.profile.kernel && options.profile.kernel->share_sms))
@@ -645,11 +646,6 @@ void add_kernels(CLI::App& gpu, std::shared_ptr<GpuCliOptions> o, int& exit_code
 
 void add_gpu_subcommands(CLI::App& gpu, std::shared_ptr<const gpu::KernelRegistry> registry,
                          const std::string& program, int& exit_code) {
-  // Before any CUDA call: a hardware queue per stream (the runtime's default is 8 for all of a
-  // process's streams). The host's release copies run on a stream of their own; sharing a queue
-  // with a stream stuck behind a spinning kernel (a copy-engine ring's side streams, the
-  // hog's) they would wait for the kernel they are to release. A value the user set is kept.
-  (void)setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   auto o = std::make_shared<GpuCliOptions>();
   o->registry = std::move(registry);
   o->program = program;

@@ -301,6 +301,34 @@ TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
   std::filesystem::remove_all(proc);
 }
 
+// 32 hardware queues where at most two ranks share a GPU; with more, or a value the user set,
+// the environment stays as it is.
+TEST(HardwareQueues, ThirtyTwoWhereAtMostTwoRanksShareAGpu) {
+  const auto proc = std::filesystem::temp_directory_path() /
+                    ("fc_fake_proc_queues_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(proc);
+  std::filesystem::create_directories(proc / "driver/nvidia/gpus/0000:01:00.0");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 32);  // one process, no launcher
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
+  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 0);  // now set: kept as it is
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 32);
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 0);  // four clients of one GPU's pool
+  EXPECT_EQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
+  setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);  // two ranks per GPU
+  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 32);
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  std::filesystem::remove_all(proc);
+}
+
 // The size limits: one definition, checked once; a case beyond them is named, not run.
 TEST(CaseLimits, BadLimitsAreBadInputAndCasesBeyondThemAreNamed) {
   fg::CaseLimits ok;

@@ -73,6 +73,15 @@ int share_sms_before_cuda(const std::filesystem::path& proc) {
   return percent;
 }
 
+int hardware_queues_before_cuda(const std::filesystem::path& proc) {
+  if (std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr) return 0;  // the user's choice
+  const int ranks = std::max(1, ranks_per_node_from_launcher());
+  const int gpus = std::max(1, visible_gpus(proc));
+  if ((ranks + gpus - 1) / gpus > 2) return 0;
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
+  return 32;
+}
+
 namespace {
 bool launcher_environment() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_NTASKS"})

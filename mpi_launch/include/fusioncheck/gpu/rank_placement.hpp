@@ -33,6 +33,16 @@ bool mps_daemon_running(const std::filesystem::path& proc = "/proc");
 // share set, 0 if none.
 int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
 
+// Before CUDA starts in this process: CUDA_DEVICE_MAX_CONNECTIONS=32 (a hardware queue per
+// stream; the runtime's default is 8 for all of a process's streams) where at most two ranks
+// share a GPU, so that the host's release copies, on a stream of their own, do not wait in a
+// queue behind a kernel they are to release. With more ranks per GPU the runtime's default
+// stays: under MPS a GPU's clients share one pool of queues, each keeping its own, and 4, 6 and
+// 8 ranks of 32 queues each stopped in their first case (docs/results.md). Ranks and GPUs as
+// share_sms_before_cuda counts them; a value the user set is kept. Returns the count set, 0 if
+// none.
+int hardware_queues_before_cuda(const std::filesystem::path& proc = "/proc");
+
 // The first checks of every job, before any collective or CUDA work. A single process that
 // no MPI launcher started (no OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK or SLURM_NTASKS in its
 // environment) is told to run under mpirun -np N, N one of `counts` (e.g. "2, 4, 8 or 16").
