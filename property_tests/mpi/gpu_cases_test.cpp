@@ -269,14 +269,20 @@ TEST(MpsDetection, NeedsADaemonProcess) {
   EXPECT_FALSE(fg::mps_daemon_running(proc));  // no such directory: not running
 }
 
+// A stand-in for /proc with one GPU under driver/nvidia/gpus, made afresh.
+std::filesystem::path fake_proc_with_one_gpu(const std::string& tag) {
+  const auto proc = std::filesystem::temp_directory_path() /
+                    ("fc_fake_proc_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(proc);
+  std::filesystem::create_directories(proc / "driver/nvidia/gpus/0000:01:00.0");
+  return proc;
+}
+
 // Ranks sharing a GPU under MPS get an equal share of the SMs before CUDA starts (kernels
 // whose grids come from the SM count); a value the user set, one rank per GPU or no MPS
 // daemon leave the environment alone.
 TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
-  const auto proc =
-      std::filesystem::temp_directory_path() / ("fc_fake_proc_share_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(proc);
-  std::filesystem::create_directories(proc / "driver/nvidia/gpus/0000:01:00.0");
+  const auto proc = fake_proc_with_one_gpu("share");
   std::filesystem::create_directories(proc / "1");
   std::ofstream(proc / "1" / "comm") << "init\n";
   unsetenv("CUDA_VISIBLE_DEVICES");
@@ -304,10 +310,7 @@ TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
 // 32 hardware queues where at most two ranks share a GPU; with more, or a value the user set,
 // the environment stays as it is.
 TEST(HardwareQueues, ThirtyTwoWhereAtMostTwoRanksShareAGpu) {
-  const auto proc = std::filesystem::temp_directory_path() /
-                    ("fc_fake_proc_queues_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(proc);
-  std::filesystem::create_directories(proc / "driver/nvidia/gpus/0000:01:00.0");
+  const auto proc = fake_proc_with_one_gpu("queues");
   unsetenv("CUDA_VISIBLE_DEVICES");
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");

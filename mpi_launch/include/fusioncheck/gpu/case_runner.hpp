@@ -44,7 +44,8 @@ struct PhaseTimes {
                           // comparison, consumer copy
   double invariants = 0;  // workspace read-back and the per-rank invariant scan
   double exchange = 0;    // gathering every rank's report and the verdict (MPI)
-  // Not sums: the longest wait for a case's kernels that ended without a hang, and the one
+  // Not sums: the longest wait for a case's kernels that ended without a hang (from the end of
+  // the reference computation, where the bounded wait starts), and the one
   // that came closest to its own hang bound (wait_budget: the base and the case's pauses, for
   // kernels whose polls have no bound of their own), with that bound and the case (its draws
   // say why: holds, delays, sizes), for the report.
