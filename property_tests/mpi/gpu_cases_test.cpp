@@ -9,12 +9,14 @@
 
 #include "fusioncheck/gpu/errors.hpp"
 #include "fusioncheck/gpu/gpu_case.hpp"
+#include "fusioncheck/gpu/gpu_check.hpp"
 #include "fusioncheck/gpu/gpu_report.hpp"
 #include "fusioncheck/gpu/gpu_runs.hpp"
 #include "fusioncheck/gpu/row_share.hpp"
 #include "fusioncheck/gpu/rank_placement.hpp"
 #include "fusioncheck/gpu/kernel_under_test.hpp"
 #include "fusioncheck/gpu/wait_start.hpp"
+#include "fusioncheck/kernels/cuda_check.hpp"
 #include "gpu_case_fixtures.hpp"
 
 #include <filesystem>
@@ -306,6 +308,44 @@ TEST(WriteFile, WritesWholeOrFailsNamingThePath) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-folder/x.json"), std::string::npos)
         << e.what();
   }
+}
+
+// A CUDA error inside a case leaves the case as drawn, replayable, named in the error.
+TEST(CaseInFlight, WrittenBesideTheReplayOutNamedByRank) {
+  fg::CheckOptions o;
+  o.kernel.name = "flashinfer-vllm";
+  o.replay_out = testing::TempDir() + "fusioncheck_in_flight.json";
+  const fg::GpuCase c = full_case();
+  const std::string added =
+      fg::keep_case_in_flight(3, 6, o, c, "an illegal memory access was encountered");
+  const std::string file = testing::TempDir() + "fusioncheck_in_flight-in-flight-rank3.json";
+  EXPECT_NE(added.find(file), std::string::npos) << added;
+  EXPECT_NE(added.find("mpirun -np 6 fusioncheck gpu check --kernel flashinfer-vllm"),
+            std::string::npos)
+      << added;
+  std::ifstream in(file);
+  ASSERT_TRUE(in.good()) << file;
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("case"), fg::to_json(c));
+  EXPECT_EQ(j.at("findings").at(0).at("check"), "cuda");
+  EXPECT_NE(j.at("findings").at(0).at("message").get<std::string>().find("rank 3: an illegal"),
+            std::string::npos);
+  std::filesystem::remove(file);
+  o.replay_out = "/nonexistent-folder/r.json";  // the error stands, with why no file
+  EXPECT_NE(fg::keep_case_in_flight(0, 2, o, c, "x").find("could not be written"),
+            std::string::npos);
+  o.replay_out.clear();
+  EXPECT_EQ(fg::keep_case_in_flight(0, 2, o, c, "x"), "");
+}
+
+// A faulted kernel's errors mark the device as one whose memory is left to the exit.
+TEST(CaseInFlight, FaultsAreStickyAndRefusalsAreNot) {
+  for (cudaError_t e : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert,
+                        cudaErrorMisalignedAddress, cudaErrorMpsClientTerminated})
+    EXPECT_TRUE(fk::is_sticky_error(e)) << cudaGetErrorName(e);
+  for (cudaError_t e : {cudaSuccess, cudaErrorNotReady, cudaErrorInvalidValue,
+                        cudaErrorInvalidConfiguration, cudaErrorNoDevice})
+    EXPECT_FALSE(fk::is_sticky_error(e)) << cudaGetErrorName(e);
 }
 
 // A failing case reads as labelled fields and a table of calls, not as a raw tuple.

@@ -67,10 +67,12 @@ VllmWorkspace::VllmWorkspace(k::Bootstrap& bootstrap, const VllmApi& api, std::u
 }
 
 VllmWorkspace::~VllmWorkspace() {
+  // Stuck or faulted: the header's destructor would throw from a destructor (a CUDA call of a
+  // lost context) and end the process before the error is reported. Left to the exit.
+  if (k::device_stuck()) return;
   if (handle_ != nullptr) api_.destroy(handle_);  // closes the graph buffers it opened
   signal_peers_.reset();
   registered_peers_.reset();
-  if (k::device_stuck()) return;  // freeing would wait for the stuck kernel
   for (void* p : {signal_allocation_, registered_allocation_, rank_data_})
     if (p != nullptr) (void)cudaFree(p);
 }

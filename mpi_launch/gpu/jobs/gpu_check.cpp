@@ -378,16 +378,30 @@ DrawSettings draw_settings(const CheckOptions& o, int ranks, const GpuPlacement&
   return draw;
 }
 
+// The command that replays a case file on as many ranks.
+std::string replay_command(int ranks, const CheckOptions& o, const std::string& file) {
+  return fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", ranks,
+                     o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name,
+                     std::string(o.mutant.id()), file);
+}
+
 // Runs the cases of this rank and counts them into the result; rank 0 prints a progress
 // line, with where the time goes, every 15 s of a long run.
 class CaseCounter {
  public:
-  CaseCounter(mpi::MpiComm& comm, KernelUnderTest& kernel, CaseRunner& runner, CheckResult& result)
-      : comm_(comm), kernel_(kernel), runner_(runner), result_(result), start_(Clock::now()),
+  CaseCounter(mpi::MpiComm& comm, const CheckOptions& o, KernelUnderTest& kernel,
+              CaseRunner& runner, CheckResult& result)
+      : comm_(comm), o_(o), kernel_(kernel), runner_(runner), result_(result), start_(Clock::now()),
         last_progress_(start_) {}
 
   CaseVerdict run(const GpuCase& c) {
-    CaseVerdict v = runner_.run(c);
+    CaseVerdict v;
+    try {
+      v = runner_.run(c);
+    } catch (const k::CudaError& e) {
+      throw k::CudaError(e.what() +
+                         keep_case_in_flight(comm_.rank(), comm_.size(), o_, c, e.what()));
+    }
     if (v.refused) {
       ++result_.refused;
       ++result_.refusals[v.refusal.substr(0, v.refusal.find_first_of("0123456789"))];
@@ -409,6 +423,7 @@ class CaseCounter {
 
  private:
   mpi::MpiComm& comm_;
+  const CheckOptions& o_;
   KernelUnderTest& kernel_;
   CaseRunner& runner_;
   CheckResult& result_;
@@ -452,12 +467,6 @@ void replay_case(mpi::MpiComm& comm, const CheckOptions& o, const CaseRunner& ru
     break;
   }
   send_case(comm, nullptr);
-}
-
-std::string replay_command(int ranks, const CheckOptions& o, const std::string& file) {
-  return fmt::format("mpirun -np {} fusioncheck gpu check{} --mutant {} --replay {}", ranks,
-                     o.kernel.name == "ours" ? std::string() : " --kernel " + o.kernel.name,
-                     std::string(o.mutant.id()), file);
 }
 
 // Rank 0: the smallest failing case RapidCheck shrank to, and its replay file where
@@ -618,7 +627,7 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   result.strict = o.strict;
   KnownFindingRun known(o.known ? entries_for(*o.known, o.kernel.name, o.kernel.release)
                                 : std::vector<KnownFinding>{});
-  CaseCounter cases(comm, kernel, runner, result);
+  CaseCounter cases(comm, o, kernel, runner, result);
   if (comm.rank() != 0) follow_rank_0(comm, cases);
   else if (!o.replay_file.empty()) replay_case(comm, o, runner, cases, known, result);
   else search_cases(comm, o, draw, traits, kernel.name(), cases, known, result);
@@ -629,6 +638,24 @@ CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacem
   }
   share_verdict(comm, runner, cases.start(), result);
   return result;
+}
+
+std::string keep_case_in_flight(int rank, int ranks, const CheckOptions& o, const GpuCase& c,
+                                const std::string& error) {
+  if (o.replay_out.empty()) return "";
+  const auto dot = o.replay_out.rfind(".json");
+  const std::string file =
+      fmt::format("{}-in-flight-rank{}.json",
+                  dot == std::string::npos ? o.replay_out : o.replay_out.substr(0, dot), rank);
+  const std::string command = replay_command(ranks, o, file);
+  try {
+    CaseVerdict v;
+    v.findings.push_back({"cuda", fmt::format("rank {}: {}", rank, error)});
+    write_replay(file, c, v, o.kernel.name, o.mutant, command);
+  } catch (const std::exception& e) {  // the CUDA error stands; the file is a convenience
+    return fmt::format("; the case in flight could not be written: {}", e.what());
+  }
+  return fmt::format("; the case in flight: {} (replay: {})", file, command);
 }
 
 void require_variant(int variant, const std::string& kernel, const KernelTraits& traits) {

@@ -117,4 +117,11 @@ RunConfig run_config(const CheckOptions& options, int ranks, const std::string& 
 // BadInput when `variant` (-1: any) is not one of the kernel's launch variants.
 void require_variant(int variant, const std::string& kernel, const KernelTraits& traits);
 
+// A rank that meets a CUDA error inside a case (a kernel that faulted leaves no context to
+// shrink it in) writes the case as drawn beside --replay-out, named by the rank, so that it
+// can be replayed. Returns what the error's message adds: the file and its replay command, why
+// it could not be written, or nothing without --replay-out.
+std::string keep_case_in_flight(int rank, int ranks, const CheckOptions& o, const GpuCase& c,
+                                const std::string& error);
+
 }  // namespace fusioncheck::gpu
