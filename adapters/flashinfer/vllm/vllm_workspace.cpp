@@ -63,6 +63,9 @@ VllmWorkspace::VllmWorkspace(k::Bootstrap& bootstrap, const VllmApi& api, std::u
     throw k::InvalidLaunch(std::string("vLLM CustomAllreduce: ") + error);
   if (api.register_buffer(handle_, registered, error, sizeof(error)) != 0)
     throw k::InvalidLaunch(std::string("vLLM CustomAllreduce::register_buffer: ") + error);
+  // Its rank data is a pageable cudaMemcpy on the legacy stream (after_capture, vllm_kernels.cpp):
+  // landed before any call reads it.
+  FC_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   bootstrap.barrier("vLLM custom allreduce workspace initialised");  // no barrier before this
 }
 
