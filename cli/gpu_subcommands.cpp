@@ -304,8 +304,10 @@ void add_check_options(CLI::App* cmd, GpuCliOptions& o) {
       ->check(integer_in<int>(16, gpu::CaseLimits::kMaxHidden))
       ->check(multiple_of_16());
   cmd->add_option("--max-elems", c.limits.max_elems,
-                  "Largest tokens x hidden of one call (>= --max-hidden)")
-      ->check(integer_in<std::int64_t>(16, gpu::CaseLimits::kMaxElems));
+                  "Largest tokens x hidden of one call (>= --max-hidden; unless given, raised to "
+                  "reach a launch variant's deeper path where the kernel has one)")
+      ->check(integer_in<std::int64_t>(16, gpu::CaseLimits::kMaxElems))
+      ->each([&c](const std::string&) { c.limits.max_elems_chosen = true; });
   cmd->add_option("--max-calls", c.limits.max_calls, "Longest call sequence per case")
       ->check(integer_in<int>(1, gpu::kMaxCallsPerCase));
   cmd->add_flag_callback(

@@ -284,6 +284,46 @@ TEST(DrawCase, ADeepPathIsReachedByAQuarterOfTheVariantsCalls) {
   EXPECT_FALSE(fg::reaches_deep_path(1, 4096, 1024, far));  // no such variant
 }
 
+// A deeper path past the default --max-elems (the ring's pieces at 4 ranks: 2^21 elements)
+// raises the run's limit to it, so that its calls are drawn there; the controls: a limit given
+// on the command line stays, and a path past --max-tokens x --max-hidden raises nothing.
+TEST(DrawCase, ADeepPathPastTheDefaultLimitRaisesIt) {
+  fg::KernelTraits traits;
+  fg::KernelVariant v;
+  v.name = "ring at 4 ranks";
+  v.elems_multiple = 64;
+  v.deep_from_elems = 1u << 21;
+  traits.variants = {fg::KernelVariant{}, v};
+  const fg::CaseLimits defaults;
+  const auto deep_calls = [&](const fg::CaseLimits& limits) {
+    fg::DrawSettings s;
+    s.ranks = 4;
+    s.hidden_sizes = {4096};
+    s.limits = limits;
+    const auto gen = rc::gen::exec([&] { return fg::draw_case(s, traits); });
+    int deep = 0;
+    for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+      const fg::GpuCase c = gen(rc::Random(seed), 50).value();
+      EXPECT_EQ(limits.does_not_fit(c), "") << "seed " << seed;
+      for (const fg::CallSpec& call : c.calls)
+        deep += static_cast<std::uint64_t>(call.tokens) * c.hidden >= v.deep_from_elems ? 1 : 0;
+    }
+    return deep;
+  };
+  const fg::CaseLimits raised = fg::limits_reaching_deep_paths(defaults, traits);
+  EXPECT_EQ(raised.max_elems, std::int64_t{1} << 21);
+  EXPECT_GT(deep_calls(raised), 20);
+  EXPECT_EQ(deep_calls(defaults), 0);  // what the default limit alone draws
+  fg::CaseLimits chosen = defaults;
+  chosen.max_elems_chosen = true;
+  EXPECT_EQ(fg::limits_reaching_deep_paths(chosen, traits).max_elems, defaults.max_elems);
+  fg::CaseLimits narrow = defaults;
+  narrow.max_tokens = 128;  // 128 x 8192 = 2^20 elements at most
+  EXPECT_EQ(fg::limits_reaching_deep_paths(narrow, traits).max_elems, defaults.max_elems);
+  traits.variants[1].deep_from_elems = 1u << 19;  // within the default: left as it is
+  EXPECT_EQ(fg::limits_reaching_deep_paths(defaults, traits).max_elems, defaults.max_elems);
+}
+
 // The held-rank schedule is drawn in about one case of four with delays, at every point a
 // kernel that holds itself has, before the push only for any other kernel (never before a
 // call behind its PDL producer); each drawn case runs and is inside the traits. Fixed seeds.

@@ -481,6 +481,17 @@ bool reaches_deep_path(int variant, int hidden, int max_tokens, const KernelTrai
   return static_cast<std::uint64_t>(largest.tokens) * static_cast<std::uint64_t>(hidden) >= deep;
 }
 
+CaseLimits limits_reaching_deep_paths(CaseLimits limits, const KernelTraits& traits) {
+  if (limits.max_elems_chosen) return limits;
+  const std::int64_t widest = std::min<std::int64_t>(
+      static_cast<std::int64_t>(limits.max_tokens) * limits.max_hidden, CaseLimits::kMaxElems);
+  for (const KernelVariant& v : traits.variants) {
+    const auto deep = static_cast<std::int64_t>(v.deep_from_elems);
+    if (deep > limits.max_elems && deep <= widest) limits.max_elems = deep;
+  }
+  return limits;
+}
+
 std::string outside_traits(const GpuCase& c, const KernelTraits& t) {
   if (!t.runs_hidden(c.hidden))
     return fmt::format("hidden={} is not one the kernel runs", c.hidden);

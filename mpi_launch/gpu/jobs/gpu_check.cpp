@@ -606,13 +606,16 @@ void share_verdict(mpi::MpiComm& comm, const CaseRunner& runner, Clock::time_poi
 
 }  // namespace
 
-CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& o, const GpuPlacement& placement) {
-  o.limits.validate();
+CheckResult run_check(mpi::MpiComm& comm, const CheckOptions& given,
+                      const GpuPlacement& placement) {
+  given.limits.validate();
   MpiBootstrap bootstrap(comm);
-  const std::unique_ptr<KernelUnderTest> made = o.kernel.make(bootstrap, o.mutant);
+  const std::unique_ptr<KernelUnderTest> made = given.kernel.make(bootstrap, given.mutant);
   KernelUnderTest& kernel = *made;
-  require_mutant_instance(kernel, o.mutant);
+  require_mutant_instance(kernel, given.mutant);
   const KernelTraits traits = kernel.traits();
+  CheckOptions o = given;
+  o.limits = limits_reaching_deep_paths(given.limits, traits);
   const DrawSettings draw = draw_settings(o, comm.size(), placement);
   require_hidden_size_within(traits, o.limits.max_hidden, kernel);
   require_listed_hidden_size(traits, o, kernel);

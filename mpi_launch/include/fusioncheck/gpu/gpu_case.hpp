@@ -174,6 +174,7 @@ struct CaseLimits {
   int max_tokens = 2048;
   int max_hidden = 8192;
   std::int64_t max_elems = 1 << 20;  // tokens x hidden of one call (reference and read-back time)
+  bool max_elems_chosen = false;     // given on the command line: no kernel raises it
   int max_calls = 4;
 
   void validate() const;  // throws BadInput naming the option
@@ -189,6 +190,10 @@ struct CaseLimits {
   // Elements a MoE call's expert rows hold: reference::moe_rows_capacity at the largest call.
   std::size_t moe_rows_capacity() const;
 };
+// The limits with max_elems raised, unless chosen, to the deepest path of the kernel's variants
+// that max_tokens x max_hidden allows (at most kMaxElems): the copy-engine ring cuts a chunk into
+// pieces from shards of 2^19 elements, calls past the default limit at 4 and 8 ranks.
+CaseLimits limits_reaching_deep_paths(CaseLimits limits, const KernelTraits& traits);
 inline constexpr std::size_t kScaleCanaryTail = 256;
 // The bytes of a call's scale_out that its pattern writes (0 without one): per token floats
 // (fp8_dynamic), the NVFP4 or MXFP8 storage in its layout, the packed group FP8 storage.
