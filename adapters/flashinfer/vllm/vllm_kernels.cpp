@@ -199,15 +199,6 @@ void FlashInferVllmKernels::after_capture() {
   land_rank_data();
 }
 
-// vLLM writes the rank data with a plain cudaMemcpy from pageable memory: it returns once the
-// bytes are staged, and the DMA runs on the legacy stream, which the case's non-blocking
-// stream does not wait for. A graph launched at once may read the slots before they land
-// (old pointers, or none: an illegal address). vLLM replays its graphs long after their
-// registration; here the replay follows it at once, so the copy is waited for.
-void FlashInferVllmKernels::land_rank_data() {
-  FC_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
-}
-
 void FlashInferVllmKernels::wait(cudaStream_t stream, const gpu::WaitBudget& budget) {
   waiter_.wait(
       stream, budget, ws().rank(),

@@ -20,6 +20,9 @@
 
 namespace fusioncheck::adapters::fi {
 
+// Waits for the rank data a registration (register_buffer, register_graph_buffers) wrote.
+void land_rank_data();
+
 // One rank's buffers and the header's CustomAllreduce over every rank's.
 class VllmWorkspace {
  public:
@@ -123,7 +126,6 @@ class FlashInferVllmKernels final : public gpu::KernelUnderTest, public gpu::Pro
   VllmWorkspace& ws() const { return *current_; }
   const VllmInstance& instance_for(const gpu::GpuCase& c) const;
   void hold_at_barriers(std::uint32_t ns, cudaStream_t stream);
-  void land_rank_data();  // waits for the rank data a registration wrote
   kernels::HangRecord record_hang(const gpu::PendingCall& call, double seconds);
   void release_stuck_call();
 

@@ -39,6 +39,13 @@ bool guards_at(const std::uint8_t* payload, std::uint64_t bytes, std::uint64_t g
 
 }  // namespace
 
+// vLLM writes the rank data with a plain cudaMemcpy from pageable memory: it returns once the
+// bytes are staged, and the DMA runs on the legacy stream, which the case's non-blocking
+// stream does not wait for. A graph launched at once may read the slots before they land
+// (old pointers, or none: an illegal address). vLLM replays its graphs long after their
+// registration; here the replay follows it at once, so the copy is waited for.
+void land_rank_data() { FC_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)); }
+
 VllmWorkspace::VllmWorkspace(k::Bootstrap& bootstrap, const VllmApi& api, std::uint64_t max_bytes)
     : api_(api), rank_(bootstrap.rank()), max_bytes_(max_bytes) {
   api.layout(&layout_);
@@ -63,9 +70,7 @@ VllmWorkspace::VllmWorkspace(k::Bootstrap& bootstrap, const VllmApi& api, std::u
     throw k::InvalidLaunch(std::string("vLLM CustomAllreduce: ") + error);
   if (api.register_buffer(handle_, registered, error, sizeof(error)) != 0)
     throw k::InvalidLaunch(std::string("vLLM CustomAllreduce::register_buffer: ") + error);
-  // Its rank data is a pageable cudaMemcpy on the legacy stream (after_capture, vllm_kernels.cpp):
-  // landed before any call reads it.
-  FC_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  land_rank_data();
   bootstrap.barrier("vLLM custom allreduce workspace initialised");  // no barrier before this
 }
 
