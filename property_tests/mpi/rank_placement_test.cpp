@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fusioncheck/gpu/rank_placement.hpp"
 
@@ -70,9 +72,9 @@ TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
   std::filesystem::remove_all(proc);
 }
 
-// 32 hardware queues where at most two ranks share a GPU; with more, or a value the user set,
-// the environment stays as it is.
-TEST(HardwareQueues, ThirtyTwoWhereAtMostTwoRanksShareAGpu) {
+// 64 hardware queues per GPU shared by its ranks, at most 32 each; where that leaves the
+// runtime's 8 or fewer, or the user set a value, the environment stays as it is.
+TEST(HardwareQueues, SixtyFourPerGpuSharedByItsRanks) {
   const auto proc = fake_proc_with_one_gpu("queues");
   unsetenv("CUDA_VISIBLE_DEVICES");
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -80,15 +82,19 @@ TEST(HardwareQueues, ThirtyTwoWhereAtMostTwoRanksShareAGpu) {
   EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 32);  // one process, no launcher
   EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
   EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 0);  // now set: kept as it is
+  for (const auto& [ranks, queues] : std::vector<std::pair<int, const char*>>{
+           {2, "32"}, {3, "21"}, {4, "16"}, {6, "10"}, {7, "9"}}) {
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(ranks).c_str(), 1);
+    EXPECT_EQ(fg::hardware_queues_before_cuda(proc), std::atoi(queues)) << ranks << " ranks";
+    EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), queues) << ranks << " ranks";
+  }
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
-  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 32);
-  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
-  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 0);  // four clients of one GPU's pool
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "8", 1);
+  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 0);  // 8 each: the runtime's default
   EXPECT_EQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
-  setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);  // two ranks per GPU
-  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 32);
+  setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);  // four ranks per GPU
+  EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 16);
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   unsetenv("CUDA_VISIBLE_DEVICES");
   unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");

@@ -33,12 +33,12 @@ bool mps_daemon_running(const std::filesystem::path& proc = "/proc");
 // share set, 0 if none.
 int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
 
-// Before CUDA starts in this process: CUDA_DEVICE_MAX_CONNECTIONS=32 (a hardware queue per
-// stream; the runtime's default is 8 for all of a process's streams) where at most two ranks
-// share a GPU, so that the host's release copies, on a stream of their own, do not wait in a
-// queue behind a kernel they are to release. With more ranks per GPU the runtime's default
-// stays: under MPS a GPU's clients share one pool of queues, each keeping its own, and 4, 6 and
-// 8 ranks of 32 queues each stopped in their first case (docs/results.md). Ranks and GPUs as
+// Before CUDA starts in this process: CUDA_DEVICE_MAX_CONNECTIONS, the hardware queues for
+// its streams (the runtime's default is 8), so that the host's release copies, on a stream of
+// their own, do not wait in a queue behind a kernel they are to release. Under MPS a GPU's
+// clients share one pool of queues, each keeping its own: 64 per GPU in all (4 ranks of 32
+// each, or 8 of 16, stopped in their first case; docs/results.md), at most 32 per rank, and
+// the default where that leaves 8 or fewer (8 ranks per GPU). Ranks and GPUs as
 // share_sms_before_cuda counts them; a value the user set is kept. Returns the count set, 0 if
 // none.
 int hardware_queues_before_cuda(const std::filesystem::path& proc = "/proc");
