@@ -37,7 +37,7 @@ int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
 // its streams (the runtime's default is 8), so that the host's release copies, on a stream of
 // their own, do not wait in a queue behind a kernel they are to release. Under MPS a GPU's
 // clients share one pool of queues, each keeping its own: 64 per GPU in all (4 ranks of 32
-// each, or 8 of 16, stopped in their first case; docs/results.md), at most 32 per rank, and
+// each, or 8 of 16, did not get through their start; docs/results.md), at most 32 per rank, and
 // the default where that leaves 8 or fewer (8 ranks per GPU). Ranks and GPUs as
 // share_sms_before_cuda counts them; a value the user set is kept. Returns the count set, 0 if
 // none.
