@@ -561,6 +561,14 @@ TEST(FlashInferPcieChecks, TheExpectationFollowsTheCalls) {
 
 }  // namespace
 
+// The PCIe allreduce's header has kernels for 2, 4 and 8 ranks only; the family says so, so
+// that a 16-rank job is refused before any work rather than at its first launch.
+TEST(FlashInferPcie, DeclaresTheRankCountsItsHeaderHasKernelsFor) {
+  EXPECT_EQ(fa::flashinfer_pcie_choice().rank_counts, (std::vector<int>{2, 4, 8}));
+  for (int ranks : {2, 4, 8}) EXPECT_FALSE(fa::flashinfer_pcie_variants(ranks, true).empty());
+  EXPECT_TRUE(fa::flashinfer_pcie_variants(16, true).empty());
+}
+
 // gpu check writes a stand-alone reproducer beside a new finding's replay: the families of
 // FlashInfer's headers have the export, and a case it cannot carry is refused with why.
 TEST(FlashInferRepro, ChecksOfTheHeaderFamiliesExportBesideTheReplay) {

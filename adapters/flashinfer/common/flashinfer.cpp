@@ -264,6 +264,7 @@ gpu::KernelChoice flashinfer_pcie_choice() {
   choice.host_traits = [](int ranks) { return flashinfer_pcie_traits(ranks); };
   choice.release = flashinfer_main_release();
   choice.make = make_flashinfer_pcie;
+  choice.rank_counts = {2, 4, 8};  // its header's kernels: a 16-rank job is refused before any work
   choice.share_sms =
       true;  // its grids do not shrink for ranks sharing a GPU, and every block spins
   choice.mutant_ranks = {2, 4, 8};  // a patched copy is a whole library: every rank count
