@@ -74,7 +74,7 @@ TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
 
 // 64 hardware queues per GPU shared by its ranks, at most 32 each; where that leaves the
 // runtime's 8 or fewer, or the user set a value, the environment stays as it is.
-TEST(HardwareQueues, SixtyFourPerGpuSharedByItsRanks) {
+TEST(HardwareQueues, NinetySixPerGpuSharedByItsRanks) {
   const auto proc = fake_proc_with_one_gpu("queues");
   unsetenv("CUDA_VISIBLE_DEVICES");
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -83,17 +83,17 @@ TEST(HardwareQueues, SixtyFourPerGpuSharedByItsRanks) {
   EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
   EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 0);  // now set: kept as it is
   for (const auto& [ranks, queues] : std::vector<std::pair<int, const char*>>{
-           {2, "32"}, {3, "21"}, {4, "16"}, {6, "10"}, {7, "9"}}) {
+           {2, "32"}, {3, "32"}, {4, "24"}, {6, "16"}, {7, "13"}, {8, "12"}}) {
     unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(ranks).c_str(), 1);
     EXPECT_EQ(fg::hardware_queues_before_cuda(proc), std::atoi(queues)) << ranks << " ranks";
     EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), queues) << ranks << " ranks";
   }
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "8", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "12", 1);
   EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 0);  // 8 each: the runtime's default
   EXPECT_EQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
-  setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);  // four ranks per GPU
+  setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);  // six ranks per GPU
   EXPECT_EQ(fg::hardware_queues_before_cuda(proc), 16);
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   unsetenv("CUDA_VISIBLE_DEVICES");

@@ -75,8 +75,8 @@ int share_sms_before_cuda(const std::filesystem::path& proc) {
 
 int hardware_queues_before_cuda(const std::filesystem::path& proc) {
   if (std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr) return 0;  // the user's choice
-  // The queues of one GPU's ranks together: 64 ran at 2 and 4 ranks, 128 stopped jobs.
-  constexpr int kQueuesPerGpu = 64, kMostPerRank = 32, kRuntimeDefault = 8;
+  // The queues of one GPU's ranks together: 96 ran at 4, 6 and 8 ranks, 128 stopped jobs.
+  constexpr int kQueuesPerGpu = 96, kMostPerRank = 32, kRuntimeDefault = 8;
   const int ranks = std::max(1, ranks_per_node_from_launcher());
   const int gpus = std::max(1, visible_gpus(proc));
   const int queues = std::min(kMostPerRank, kQueuesPerGpu / ((ranks + gpus - 1) / gpus));

@@ -36,9 +36,10 @@ int share_sms_before_cuda(const std::filesystem::path& proc = "/proc");
 // Before CUDA starts in this process: CUDA_DEVICE_MAX_CONNECTIONS, the hardware queues for
 // its streams (the runtime's default is 8), so that the host's release copies, on a stream of
 // their own, do not wait in a queue behind a kernel they are to release. Under MPS a GPU's
-// clients share one pool of queues, each keeping its own: 64 per GPU in all (4 ranks of 32
-// each, or 8 of 16, did not get through their start; docs/results.md), at most 32 per rank, and
-// the default where that leaves 8 or fewer (8 ranks per GPU). Ranks and GPUs as
+// clients share one pool of queues, each keeping its own: 96 per GPU in all (4 ranks of 32
+// each, or 8 of 16, did not get through their start; 8 of 8 held the copy-engine ring's release
+// back; docs/results.md), at most 32 per rank, and the default where that leaves 8 or fewer
+// (12 or more ranks per GPU). Ranks and GPUs as
 // share_sms_before_cuda counts them; a value the user set is kept. Returns the count set, 0 if
 // none.
 int hardware_queues_before_cuda(const std::filesystem::path& proc = "/proc");
