@@ -72,7 +72,7 @@ TEST(MpsShare, EqualSharesOnlyWhereRanksShareAGpuUnderMps) {
   std::filesystem::remove_all(proc);
 }
 
-// 64 hardware queues per GPU shared by its ranks, at most 32 each; where that leaves the
+// 96 hardware queues per GPU shared by its ranks, at most 32 each; where that leaves the
 // runtime's 8 or fewer, or the user set a value, the environment stays as it is.
 TEST(HardwareQueues, NinetySixPerGpuSharedByItsRanks) {
   const auto proc = fake_proc_with_one_gpu("queues");
